@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { ERROR_CODES, type ErrorCode, type ErrorDetails } from './errors.ts';
+
+/** SPEC §2.6 / §7 envelopes. */
+export const metaSchema = z.object({
+  request_id: z.string(),
+  timestamp: z.string(),
+});
+export type Meta = z.infer<typeof metaSchema>;
+
+export const errorBodySchema = z.object({
+  success: z.literal(false),
+  error: z.object({
+    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()),
+  }),
+  meta: metaSchema,
+});
+export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+export function successSchema<T extends z.ZodType>(data: T) {
+  return z.object({ success: z.literal(true), data, meta: metaSchema });
+}
+
+export function successEnvelope<T>(data: T, meta: Meta): { success: true; data: T; meta: Meta } {
+  return { success: true, data, meta };
+}
+
+export function errorEnvelope(
+  code: ErrorCode,
+  message: string,
+  details: ErrorDetails,
+  meta: Meta,
+): ErrorBody {
+  return { success: false, error: { code, message, details }, meta };
+}

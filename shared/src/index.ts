@@ -1,0 +1,3 @@
+export * from './crypto/ids.ts';
+export * from './envelope.ts';
+export * from './errors.ts';
