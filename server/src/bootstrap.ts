@@ -1,0 +1,79 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { Config } from './config.ts';
+import type { AppContext } from './context.ts';
+import { Keyring, loadMasterKey } from './crypto/keyring.ts';
+import { openDatabase } from './db/index.ts';
+import { type EventHub, LocalEventHub } from './lib/event-hub.ts';
+import type { Gallery, Matcher } from './modules/matching/types.ts';
+import { KioskRegistry } from './modules/pvs/registry.ts';
+import { loadGallery } from './modules/users/service.ts';
+import { RateLimits } from './plugins/app/rate-limit.ts';
+
+/** The deployed revision: PALMID_VERSION if baked in, else the git revision, else the package version. */
+export function resolveVersion(): string {
+  if (process.env.PALMID_VERSION) return process.env.PALMID_VERSION;
+  try {
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+  } catch {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    return pkg.version;
+  }
+}
+
+export interface ContextOverrides {
+  matcher?: Matcher;
+  gallery?: Gallery;
+  events?: EventHub;
+  now?: () => number;
+}
+
+async function defaultMatching(): Promise<{ matcher: Matcher; gallery: Gallery }> {
+  const mod = (await import('./modules/matching/index.ts')) as {
+    createMatcher: () => Matcher;
+    createGallery: (m: Matcher) => Gallery;
+  };
+  const matcher = mod.createMatcher();
+  return { matcher, gallery: mod.createGallery(matcher) };
+}
+
+/** Opens everything a server (or the admin CLI) needs. The caller owns `closeContext`. */
+export async function createContext(config: Config, overrides: ContextOverrides = {}): Promise<AppContext> {
+  const database = await openDatabase(config.DATABASE_URL);
+  const keyring = new Keyring(loadMasterKey(config.PALMID_MASTER_KEY, config.PALMID_KEY_FILE));
+  let redis: unknown;
+  if (config.REDIS_URL) {
+    const { Redis } = await import('ioredis');
+    redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  }
+  const matching =
+    overrides.matcher && overrides.gallery
+      ? { matcher: overrides.matcher, gallery: overrides.gallery }
+      : await defaultMatching();
+  const ctx: AppContext = {
+    config,
+    database,
+    keyring,
+    ...matching,
+    events: overrides.events ?? new LocalEventHub(),
+    kiosks: new KioskRegistry(),
+    rateLimits: new RateLimits(redis),
+    version: resolveVersion(),
+    startedAt: Date.now(),
+    now: overrides.now ?? Date.now,
+    redis,
+  };
+  await loadGallery(ctx);
+  return ctx;
+}
+
+export async function closeContext(ctx: AppContext): Promise<void> {
+  await ctx.events.close();
+  const redis = ctx.redis as { quit?: () => Promise<unknown> } | undefined;
+  await redis?.quit?.();
+  await ctx.database.close();
+}

@@ -1,0 +1,87 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * Server configuration: one schema; defaults → config file (PALMID_CONFIG, JSON) → environment → flags.
+ * Bad configuration stops start-up with one line naming the key.
+ */
+export const ENVIRONMENTS = ['development', 'sandbox', 'production'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+const portSchema = z.coerce.number().int().min(0).max(65535);
+
+export const configSchema = z
+  .object({
+    PORT: portSchema.default(8080),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_URL: z
+      .string()
+      .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'must be sqlite:<path> or postgres://…')
+      .default('sqlite:./data/palmid.db'),
+    PALMID_ENV: z.enum(ENVIRONMENTS).default('development'),
+    PALMID_MASTER_KEY: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters')
+      .optional(),
+    PALMID_KEY_FILE: z.string().min(1).default('./data/master.key'),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\/.+/, 'must be redis://…')
+      .optional(),
+    PALMID_SIM: z.enum(['0', '1']).default('1'),
+    PALMID_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    PALMID_AUTH_TTL_S: z.coerce.number().int().min(1).max(3600).default(120),
+    PALMID_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  })
+  .strict();
+
+export type Config = z.infer<typeof configSchema>;
+const KEYS = Object.keys(configSchema.shape) as (keyof Config)[];
+
+export class ConfigError extends Error {
+  constructor(
+    readonly key: string,
+    reason: string,
+  ) {
+    super(`Invalid configuration ${key}: ${reason}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function pickKnown(source: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of KEYS) {
+    const v = source[k];
+    if (v !== undefined && v !== '') out[k] = v;
+  }
+  return out;
+}
+
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  flags: Partial<Record<keyof Config, unknown>> = {},
+): Config {
+  let fileValues: Record<string, unknown> = {};
+  const file = env.PALMID_CONFIG;
+  if (file) {
+    try {
+      const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        throw new ConfigError('PALMID_CONFIG', `${file} must hold a JSON object`);
+      }
+      fileValues = parsed as Record<string, unknown>;
+      const unknownKey = Object.keys(fileValues).find((k) => !KEYS.includes(k as keyof Config));
+      if (unknownKey) throw new ConfigError(unknownKey, `unknown key in ${file}`);
+    } catch (err) {
+      if (err instanceof ConfigError) throw err;
+      throw new ConfigError('PALMID_CONFIG', `cannot read ${file}: ${(err as Error).message}`);
+    }
+  }
+  const merged = { ...pickKnown(fileValues), ...pickKnown(env), ...pickKnown(flags) };
+  const result = configSchema.safeParse(merged);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new ConfigError(String(issue.path[0] ?? 'config'), issue.message);
+  }
+  return result.data;
+}

@@ -1,0 +1,59 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { migrationProvider } from './migrations.ts';
+import type { DB, DbKind } from './schema.ts';
+
+export type { DB, Db, DbKind } from './schema.ts';
+
+export interface Database {
+  db: Kysely<DB>;
+  kind: DbKind;
+  /** Human-readable location without credentials. */
+  location: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the store named by DATABASE_URL and brings its schema up to date.
+ * SQLite runs in WAL mode with synchronous=FULL: an acknowledged write survives a crash (kill -9 or power loss).
+ */
+export async function openDatabase(url: string): Promise<Database> {
+  let database: Database;
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const sqlite = new SQLite(path);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma('foreign_keys = ON');
+    sqlite.pragma('busy_timeout = 5000');
+    sqlite.defaultSafeIntegers(false);
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+    database = { db, kind: 'sqlite', location: `sqlite:${path}`, close: () => db.destroy() };
+  } else if (/^postgres(ql)?:\/\//.test(url)) {
+    const pg = await import('pg');
+    const { Pool, types } = pg.default;
+    // int8 columns carry millisecond timestamps and amounts, all within Number.MAX_SAFE_INTEGER.
+    types.setTypeParser(20, (v: string) => Number(v));
+    const pool = new Pool({ connectionString: url, max: 10 });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const u = new URL(url);
+    database = {
+      db,
+      kind: 'postgres',
+      location: `postgres://${u.host}${u.pathname}`,
+      close: () => db.destroy(),
+    };
+  } else {
+    throw new Error('DATABASE_URL must be sqlite:<path> or postgres://…');
+  }
+  const migrator = new Migrator({ db: database.db, provider: migrationProvider(database.kind) });
+  const { error } = await migrator.migrateToLatest();
+  if (error) {
+    await database.close();
+    throw error instanceof Error ? error : new Error(String(error));
+  }
+  return database;
+}

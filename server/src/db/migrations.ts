@@ -1,0 +1,182 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import type { DbKind } from './schema.ts';
+
+/**
+ * Migrations as code, shared by SQLite and PostgreSQL. Only the binary column type differs.
+ * Append new migrations; never edit a released one.
+ */
+function migrations(kind: DbKind): Record<string, Migration> {
+  const bin = kind === 'postgres' ? 'bytea' : 'blob';
+  return {
+    '0001_initial': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('vendors')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('url', 'text', (c) => c.notNull())
+          .addColumn('mode', 'text', (c) => c.notNull())
+          .addColumn('scopes', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('api_keys')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('vendor_id', 'text', (c) => c.notNull().references('vendors.id'))
+          .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('prefix', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('revoked_at', 'bigint')
+          .execute();
+        await db.schema
+          .createTable('users')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('created_by_vendor', 'text')
+          .addColumn('registration_date', 'bigint', (c) => c.notNull())
+          .addColumn('ledger_id', 'text', (c) => c.notNull().unique())
+          .addColumn('token_share_enc', bin, (c) => c.notNull())
+          .addColumn('wrapped_key', bin)
+          .addColumn('last_auth', 'bigint')
+          .addColumn('erased_at', 'bigint')
+          .execute();
+        await db.schema
+          .createTable('user_tokens')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('revoked_at', 'bigint')
+          .execute();
+        await db.schema
+          .createTable('claim_codes')
+          .addColumn('code_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('used_at', 'bigint')
+          .execute();
+        await db.schema
+          .createTable('palms')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('hand', 'text', (c) => c.notNull())
+          .addColumn('template_enc', bin, (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('palms_user').on('palms').column('user_id').execute();
+        await db.schema
+          .createTable('attributes')
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('kind', 'text', (c) => c.notNull())
+          .addColumn('value_enc', bin, (c) => c.notNull())
+          .addColumn('client_encrypted', 'integer', (c) => c.notNull())
+          .addColumn('valid_from', 'bigint')
+          .addColumn('valid_until', 'bigint')
+          .addColumn('verified_by', 'text')
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('attributes_pk', ['user_id', 'name'])
+          .execute();
+        await db.schema
+          .createTable('consents')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('vendor_id', 'text', (c) => c.notNull())
+          .addColumn('attributes', 'text', (c) => c.notNull())
+          .addColumn('granted_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('revocable', 'integer', (c) => c.notNull())
+          .addColumn('audit_log', 'integer', (c) => c.notNull())
+          .addColumn('revoked_at', 'bigint')
+          .execute();
+        await db.schema
+          .createIndex('consents_user')
+          .on('consents')
+          .columns(['user_id', 'vendor_id'])
+          .execute();
+        await db.schema
+          .createTable('auth_contexts')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('vendor_id', 'text', (c) => c.notNull())
+          .addColumn('type', 'text', (c) => c.notNull())
+          .addColumn('amount', 'bigint')
+          .addColumn('currency', 'text')
+          .addColumn('minimum_age', 'integer')
+          .addColumn('attributes_required', 'text', (c) => c.notNull())
+          .addColumn('attributes_optional', 'text', (c) => c.notNull())
+          .addColumn('pvs_id', 'text')
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('result_enc', bin)
+          .addColumn('user_id', 'text')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex('auth_contexts_status')
+          .on('auth_contexts')
+          .columns(['status', 'expires_at'])
+          .execute();
+        await db.schema
+          .createTable('ledger')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('ledger_user_id', 'text', (c) => c.notNull())
+          .addColumn('vendor_id', 'text', (c) => c.notNull())
+          .addColumn('context_id', 'text', (c) => c.notNull())
+          .addColumn('timestamp', 'bigint', (c) => c.notNull())
+          .addColumn('tx', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex('ledger_lookup')
+          .on('ledger')
+          .columns(['ledger_user_id', 'vendor_id', 'timestamp'])
+          .execute();
+        await db.schema
+          .createTable('audit')
+          .addColumn('seq', 'bigint', (c) => c.primaryKey())
+          .addColumn('id', 'text', (c) => c.notNull().unique())
+          .addColumn('timestamp', 'bigint', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('vendor_id', 'text')
+          .addColumn('attribute_name', 'text', (c) => c.notNull())
+          .addColumn('operation', 'text', (c) => c.notNull())
+          .addColumn('ip_address', 'text', (c) => c.notNull())
+          .addColumn('user_agent', 'text', (c) => c.notNull())
+          .addColumn('result', 'text', (c) => c.notNull())
+          .addColumn('prev_hash', 'text', (c) => c.notNull())
+          .addColumn('hash', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('audit_user').on('audit').columns(['user_id', 'seq']).execute();
+        await db.schema
+          .createTable('audit_head')
+          .addColumn('id', 'integer', (c) => c.primaryKey())
+          .addColumn('seq', 'bigint', (c) => c.notNull())
+          .addColumn('hash', 'text', (c) => c.notNull())
+          .addColumn('mac', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('pvs')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('vendor_id', 'text')
+          .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('last_seen', 'bigint')
+          .addColumn('revoked_at', 'bigint')
+          .execute();
+        await db.schema
+          .createTable('idempotency')
+          .addColumn('key', 'text', (c) => c.primaryKey())
+          .addColumn('response', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .execute();
+      },
+    },
+  };
+}
+
+export function migrationProvider(kind: DbKind): MigrationProvider {
+  return { getMigrations: async () => migrations(kind) };
+}

@@ -1,0 +1,167 @@
+import type { Kysely, Transaction } from 'kysely';
+
+/** Row types of every table. Times are Unix milliseconds (integers). Binary columns hold ciphertext. */
+export interface VendorsTable {
+  id: string;
+  name: string;
+  url: string;
+  mode: 'test' | 'live';
+  scopes: string; // comma separated
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  vendor_id: string;
+  key_hash: string;
+  prefix: string;
+  status: 'active' | 'revoked';
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface UsersTable {
+  id: string;
+  created_by_vendor: string | null;
+  registration_date: number;
+  ledger_id: string;
+  token_share_enc: Uint8Array;
+  wrapped_key: Uint8Array | null;
+  last_auth: number | null;
+  erased_at: number | null;
+}
+
+export interface UserTokensTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+export interface ClaimCodesTable {
+  code_hash: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+export interface PalmsTable {
+  id: string;
+  user_id: string;
+  hand: 'left' | 'right';
+  template_enc: Uint8Array;
+  created_at: number;
+}
+
+export interface AttributesTable {
+  user_id: string;
+  name: string;
+  kind: 'user' | 'verified';
+  value_enc: Uint8Array;
+  client_encrypted: number;
+  valid_from: number | null;
+  valid_until: number | null;
+  verified_by: string | null;
+  updated_at: number;
+}
+
+export interface ConsentsTable {
+  id: string;
+  user_id: string;
+  vendor_id: string;
+  attributes: string; // JSON [{name, purpose, retention_days}]
+  granted_at: number;
+  expires_at: number;
+  revocable: number;
+  audit_log: number;
+  revoked_at: number | null;
+}
+
+export interface AuthContextsTable {
+  id: string;
+  vendor_id: string;
+  type: 'payment' | 'entrance' | 'login';
+  amount: number | null;
+  currency: string | null;
+  minimum_age: number | null;
+  attributes_required: string; // JSON array
+  attributes_optional: string; // JSON array
+  pvs_id: string | null;
+  status: 'pending' | 'scanning' | 'completed' | 'failed' | 'cancelled' | 'expired';
+  result_enc: Uint8Array | null;
+  user_id: string | null;
+  created_at: number;
+  expires_at: number;
+  updated_at: number;
+}
+
+export interface LedgerTable {
+  id: string;
+  ledger_user_id: string;
+  vendor_id: string;
+  context_id: string;
+  timestamp: number;
+  tx: string; // canonical JSON of the SPEC §2.4 transaction
+}
+
+export interface AuditTable {
+  seq: number;
+  id: string;
+  timestamp: number;
+  user_id: string;
+  vendor_id: string | null;
+  attribute_name: string;
+  operation: 'READ' | 'UPDATE' | 'DELETE';
+  ip_address: string;
+  user_agent: string;
+  result: 'SUCCESS' | 'DENIED' | 'ERROR';
+  prev_hash: string;
+  hash: string;
+}
+
+export interface AuditHeadTable {
+  id: number;
+  seq: number;
+  hash: string;
+  mac: string;
+}
+
+export interface PvsTable {
+  id: string;
+  name: string;
+  vendor_id: string | null;
+  token_hash: string;
+  created_at: number;
+  last_seen: number | null;
+  revoked_at: number | null;
+}
+
+export interface IdempotencyTable {
+  key: string;
+  response: string;
+  created_at: number;
+}
+
+export interface DB {
+  vendors: VendorsTable;
+  api_keys: ApiKeysTable;
+  users: UsersTable;
+  user_tokens: UserTokensTable;
+  claim_codes: ClaimCodesTable;
+  palms: PalmsTable;
+  attributes: AttributesTable;
+  consents: ConsentsTable;
+  auth_contexts: AuthContextsTable;
+  ledger: LedgerTable;
+  audit: AuditTable;
+  audit_head: AuditHeadTable;
+  pvs: PvsTable;
+  idempotency: IdempotencyTable;
+}
+
+/** A database handle or an open transaction: services accept either. */
+export type Db = Kysely<DB> | Transaction<DB>;
+export type DbKind = 'sqlite' | 'postgres';

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+
+describe('health and status', () => {
+  let t: TestApp;
+  let key: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    key = (await seedVendor(t.ctx)).api_key;
+  });
+  afterAll(() => t.close());
+
+  it('GET /health is open, plain, with the revision', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/health' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ok', version: t.ctx.version });
+    expect(res.headers['x-ratelimit-limit']).toBe('1000');
+    expect(res.headers['x-request-id']).toBeTruthy();
+  });
+
+  it('reuses a well-formed X-Request-Id and replaces a bad one', async () => {
+    const good = await t.app.inject({
+      method: 'GET',
+      url: '/health',
+      headers: { 'x-request-id': 'abc.DEF-1_2' },
+    });
+    expect(good.headers['x-request-id']).toBe('abc.DEF-1_2');
+    const bad = await t.app.inject({
+      method: 'GET',
+      url: '/health',
+      headers: { 'x-request-id': 'no spaces!' },
+    });
+    expect(bad.headers['x-request-id']).not.toBe('no spaces!');
+  });
+
+  it('GET /api/v1/status needs a vendor key', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/status' });
+    expect(res.statusCode).toBe(401);
+    const body = res.json();
+    expect(body.success).toBe(false);
+    expect(body.error.code).toBe('UNAUTHORIZED');
+    expect(body.meta.request_id).toBe(res.headers['x-request-id']);
+  });
+
+  it('GET /api/v1/status reports database, kiosks and vendor', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/status', headers: { 'x-api-key': key } });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.success).toBe(true);
+    expect(body.data).toMatchObject({
+      status: 'ok',
+      environment: 'development',
+      database: { kind: 'sqlite', ok: true },
+      pvs: { connected: 0 },
+      vendor: { name: 'Cafe X', mode: 'test' },
+    });
+    expect(res.headers['x-ratelimit-limit']).toBe('100');
+  });
+
+  it('unknown routes and wrong methods are 404 envelopes', async () => {
+    for (const [method, url] of [
+      ['GET', '/nope'],
+      ['DELETE', '/health'],
+    ] as const) {
+      const res = await t.app.inject({ method, url });
+      expect(res.statusCode).toBe(404);
+      expect(res.json().error.code).toBe('NOT_FOUND');
+    }
+  });
+
+  it('serves OpenAPI at /docs', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().paths['/api/v1/status']).toBeTruthy();
+  });
+});

@@ -1,0 +1,67 @@
+import { successSchema } from '@palmid/shared/envelope.ts';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { vendorOf } from '../../plugins/app/auth.ts';
+import { ok } from '../../plugins/app/envelope.ts';
+
+const healthSchema = z.object({ status: z.literal('ok'), version: z.string() });
+
+const statusSchema = z.object({
+  status: z.enum(['ok', 'degraded']),
+  version: z.string(),
+  environment: z.string(),
+  uptime_s: z.number().int(),
+  database: z.object({ kind: z.string(), ok: z.boolean() }),
+  pvs: z.object({ connected: z.number().int() }),
+  vendor: z.object({ id: z.string(), name: z.string(), mode: z.enum(['test', 'live']) }),
+  time: z.string(),
+});
+
+export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
+  const ctx = app.ctx;
+  app.get(
+    '/health',
+    {
+      config: { rate: 'health' },
+      schema: {
+        tags: ['health'],
+        summary: 'Liveness and deployed revision',
+        response: { 200: healthSchema },
+      },
+    },
+    async () => ({ status: 'ok' as const, version: ctx.version }),
+  );
+
+  app.get(
+    '/api/v1/status',
+    {
+      config: { auth: 'vendor', rate: 'status' },
+      schema: {
+        tags: ['health'],
+        summary: 'System status for a vendor',
+        security: [{ apiKey: [] }],
+        response: { 200: successSchema(statusSchema) },
+      },
+    },
+    async (request, reply) => {
+      const vendor = vendorOf(request);
+      let dbOk = true;
+      try {
+        await sql`select 1`.execute(ctx.database.db);
+      } catch {
+        dbOk = false;
+      }
+      return ok(reply, {
+        status: dbOk ? ('ok' as const) : ('degraded' as const),
+        version: ctx.version,
+        environment: ctx.config.PALMID_ENV,
+        uptime_s: Math.floor((ctx.now() - ctx.startedAt) / 1000),
+        database: { kind: ctx.database.kind, ok: dbOk },
+        pvs: { connected: ctx.kiosks.servingVendor(vendor.id).length },
+        vendor: { id: vendor.id, name: vendor.name, mode: vendor.mode },
+        time: new Date(ctx.now()).toISOString(),
+      });
+    },
+  );
+};

@@ -1,0 +1,36 @@
+/**
+ * The contract between the server's domain (auth contexts, enrolment) and the palm matcher.
+ * Templates are the versioned binary format of `@palmid/shared/palm` (≤ 1 KB, with a header).
+ */
+export type Hand = 'left' | 'right';
+
+export interface GalleryEntry {
+  /** Stable id of this enrolled palm sample. */
+  palmId: string;
+  userId: string;
+  hand: Hand;
+  template: Uint8Array;
+}
+
+export interface IdentifyHit {
+  userId: string;
+  palmId: string;
+  /** Similarity in [0, 1]; higher is more alike. */
+  score: number;
+}
+
+export interface Matcher {
+  /** Throws AppError('INVALID_REQUEST', …, {field: 'template', reason}) for a malformed template. */
+  validate(template: Uint8Array): void;
+  /** 1:1 comparison with alignment search. */
+  verify(a: Uint8Array, b: Uint8Array): { score: number; match: boolean };
+}
+
+export interface Gallery {
+  add(entry: GalleryEntry): void;
+  /** Removes every palm of the user (erasure). */
+  removeUser(userId: string): void;
+  /** Best match above the calibrated threshold, or null. */
+  identify(template: Uint8Array): IdentifyHit | null;
+  readonly size: number;
+}

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@palmid/shared/errors.ts';
+import type { Environment } from '../../config.ts';
+import type { VendorPrincipal } from '../../context.ts';
+import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
+import type { Db } from '../../db/index.ts';
+
+export const VENDOR_SCOPES = ['auth', 'users'] as const;
+export type VendorScope = (typeof VENDOR_SCOPES)[number];
+const API_KEY = /^sk_(test|live)_[A-Za-z0-9_-]{43}$/;
+
+export interface NewVendor {
+  name: string;
+  url?: string | undefined;
+  mode?: 'test' | 'live' | undefined;
+  scopes?: VendorScope[] | undefined;
+}
+
+async function issueKey(db: Db, vendorId: string, mode: 'test' | 'live', now: number): Promise<string> {
+  const apiKey = newSecret(`sk_${mode}_`);
+  await db
+    .insertInto('api_keys')
+    .values({
+      id: randomUUID(),
+      vendor_id: vendorId,
+      key_hash: hashSecret(apiKey),
+      prefix: apiKey.slice(0, 12),
+      status: 'active',
+      created_at: now,
+      revoked_at: null,
+    })
+    .execute();
+  return apiKey;
+}
+
+export async function createVendor(db: Db, input: NewVendor, now = Date.now()) {
+  const id = randomUUID();
+  const mode = input.mode ?? 'test';
+  const scopes = input.scopes ?? [...VENDOR_SCOPES];
+  await db
+    .insertInto('vendors')
+    .values({ id, name: input.name, url: input.url ?? '', mode, scopes: scopes.join(','), created_at: now })
+    .execute();
+  const apiKey = await issueKey(db, id, mode, now);
+  return { vendor_id: id, name: input.name, mode, scopes, api_key: apiKey };
+}
+
+export async function getVendor(db: Db, id: string) {
+  return db.selectFrom('vendors').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function listVendors(db: Db) {
+  return db.selectFrom('vendors').selectAll().orderBy('created_at').execute();
+}
+
+async function requireVendor(db: Db, id: string) {
+  const vendor = await getVendor(db, id);
+  if (!vendor) throw new AppError('NOT_FOUND', `No vendor ${id}`, { field: 'vendor_id', reason: 'unknown' });
+  return vendor;
+}
+
+async function revokeAll(db: Db, vendorId: string, now: number): Promise<number> {
+  const res = await db
+    .updateTable('api_keys')
+    .set({ status: 'revoked', revoked_at: now })
+    .where('vendor_id', '=', vendorId)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
+/** Replaces every active key of the vendor by one new key; the old ones stop working at once. */
+export async function rotateKey(db: Db, vendorId: string, now = Date.now()) {
+  const vendor = await requireVendor(db, vendorId);
+  const revoked = await revokeAll(db, vendorId, now);
+  const apiKey = await issueKey(db, vendorId, vendor.mode, now);
+  return { vendor_id: vendorId, api_key: apiKey, revoked };
+}
+
+export async function revokeKeys(db: Db, vendorId: string, now = Date.now()) {
+  await requireVendor(db, vendorId);
+  return { vendor_id: vendorId, revoked: await revokeAll(db, vendorId, now) };
+}
+
+/**
+ * Resolves an X-API-Key. Live keys only work in production and test keys only outside it (CONTRACT §2).
+ * Every failure is the same 401 so that a caller learns nothing about which keys exist.
+ */
+export async function authenticateVendor(
+  db: Db,
+  apiKey: unknown,
+  env: Environment,
+): Promise<VendorPrincipal> {
+  const unauthorized = (reason: string) =>
+    new AppError('UNAUTHORIZED', 'Missing or invalid API key', { field: 'X-API-Key', reason });
+  if (typeof apiKey !== 'string' || apiKey.length === 0) throw unauthorized('missing');
+  const m = API_KEY.exec(apiKey);
+  if (!m) throw unauthorized('invalid');
+  const mode = m[1] as 'test' | 'live';
+  if (mode === 'live' && env !== 'production') throw unauthorized('live_key_outside_production');
+  if (mode === 'test' && env === 'production') throw unauthorized('test_key_in_production');
+  const hash = hashSecret(apiKey);
+  const row = await db
+    .selectFrom('api_keys')
+    .innerJoin('vendors', 'vendors.id', 'api_keys.vendor_id')
+    .select([
+      'api_keys.id as key_id',
+      'api_keys.key_hash',
+      'api_keys.status',
+      'vendors.id',
+      'vendors.name',
+      'vendors.url',
+      'vendors.mode',
+      'vendors.scopes',
+    ])
+    .where('api_keys.key_hash', '=', hash)
+    .executeTakeFirst();
+  if (!row || !safeEqualHex(row.key_hash, hash) || row.status !== 'active' || row.mode !== mode) {
+    throw unauthorized('invalid');
+  }
+  return {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    mode: row.mode,
+    scopes: row.scopes.split(',').filter(Boolean),
+    keyId: row.key_id,
+  };
+}

@@ -1,0 +1,65 @@
+import { AppError } from '@palmid/shared/errors.ts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppContext, Caller, UserPrincipal, VendorPrincipal } from '../../context.ts';
+import { authenticateUser } from '../../modules/users/service.ts';
+import { authenticateVendor, type VendorScope } from '../../modules/vendors/service.ts';
+import { applyRateDecision, type RateBucket } from './rate-limit.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route. Default: none. */
+    auth?: 'vendor' | 'user' | 'none';
+    scope?: VendorScope;
+    rate?: RateBucket;
+  }
+  interface FastifyRequest {
+    vendor?: VendorPrincipal;
+    user?: UserPrincipal;
+  }
+}
+
+export function vendorOf(request: FastifyRequest): VendorPrincipal {
+  if (!request.vendor) throw new AppError('UNAUTHORIZED');
+  return request.vendor;
+}
+
+export function userOf(request: FastifyRequest): UserPrincipal {
+  if (!request.user) throw new AppError('UNAUTHORIZED');
+  return request.user;
+}
+
+export function callerOf(request: FastifyRequest): Caller {
+  const ua = request.headers['user-agent'];
+  return { ip: request.ip, userAgent: typeof ua === 'string' ? ua : '' };
+}
+
+/**
+ * Authentication, scope check and rate limiting run in onRequest, before the body is parsed: a caller
+ * without valid credentials learns nothing about the body's validity and costs no parsing.
+ */
+export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const cfg = request.routeOptions.config;
+    if (cfg.auth === 'vendor') {
+      const vendor = await authenticateVendor(
+        ctx.database.db,
+        request.headers['x-api-key'],
+        ctx.config.PALMID_ENV,
+      );
+      request.vendor = vendor;
+      if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, vendor.keyId));
+      if (cfg.scope && !vendor.scopes.includes(cfg.scope)) {
+        throw new AppError('FORBIDDEN', `This API key lacks the '${cfg.scope}' scope`, {
+          reason: 'missing_scope',
+          scope: cfg.scope,
+        });
+      }
+    } else if (cfg.auth === 'user') {
+      const user = await authenticateUser(ctx, request.headers.authorization);
+      request.user = user;
+      if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, user.tokenId));
+    } else if (cfg.rate) {
+      applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, request.ip));
+    }
+  });
+}

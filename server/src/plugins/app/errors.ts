@@ -1,0 +1,93 @@
+import { errorEnvelope } from '@palmid/shared/envelope.ts';
+import {
+  AppError,
+  DEFAULT_MESSAGES,
+  ERROR_CODES,
+  type ErrorCode,
+  type ErrorDetails,
+} from '@palmid/shared/errors.ts';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { meta } from './envelope.ts';
+
+/** Fastify's own client errors, mapped to the SPEC catalogue (everything is a 400 there). */
+const FASTIFY_REASONS: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'body_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_content_length',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'empty_body',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'malformed_json',
+  FST_ERR_VALIDATION: 'invalid',
+};
+
+function validationDetails(err: FastifyError): { field: string; reason: string; message: string } {
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const first = err.validation[0];
+    const params = (first?.params ?? {}) as {
+      issue?: { path?: PropertyKey[]; code?: string; message?: string };
+    };
+    const issue = params.issue;
+    const path = issue?.path?.map(String).join('.');
+    const field = path || String(err.validationContext ?? 'body');
+    const reason = issue?.code ?? 'invalid';
+    const message = issue?.message ?? first?.message ?? 'invalid value';
+    return { field, reason, message: `Invalid ${field}: ${message}` };
+  }
+  return { field: 'body', reason: 'invalid', message: 'The request format or parameters are invalid' };
+}
+
+export function sendError(
+  reply: FastifyReply,
+  code: ErrorCode,
+  message: string,
+  details: ErrorDetails,
+  status: number = ERROR_CODES[code],
+): FastifyReply {
+  const body = errorEnvelope(code, message, details, meta(reply.request));
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) {
+      return sendError(reply, err.code, err.message, err.details, err.status);
+    }
+    if (hasZodFastifySchemaValidationErrors(err) || err.validation) {
+      const { field, reason, message } = validationDetails(err);
+      return sendError(reply, 'INVALID_REQUEST', message, { field, reason }, 400);
+    }
+    const reason = err.code ? FASTIFY_REASONS[err.code] : undefined;
+    if (reason || (err instanceof SyntaxError && err.statusCode === 400)) {
+      return sendError(
+        reply,
+        'INVALID_REQUEST',
+        DEFAULT_MESSAGES.INVALID_REQUEST,
+        { field: 'body', reason: reason ?? 'malformed_json' },
+        400,
+      );
+    }
+    if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+      if (err.statusCode === 429)
+        return sendError(reply, 'RATE_LIMITED', DEFAULT_MESSAGES.RATE_LIMITED, {}, 429);
+      return sendError(
+        reply,
+        'INVALID_REQUEST',
+        DEFAULT_MESSAGES.INVALID_REQUEST,
+        { reason: 'bad_request' },
+        400,
+      );
+    }
+    request.log.error({ err }, 'unhandled error');
+    return sendError(reply, 'INTERNAL_ERROR', DEFAULT_MESSAGES.INTERNAL_ERROR, {}, 500);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      reply,
+      'NOT_FOUND',
+      `No route ${request.method} ${request.url.split('?')[0]}`,
+      { reason: 'no_route' },
+      404,
+    ),
+  );
+}

@@ -1,0 +1,107 @@
+import { AppError } from '@palmid/shared/errors.ts';
+import type { FastifyReply } from 'fastify';
+import {
+  type IRateLimiterRes,
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+} from 'rate-limiter-flexible';
+
+/** CONTRACT §3: limits per bucket; each bucket may have several windows (the ledger has two). */
+export const RATE_LIMITS = {
+  auth: [{ points: 100, duration: 60 }],
+  users: [{ points: 50, duration: 60 }],
+  health: [{ points: 1000, duration: 60 }],
+  ledger: [
+    { points: 50, duration: 60 },
+    { points: 500, duration: 3600 },
+  ],
+  user: [{ points: 60, duration: 60 }],
+  status: [{ points: 100, duration: 60 }],
+  pvs: [{ points: 600, duration: 60 }],
+} as const;
+
+export type RateBucket = keyof typeof RATE_LIMITS;
+
+interface Window {
+  points: number;
+  limiter: RateLimiterMemory | RateLimiterRedis;
+}
+
+export interface RateDecision {
+  limit: number;
+  remaining: number;
+  resetAt: number; // Unix seconds
+  allowed: boolean;
+  retryAfterS: number;
+}
+
+/**
+ * Counters live in memory, or in Redis when REDIS_URL is set so that every instance shares them.
+ * Redis counting is atomic (INCR + EXPIRE in one script), so concurrent instances never admit more than
+ * the limit.
+ */
+export class RateLimits {
+  readonly #windows: Record<RateBucket, Window[]>;
+
+  // biome-ignore lint/suspicious/noExplicitAny: ioredis client type is optional at this layer
+  constructor(redis?: any) {
+    const make = (bucket: string, points: number, duration: number): Window => {
+      const opts = { points, duration, keyPrefix: `palmid:rl:${bucket}:${duration}` };
+      return {
+        points,
+        limiter: redis
+          ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true })
+          : new RateLimiterMemory(opts),
+      };
+    };
+    this.#windows = Object.fromEntries(
+      Object.entries(RATE_LIMITS).map(([bucket, windows]) => [
+        bucket,
+        windows.map((w) => make(bucket, w.points, w.duration)),
+      ]),
+    ) as Record<RateBucket, Window[]>;
+  }
+
+  async consume(bucket: RateBucket, key: string): Promise<RateDecision> {
+    const now = Date.now();
+    const decisions = await Promise.all(
+      this.#windows[bucket].map(async (w): Promise<RateDecision> => {
+        let res: IRateLimiterRes;
+        let allowed = true;
+        try {
+          res = await w.limiter.consume(key);
+        } catch (err) {
+          if (!(err instanceof RateLimiterRes)) throw err;
+          res = err;
+          allowed = false;
+        }
+        const ms = res.msBeforeNext ?? 0;
+        return {
+          limit: w.points,
+          remaining: Math.max(0, res.remainingPoints ?? 0),
+          resetAt: Math.ceil((now + ms) / 1000),
+          allowed,
+          retryAfterS: Math.max(1, Math.ceil(ms / 1000)),
+        };
+      }),
+    );
+    // The headers describe the window closest to exhaustion; a refusal by any window wins.
+    const refused = decisions.filter((d) => !d.allowed).sort((a, b) => b.retryAfterS - a.retryAfterS)[0];
+    if (refused) return refused;
+    return decisions.sort((a, b) => a.remaining / a.limit - b.remaining / b.limit)[0]!;
+  }
+}
+
+export function applyRateDecision(reply: FastifyReply, d: RateDecision): void {
+  reply.header('X-RateLimit-Limit', String(d.limit));
+  reply.header('X-RateLimit-Remaining', String(d.remaining));
+  reply.header('X-RateLimit-Reset', String(d.resetAt));
+  if (!d.allowed) {
+    reply.header('Retry-After', String(d.retryAfterS));
+    throw new AppError('RATE_LIMITED', 'Too many requests', {
+      reason: 'rate_limited',
+      retry_after_s: d.retryAfterS,
+    });
+  }
+}
