@@ -1,5 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { authContextRoutes } from './modules/auth-contexts/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
+import { ledgerRoutes } from './modules/ledger/routes.ts';
+import { mpcUserRoutes } from './modules/users/routes.ts';
 
 /** Every route module, in one list: find an endpoint in modules/<domain>/routes.ts. */
-export const ROUTE_MODULES: FastifyPluginAsync[] = [healthRoutes];
+export const ROUTE_MODULES: FastifyPluginAsync[] = [
+  healthRoutes,
+  authContextRoutes,
+  ledgerRoutes,
+  mpcUserRoutes,
+];

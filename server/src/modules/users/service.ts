@@ -79,7 +79,7 @@ export function openFor(dataKey: Buffer, userId: string, field: string, sealed: 
   return JSON.parse(open(dataKey, sealed, `${field}:${userId}`).toString('utf8'));
 }
 
-export async function issueUserToken(ctx: AppContext, db: Db, userId: string) {
+export async function issueUserToken(ctx: Pick<AppContext, 'config' | 'now'>, db: Db, userId: string) {
   const token = newSecret('ut_');
   const now = ctx.now();
   const expiresAt = now + ctx.config.PALMID_TOKEN_TTL_DAYS * DAY_MS;

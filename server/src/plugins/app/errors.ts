@@ -7,7 +7,6 @@ import {
   type ErrorDetails,
 } from '@palmid/shared/errors.ts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { meta } from './envelope.ts';
 
 /** Fastify's own client errors, mapped to the SPEC catalogue (everything is a 400 there). */
@@ -21,19 +20,23 @@ const FASTIFY_REASONS: Record<string, string> = {
 };
 
 function validationDetails(err: FastifyError): { field: string; reason: string; message: string } {
-  if (hasZodFastifySchemaValidationErrors(err)) {
-    const first = err.validation[0];
-    const params = (first?.params ?? {}) as {
-      issue?: { path?: PropertyKey[]; code?: string; message?: string };
-    };
-    const issue = params.issue;
-    const path = issue?.path?.map(String).join('.');
-    const field = path || String(err.validationContext ?? 'body');
-    const reason = issue?.code ?? 'invalid';
-    const message = issue?.message ?? first?.message ?? 'invalid value';
-    return { field, reason, message: `Invalid ${field}: ${message}` };
+  const first = err.validation?.[0];
+  const where = String(err.validationContext ?? 'body');
+  if (!first)
+    return { field: where, reason: 'invalid', message: 'The request format or parameters are invalid' };
+  const params = (first.params ?? {}) as { keys?: unknown; params?: { reason?: unknown } };
+  const path = (first.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+  let field = path || where;
+  let reason = first.keyword;
+  if (first.keyword === 'unrecognized_keys' && Array.isArray(params.keys) && params.keys.length > 0) {
+    field = path ? `${path}.${String(params.keys[0])}` : String(params.keys[0]);
+    reason = 'unknown_field';
+  } else if (first.keyword === 'invalid_type' && /received undefined/.test(first.message ?? '')) {
+    reason = 'required';
+  } else if (first.keyword === 'custom') {
+    reason = typeof params.params?.reason === 'string' ? params.params.reason : 'invalid';
   }
-  return { field: 'body', reason: 'invalid', message: 'The request format or parameters are invalid' };
+  return { field, reason, message: `Invalid ${field}: ${first.message ?? 'invalid value'}` };
 }
 
 export function sendError(
@@ -52,7 +55,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (err instanceof AppError) {
       return sendError(reply, err.code, err.message, err.details, err.status);
     }
-    if (hasZodFastifySchemaValidationErrors(err) || err.validation) {
+    if (err.validation) {
       const { field, reason, message } = validationDetails(err);
       return sendError(reply, 'INVALID_REQUEST', message, { field, reason }, 400);
     }

@@ -1,0 +1,217 @@
+#!/usr/bin/env node
+import { AppError } from '@palmid/shared/errors.ts';
+import { Command, Option } from 'commander';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { Keyring, loadMasterKey } from '../crypto/keyring.ts';
+import { type Database, openDatabase } from '../db/index.ts';
+import { verifyAuditChain } from '../modules/audit/service.ts';
+import { createPvs, listPvs, revokePvs } from '../modules/pvs/service.ts';
+import { issueUserToken, requireUser } from '../modules/users/service.ts';
+import {
+  createVendor,
+  listVendors,
+  revokeKeys,
+  rotateKey,
+  VENDOR_SCOPES,
+  type VendorScope,
+} from '../modules/vendors/service.ts';
+
+/**
+ * Operator CLI on the server's database (`npm run admin -- <command>`). Same configuration keys as the
+ * server; `--db` overrides DATABASE_URL. `--json` prints machine-readable JSON on stdout.
+ */
+interface Globals {
+  db?: string;
+  json?: boolean;
+}
+
+interface Store {
+  config: Config;
+  database: Database;
+  keyring: Keyring;
+}
+
+const program = new Command('admin')
+  .description('palmid operator CLI: vendors, kiosks, user tokens, audit verification')
+  .option(
+    '--db <url>',
+    'database URL (sqlite:<path> or postgres://…); default DATABASE_URL or sqlite:./data/palmid.db',
+  )
+  .option('--json', 'print JSON on stdout')
+  .showHelpAfterError('(run with --help for usage)');
+
+function globals(): Globals {
+  return program.opts<Globals>();
+}
+
+async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+  const g = globals();
+  const config = loadConfig(process.env, g.db ? { DATABASE_URL: g.db } : {});
+  const database = await openDatabase(config.DATABASE_URL);
+  try {
+    const keyring = new Keyring(loadMasterKey(config.PALMID_MASTER_KEY, config.PALMID_KEY_FILE));
+    return await fn({ config, database, keyring });
+  } finally {
+    await database.close();
+  }
+}
+
+function print(value: unknown, human: (v: never) => string): void {
+  if (globals().json) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  else process.stdout.write(`${human(value as never)}\n`);
+}
+
+function parseScopes(text: string): VendorScope[] {
+  const scopes = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const s of scopes) {
+    if (!(VENDOR_SCOPES as readonly string[]).includes(s))
+      throw new AppError('INVALID_REQUEST', `unknown scope '${s}' (allowed: ${VENDOR_SCOPES.join(', ')})`);
+  }
+  return scopes as VendorScope[];
+}
+
+const vendor = program.command('vendor').description('manage vendors and their API keys');
+vendor
+  .command('create')
+  .description('create a vendor and its first API key (shown once)')
+  .requiredOption('--name <name>', 'display name')
+  .option('--url <url>', 'vendor URL (appears in ledger transactions)', '')
+  .addOption(new Option('--mode <mode>', 'key mode').choices(['test', 'live']).default('test'))
+  .option('--scopes <list>', `comma-separated scopes (${VENDOR_SCOPES.join(',')})`, VENDOR_SCOPES.join(','))
+  .action(async (o: { name: string; url: string; mode: 'test' | 'live'; scopes: string }) => {
+    const scopes = parseScopes(o.scopes);
+    const res = await withStore((s) =>
+      createVendor(s.database.db, { name: o.name, url: o.url, mode: o.mode, scopes }),
+    );
+    print(
+      res,
+      (r: typeof res) =>
+        `vendor ${r.vendor_id} (${r.name}, ${r.mode}, scopes ${r.scopes.join(',')})\napi key: ${r.api_key}\nStore the key now: it is shown only once.`,
+    );
+  });
+vendor
+  .command('rotate-key')
+  .description('issue a new API key and revoke the old ones at once')
+  .argument('<vendor_id>')
+  .action(async (id: string) => {
+    const res = await withStore((s) => rotateKey(s.database.db, id));
+    print(res, (r: typeof res) => `new api key: ${r.api_key}\nrevoked ${r.revoked} old key(s)`);
+  });
+vendor
+  .command('revoke-key')
+  .description('revoke every API key of a vendor')
+  .argument('<vendor_id>')
+  .action(async (id: string) => {
+    const res = await withStore((s) => revokeKeys(s.database.db, id));
+    print(res, (r: typeof res) => `revoked ${r.revoked} key(s) of ${r.vendor_id}`);
+  });
+vendor
+  .command('list')
+  .description('list vendors')
+  .action(async () => {
+    const rows = await withStore((s) => listVendors(s.database.db));
+    const out = rows.map((r) => ({
+      vendor_id: r.id,
+      name: r.name,
+      url: r.url,
+      mode: r.mode,
+      scopes: r.scopes.split(','),
+    }));
+    print(
+      out,
+      (v: typeof out) => v.map((r) => `${r.vendor_id}  ${r.mode}  ${r.name}`).join('\n') || '(no vendors)',
+    );
+  });
+
+const pvs = program.command('pvs').description('manage kiosks (palm-vein scanner systems)');
+pvs
+  .command('create')
+  .description('register a kiosk; prints its device token once')
+  .requiredOption('--name <name>', 'kiosk name')
+  .option('--vendor <vendor_id>', 'serve only this vendor (omit: enrolment and any vendor)')
+  .action(async (o: { name: string; vendor?: string }) => {
+    const res = await withStore((s) =>
+      createPvs(s.database.db, { name: o.name, vendorId: o.vendor ?? null }),
+    );
+    print(
+      res,
+      (r: typeof res) =>
+        `kiosk ${r.pvs_id} (${r.name})\ndevice token: ${r.device_token}\nStore the token now: it is shown only once.`,
+    );
+  });
+pvs
+  .command('list')
+  .description('list kiosks')
+  .action(async () => {
+    const rows = await withStore((s) => listPvs(s.database.db));
+    const out = rows.map((r) => ({
+      pvs_id: r.id,
+      name: r.name,
+      vendor_id: r.vendor_id,
+      revoked: r.revoked_at !== null,
+    }));
+    print(
+      out,
+      (v: typeof out) =>
+        v
+          .map(
+            (r) =>
+              `${r.pvs_id}  ${r.name}${r.vendor_id ? `  vendor ${r.vendor_id}` : ''}${r.revoked ? '  (revoked)' : ''}`,
+          )
+          .join('\n') || '(no kiosks)',
+    );
+  });
+pvs
+  .command('revoke')
+  .description('revoke a kiosk device token')
+  .argument('<pvs_id>')
+  .action(async (id: string) => {
+    const res = await withStore((s) => revokePvs(s.database.db, id));
+    print(res, () => `kiosk ${id} revoked`);
+  });
+
+const user = program.command('user').description('user support operations');
+user
+  .command('token')
+  .description('issue a user bearer token (30 days by default)')
+  .argument('<user_id>')
+  .action(async (id: string) => {
+    const res = await withStore(async (s) => {
+      await requireUser(s.database.db, id);
+      return issueUserToken({ config: s.config, now: Date.now }, s.database.db, id);
+    });
+    print(res, (r: typeof res) => `user token: ${r.user_token}\nexpires: ${r.expires_at}`);
+  });
+
+const audit = program.command('audit').description('audit log');
+audit
+  .command('verify')
+  .description('verify the hash chain of the whole audit log; exit code 1 if anything was edited or removed')
+  .action(async () => {
+    const res = await withStore((s) => verifyAuditChain(s.database.db, s.keyring));
+    print(res, (r: typeof res) =>
+      r.ok
+        ? `audit log intact: ${r.rows} record(s)`
+        : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
+    );
+    if (!res.ok) process.exitCode = 1;
+  });
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    const message =
+      err instanceof ConfigError || err instanceof AppError
+        ? err.message
+        : `error: ${(err as Error).message}`;
+    if (globals().json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
+    process.stderr.write(`${message}\n`);
+    process.exitCode = 2;
+  }
+}
+
+await main(process.argv);

@@ -1,0 +1,412 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AuthContextInput,
+  type AuthContextRecord,
+  type AuthResult,
+  type AuthStatus,
+  type FailureReason,
+  TERMINAL_STATUSES,
+} from '@palmid/shared/api/auth-contexts.ts';
+import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+import { AppError } from '@palmid/shared/errors.ts';
+import type { AppContext, Caller, VendorPrincipal } from '../../context.ts';
+import { open, seal } from '../../crypto/keyring.ts';
+import type { Db } from '../../db/index.ts';
+import type { AuthContextsTable } from '../../db/schema.ts';
+import { readAttributeValues } from '../attributes/service.ts';
+import { type AuditEntry, appendAudit } from '../audit/service.ts';
+import { activeConsents } from '../consents/service.ts';
+import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
+import { getUser, touchLastAuth } from '../users/service.ts';
+import { ageAttributeName, ageOnDate } from './age.ts';
+
+export type ContextRow = AuthContextsTable;
+
+/** A liveness score below this is a presentation attack (the agent's detector is calibrated to it). */
+export const LIVENESS_THRESHOLD = 0.5;
+/** Attribute names that are never looked up as stored values. */
+const SYNTHETIC = new Set(['pseudonym', 'age_proof']);
+
+export function isTerminal(status: AuthStatus): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+export function toRecord(row: ContextRow): AuthContextRecord {
+  return {
+    auth_id: row.id,
+    status: row.status,
+    type: row.type,
+    amount: row.amount === null ? null : Number(row.amount),
+    currency: row.currency,
+    minimum_age: row.minimum_age === null ? null : Number(row.minimum_age),
+    attributes_required: JSON.parse(row.attributes_required) as string[],
+    attributes_optional: JSON.parse(row.attributes_optional) as string[],
+    pvs_id: row.pvs_id,
+    created_at: new Date(Number(row.created_at)).toISOString(),
+    expires_at: new Date(Number(row.expires_at)).toISOString(),
+  };
+}
+
+function resultKey(ctx: AppContext): Buffer {
+  return ctx.keyring.derive('auth-results');
+}
+
+export function readResult(ctx: AppContext, row: ContextRow): AuthResult | undefined {
+  if (!row.result_enc) return undefined;
+  return JSON.parse(
+    open(resultKey(ctx), row.result_enc, `auth-result:${row.id}`).toString('utf8'),
+  ) as AuthResult;
+}
+
+export async function createAuthContext(
+  ctx: AppContext,
+  db: Db,
+  vendor: VendorPrincipal,
+  input: AuthContextInput,
+): Promise<ContextRow> {
+  if (input.pvs_id) {
+    const kiosk = await db
+      .selectFrom('pvs')
+      .select(['id', 'vendor_id', 'revoked_at'])
+      .where('id', '=', input.pvs_id)
+      .executeTakeFirst();
+    if (!kiosk || kiosk.revoked_at !== null) {
+      throw new AppError('NOT_FOUND', 'No such kiosk', { field: 'pvs_id', reason: 'unknown' });
+    }
+    if (kiosk.vendor_id !== null && kiosk.vendor_id !== vendor.id) {
+      throw new AppError('FORBIDDEN', 'This kiosk belongs to another vendor', {
+        field: 'pvs_id',
+        reason: 'other_vendor',
+      });
+    }
+  }
+  const now = ctx.now();
+  const row: ContextRow = {
+    id: randomUUID(),
+    vendor_id: vendor.id,
+    type: input.type,
+    amount: input.amount ?? null,
+    currency: input.type === 'payment' ? (input.currency ?? 'EUR') : null,
+    minimum_age: input.minimum_age ?? null,
+    attributes_required: JSON.stringify(input.attributes_required ?? []),
+    attributes_optional: JSON.stringify(input.attributes_optional ?? []),
+    pvs_id: input.pvs_id ?? null,
+    status: 'pending',
+    result_enc: null,
+    user_id: null,
+    created_at: now,
+    expires_at: now + (input.expires_in_s ?? ctx.config.PALMID_AUTH_TTL_S) * 1000,
+    updated_at: now,
+  };
+  await db.insertInto('auth_contexts').values(row).execute();
+  return row;
+}
+
+/**
+ * Loads a context of the calling vendor (another vendor's is 404, never 403: existence is not revealed).
+ * A context whose deadline passed is expired on read, so the answer is right even between sweeps.
+ */
+export async function loadVendorContext(
+  ctx: AppContext,
+  db: Db,
+  vendorId: string,
+  authId: string,
+): Promise<ContextRow> {
+  const row = await db.selectFrom('auth_contexts').selectAll().where('id', '=', authId).executeTakeFirst();
+  if (!row || row.vendor_id !== vendorId) {
+    throw new AppError('NOT_FOUND', 'Authentication context not found', {
+      field: 'auth_id',
+      reason: 'unknown',
+    });
+  }
+  return expireIfDue(ctx, db, row);
+}
+
+export async function loadContext(ctx: AppContext, db: Db, authId: string): Promise<ContextRow | undefined> {
+  const row = await db.selectFrom('auth_contexts').selectAll().where('id', '=', authId).executeTakeFirst();
+  return row ? expireIfDue(ctx, db, row) : undefined;
+}
+
+async function expireIfDue(ctx: AppContext, db: Db, row: ContextRow): Promise<ContextRow> {
+  if (!isTerminal(row.status) && Number(row.expires_at) <= ctx.now()) {
+    return finishWithoutUser(ctx, db, row, 'expired', 'expired');
+  }
+  return row;
+}
+
+/** Moves a non-terminal context to a terminal state with no identified user (cancel, expiry). */
+async function finishWithoutUser(
+  ctx: AppContext,
+  db: Db,
+  row: ContextRow,
+  status: 'cancelled' | 'expired',
+  reason: FailureReason,
+): Promise<ContextRow> {
+  const now = ctx.now();
+  const result: AuthResult = {
+    success: false,
+    user_id: null,
+    attributes: {},
+    timestamp: new Date(now).toISOString(),
+    reason,
+  };
+  const updated = await transition(ctx, db, row, status, result, null, now);
+  return (
+    updated ??
+    ((await db
+      .selectFrom('auth_contexts')
+      .selectAll()
+      .where('id', '=', row.id)
+      .executeTakeFirst()) as ContextRow)
+  );
+}
+
+/** Compare-and-set on the status: a terminal state is never overwritten, even by a concurrent request. */
+async function transition(
+  ctx: AppContext,
+  db: Db,
+  row: ContextRow,
+  status: AuthStatus,
+  result: AuthResult | null,
+  userId: string | null,
+  now: number,
+): Promise<ContextRow | undefined> {
+  const result_enc = result
+    ? seal(resultKey(ctx), Buffer.from(JSON.stringify(result), 'utf8'), `auth-result:${row.id}`)
+    : null;
+  const res = await db
+    .updateTable('auth_contexts')
+    .set({ status, result_enc, user_id: userId, updated_at: now })
+    .where('id', '=', row.id)
+    .where('status', '=', row.status)
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1) return undefined;
+  return { ...row, status, result_enc, user_id: userId, updated_at: now };
+}
+
+export async function cancelAuthContext(
+  ctx: AppContext,
+  db: Db,
+  vendorId: string,
+  authId: string,
+): Promise<ContextRow> {
+  const row = await loadVendorContext(ctx, db, vendorId, authId);
+  if (isTerminal(row.status)) {
+    throw new AppError('INVALID_REQUEST', `The context is already ${row.status}`, {
+      field: 'auth_id',
+      reason: 'not_cancellable',
+      status: row.status,
+    });
+  }
+  const done = await finishWithoutUser(ctx, db, row, 'cancelled', 'cancelled');
+  if (done.status !== 'cancelled') {
+    throw new AppError('INVALID_REQUEST', `The context is already ${done.status}`, {
+      field: 'auth_id',
+      reason: 'not_cancellable',
+      status: done.status,
+    });
+  }
+  return done;
+}
+
+/** pending → scanning when a kiosk takes the context. Returns false if it was no longer pending. */
+export async function markScanning(
+  ctx: AppContext,
+  db: Db,
+  row: ContextRow,
+): Promise<ContextRow | undefined> {
+  if (row.status !== 'pending') return row.status === 'scanning' ? row : undefined;
+  return transition(ctx, db, row, 'scanning', null, null, ctx.now());
+}
+
+/** Expires every overdue context; returns the rows that changed (for notifications). */
+export async function expireOverdue(ctx: AppContext): Promise<ContextRow[]> {
+  const db = ctx.database.db;
+  const due = await db
+    .selectFrom('auth_contexts')
+    .selectAll()
+    .where('status', 'in', ['pending', 'scanning'])
+    .where('expires_at', '<=', ctx.now())
+    .limit(500)
+    .execute();
+  const changed: ContextRow[] = [];
+  for (const row of due) {
+    const done = await finishWithoutUser(ctx, db, row, 'expired', 'expired');
+    if (done.status === 'expired') changed.push(done);
+  }
+  return changed;
+}
+
+export interface PalmEvidence {
+  template: Uint8Array;
+  hand?: 'left' | 'right' | undefined;
+  liveness?: number | undefined;
+}
+
+export interface Resolution {
+  row: ContextRow;
+  result: AuthResult;
+}
+
+/**
+ * Resolves a pending or scanning context with a palm: liveness, 1:N identification, consent filtering,
+ * age predicate, ledger transaction and one audit record per requested attribute. Runs inside the
+ * caller's transaction so that all of it is written or none.
+ */
+export async function resolveWithPalm(
+  ctx: AppContext,
+  db: Db,
+  row: ContextRow,
+  palm: PalmEvidence,
+  caller: Caller,
+): Promise<Resolution> {
+  if (isTerminal(row.status)) {
+    throw new AppError('INVALID_REQUEST', `The context is already ${row.status}`, {
+      field: 'auth_id',
+      reason: 'not_resolvable',
+      status: row.status,
+    });
+  }
+  const now = ctx.now();
+  const timestamp = new Date(now).toISOString();
+  const fail = async (
+    reason: FailureReason,
+    extra: Partial<AuthResult> = {},
+    userId: string | null = null,
+  ) => {
+    const result: AuthResult = { success: false, user_id: null, attributes: {}, timestamp, reason, ...extra };
+    return finish(result, 'failed', userId);
+  };
+  const finish = async (
+    result: AuthResult,
+    status: 'completed' | 'failed',
+    userId: string | null,
+  ): Promise<Resolution> => {
+    const updated = await transition(ctx, db, row, status, result, userId, now);
+    if (!updated) {
+      throw new AppError('INVALID_REQUEST', 'The context changed state meanwhile', {
+        field: 'auth_id',
+        reason: 'not_resolvable',
+      });
+    }
+    return { row: updated, result };
+  };
+
+  if (palm.liveness !== undefined && palm.liveness < LIVENESS_THRESHOLD) return fail('liveness_failed');
+  ctx.matcher.validate(palm.template);
+  const hit = ctx.gallery.identify(palm.template);
+  const user = hit ? await getUser(db, hit.userId) : undefined;
+  if (!hit || !user) return fail('no_match');
+
+  const vendor = await db
+    .selectFrom('vendors')
+    .select(['id', 'url'])
+    .where('id', '=', row.vendor_id)
+    .executeTakeFirstOrThrow();
+  const pseudo = pseudonym(user.id, vendor.id);
+  const record = toRecord(row);
+  const requested = [...record.attributes_required, ...record.attributes_optional];
+  const consents = await activeConsents(db, user.id, vendor.id, now);
+  const lookup = requested.filter((n) => !SYNTHETIC.has(n) && consents.has(n));
+  const minAge = record.minimum_age;
+  const ageName = minAge === null ? null : ageAttributeName(minAge);
+  const ageConsented = ageName !== null && (consents.has(ageName) || consents.has('date_of_birth'));
+  if (ageConsented && !lookup.includes('date_of_birth')) lookup.push('date_of_birth');
+  const values = await readAttributeValues(ctx, db, user.id, lookup, now);
+
+  const attributes: Record<string, unknown> = {};
+  const audit: AuditEntry[] = [];
+  const missing: string[] = [];
+  for (const name of requested) {
+    const required = record.attributes_required.includes(name);
+    if (name === 'pseudonym') {
+      attributes.pseudonym = pseudo;
+      continue;
+    }
+    if (name === 'age_proof') continue; // produced with the age predicate (zero-knowledge module)
+    const consented = consents.has(name);
+    const has = consented && values.has(name);
+    if (has) attributes[name] = values.get(name);
+    else if (required) missing.push(name);
+    audit.push({
+      userId: user.id,
+      vendorId: vendor.id,
+      attributeName: name,
+      operation: 'READ',
+      result: has ? 'SUCCESS' : 'DENIED',
+    });
+  }
+
+  let ageOk: boolean | null = null;
+  if (minAge !== null && ageName !== null) {
+    const dob = values.get('date_of_birth');
+    if (!ageConsented || typeof dob !== 'string') {
+      missing.push(ageName);
+      audit.push({
+        userId: user.id,
+        vendorId: vendor.id,
+        attributeName: 'date_of_birth',
+        operation: 'READ',
+        result: 'DENIED',
+      });
+    } else {
+      ageOk = ageOnDate(dob, new Date(now)) >= minAge;
+      attributes[ageName] = ageOk;
+      audit.push({
+        userId: user.id,
+        vendorId: vendor.id,
+        attributeName: 'date_of_birth',
+        operation: 'READ',
+        result: 'SUCCESS',
+      });
+    }
+  }
+  // Age was derived from the birth date only to compute the predicate; the date itself is disclosed only
+  // when it was requested by name and consented.
+  if (!requested.includes('date_of_birth')) delete attributes.date_of_birth;
+
+  let outcome: { status: 'completed' | 'failed'; reason?: FailureReason };
+  if (missing.length > 0) outcome = { status: 'failed', reason: 'consent_missing' };
+  else if (ageOk === false) outcome = { status: 'failed', reason: 'underage' };
+  else outcome = { status: 'completed' };
+
+  const result: AuthResult =
+    outcome.status === 'completed'
+      ? { success: true, user_id: pseudo, attributes, timestamp, ledger_id: user.ledger_id }
+      : {
+          success: false,
+          user_id: pseudo,
+          attributes: outcome.reason === 'underage' && ageName ? { [ageName]: false } : {},
+          timestamp,
+          ledger_id: user.ledger_id,
+          reason: outcome.reason!,
+          ...(missing.length > 0 ? { missing } : {}),
+        };
+
+  const tx: LedgerTransaction = {
+    'user-id': user.ledger_id,
+    'context-id': row.id,
+    attributes: [
+      { type: 'pseudonym', context: pseudo },
+      row.type === 'payment'
+        ? { type: 'payment', context: Number(row.amount) }
+        : { type: row.type, context: null },
+    ],
+    vendor: { id: vendor.id, url: vendor.url },
+    timestamp: now,
+    result: { code: outcome.status === 'completed' ? 'ok' : outcome.reason! },
+  };
+  await appendTransaction(db, tx);
+  await appendAudit(db, ctx.keyring, caller, audit, now);
+  if (outcome.status === 'completed') await touchLastAuth(db, user.id, now);
+  return finish(result, outcome.status, user.id);
+}
+
+export function publishUpdate(ctx: AppContext, row: ContextRow, result?: AuthResult): void {
+  ctx.events.publish('auth.updated', {
+    vendorId: row.vendor_id,
+    authId: row.id,
+    status: row.status,
+    ...(result ? { auth_result: result } : {}),
+  });
+}

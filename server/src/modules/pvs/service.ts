@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@palmid/shared/errors.ts';
+import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
+import type { Db } from '../../db/index.ts';
+
+export interface PvsPrincipal {
+  id: string;
+  name: string;
+  vendorId: string | null;
+}
+
+/** Registers a kiosk (palm-vein scanner system). The device token is shown once and stored hashed. */
+export async function createPvs(
+  db: Db,
+  input: { name: string; vendorId?: string | null | undefined },
+  now = Date.now(),
+) {
+  if (input.vendorId) {
+    const v = await db.selectFrom('vendors').select('id').where('id', '=', input.vendorId).executeTakeFirst();
+    if (!v)
+      throw new AppError('NOT_FOUND', `No vendor ${input.vendorId}`, { field: 'vendor', reason: 'unknown' });
+  }
+  const id = randomUUID();
+  const token = newSecret('pvs_');
+  await db
+    .insertInto('pvs')
+    .values({
+      id,
+      name: input.name,
+      vendor_id: input.vendorId ?? null,
+      token_hash: hashSecret(token),
+      created_at: now,
+      last_seen: null,
+      revoked_at: null,
+    })
+    .execute();
+  return { pvs_id: id, name: input.name, vendor_id: input.vendorId ?? null, device_token: token };
+}
+
+export async function listPvs(db: Db) {
+  return db
+    .selectFrom('pvs')
+    .select(['id', 'name', 'vendor_id', 'created_at', 'last_seen', 'revoked_at'])
+    .orderBy('created_at')
+    .execute();
+}
+
+export async function revokePvs(db: Db, id: string, now = Date.now()) {
+  const res = await db
+    .updateTable('pvs')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1)
+    throw new AppError('NOT_FOUND', `No active kiosk ${id}`, { field: 'pvs_id', reason: 'unknown' });
+  return { pvs_id: id, revoked: true };
+}
+
+export async function authenticatePvs(db: Db, header: unknown): Promise<PvsPrincipal> {
+  const unauthorized = () =>
+    new AppError('UNAUTHORIZED', 'Missing or invalid device token', {
+      field: 'Authorization',
+      reason: 'invalid',
+    });
+  if (typeof header !== 'string') throw unauthorized();
+  const m = /^Bearer (pvs_[A-Za-z0-9_-]{43})$/.exec(header);
+  if (!m) throw unauthorized();
+  const hash = hashSecret(m[1]!);
+  const row = await db.selectFrom('pvs').selectAll().where('token_hash', '=', hash).executeTakeFirst();
+  if (!row || !safeEqualHex(row.token_hash, hash) || row.revoked_at !== null) throw unauthorized();
+  return { id: row.id, name: row.name, vendorId: row.vendor_id };
+}
+
+export async function touchPvs(db: Db, id: string, now: number): Promise<void> {
+  await db.updateTable('pvs').set({ last_seen: now }).where('id', '=', id).execute();
+}

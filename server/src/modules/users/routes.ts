@@ -1,0 +1,250 @@
+import {
+  mpcCreateBodySchema,
+  mpcCreatedSchema,
+  mpcDeletedSchema,
+  mpcReadSchema,
+  mpcUpdateBodySchema,
+  mpcUpdatedSchema,
+  mpcUserRefSchema,
+} from '@palmid/shared/api/users.ts';
+import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+import { successSchema } from '@palmid/shared/envelope.ts';
+import { AppError } from '@palmid/shared/errors.ts';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppContext, Caller, VendorPrincipal } from '../../context.ts';
+import type { Db } from '../../db/index.ts';
+import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
+import { ok } from '../../plugins/app/envelope.ts';
+import { readAttributeValues, writeAttribute } from '../attributes/service.ts';
+import { appendAudit } from '../audit/service.ts';
+import { decodeTemplate } from '../auth-contexts/routes.ts';
+import { activeConsents } from '../consents/service.ts';
+import {
+  addPalm,
+  createUser,
+  dataKeyOf,
+  eraseUser,
+  forgetPalms,
+  issueUserToken,
+  palmRegistered,
+  requireUser,
+} from './service.ts';
+
+const vendorRoute = { auth: 'vendor', scope: 'users', rate: 'users' } as const;
+const security = [{ apiKey: [] }];
+
+/** Only the vendor that created a user may manage it; others learn about users only through auth contexts. */
+async function ownedUser(db: Db, vendor: VendorPrincipal, userId: string) {
+  const user = await requireUser(db, userId);
+  if (user.created_by_vendor !== vendor.id) {
+    throw new AppError('FORBIDDEN', 'This user was not created by your vendor account', {
+      field: 'user_id',
+      reason: 'not_owner',
+    });
+  }
+  return user;
+}
+
+async function applyChanges(
+  ctx: AppContext,
+  db: Db,
+  vendor: VendorPrincipal,
+  caller: Caller,
+  userId: string,
+  attributes: Record<string, unknown> | undefined,
+  palms: { hand: 'left' | 'right'; template: string }[] | undefined,
+): Promise<{
+  updated: string[];
+  palmIds: { palmId: string; hand: 'left' | 'right'; template: Uint8Array }[];
+}> {
+  const now = ctx.now();
+  const updated: string[] = [];
+  for (const [name, value] of Object.entries(attributes ?? {})) {
+    await writeAttribute(ctx, db, userId, { name, value }, 'user', now);
+    updated.push(name);
+  }
+  const palmIds: { palmId: string; hand: 'left' | 'right'; template: Uint8Array }[] = [];
+  if (palms && palms.length > 0) {
+    const key = await dataKeyOf(ctx, db, userId);
+    for (const p of palms) {
+      const template = decodeTemplate(p.template);
+      palmIds.push({
+        palmId: await addPalm(ctx, db, userId, key, { hand: p.hand, template }),
+        hand: p.hand,
+        template,
+      });
+    }
+  }
+  await appendAudit(
+    db,
+    ctx.keyring,
+    caller,
+    updated.map((name) => ({
+      userId,
+      vendorId: vendor.id,
+      attributeName: name,
+      operation: 'UPDATE' as const,
+      result: 'SUCCESS' as const,
+    })),
+    now,
+  );
+  return { updated, palmIds };
+}
+
+function publishPalms(
+  ctx: AppContext,
+  userId: string,
+  palms: { palmId: string; hand: 'left' | 'right'; template: Uint8Array }[],
+): void {
+  for (const p of palms) ctx.gallery.add({ palmId: p.palmId, userId, hand: p.hand, template: p.template });
+  if (palms.length > 0) ctx.events.publish('gallery.changed', { userId, action: 'add' });
+}
+
+export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
+  const ctx = app.ctx;
+
+  app.post(
+    '/api/v1/mpc/users/create',
+    {
+      config: vendorRoute,
+      schema: {
+        tags: ['users'],
+        summary: 'Register a user (attributes and palm templates); a test key also receives a user token',
+        security,
+        body: mpcCreateBodySchema,
+        response: { 201: successSchema(mpcCreatedSchema) },
+      },
+    },
+    async (request, reply) => {
+      const vendor = vendorOf(request);
+      const { attributes, palms } = request.body;
+      const out = await ctx.database.db.transaction().execute(async (trx) => {
+        const user = await createUser(ctx, trx, vendor.id);
+        const changes = await applyChanges(ctx, trx, vendor, callerOf(request), user.id, attributes, palms);
+        const token = vendor.mode === 'test' ? await issueUserToken(ctx, trx, user.id) : undefined;
+        return { user, changes, token };
+      });
+      publishPalms(ctx, out.user.id, out.changes.palmIds);
+      return ok(
+        reply,
+        {
+          user_id: out.user.id,
+          pseudonym: pseudonym(out.user.id, vendor.id),
+          ledger_id: out.user.ledgerId,
+          ...(out.token ? { user_token: out.token.user_token, expires_at: out.token.expires_at } : {}),
+        },
+        201,
+      );
+    },
+  );
+
+  app.post(
+    '/api/v1/mpc/users/update',
+    {
+      config: vendorRoute,
+      schema: {
+        tags: ['users'],
+        summary: 'Update attributes or add palms of a user you created',
+        security,
+        body: mpcUpdateBodySchema,
+        response: { 200: successSchema(mpcUpdatedSchema) },
+      },
+    },
+    async (request, reply) => {
+      const vendor = vendorOf(request);
+      const { user_id, attributes, palms } = request.body;
+      const changes = await ctx.database.db.transaction().execute(async (trx) => {
+        await ownedUser(trx, vendor, user_id);
+        return applyChanges(ctx, trx, vendor, callerOf(request), user_id, attributes, palms);
+      });
+      publishPalms(ctx, user_id, changes.palmIds);
+      return ok(reply, { user_id, updated: changes.updated });
+    },
+  );
+
+  app.post(
+    '/api/v1/mpc/users/read',
+    {
+      config: vendorRoute,
+      schema: {
+        tags: ['users'],
+        summary: 'Read a user you created: only the attributes the user consented to share with you',
+        security,
+        body: mpcUserRefSchema,
+        response: { 200: successSchema(mpcReadSchema) },
+      },
+    },
+    async (request, reply) => {
+      const vendor = vendorOf(request);
+      const { user_id } = request.body;
+      const data = await ctx.database.db.transaction().execute(async (trx) => {
+        const user = await ownedUser(trx, vendor, user_id);
+        const now = ctx.now();
+        const consents = await activeConsents(trx, user_id, vendor.id, now);
+        const values = await readAttributeValues(ctx, trx, user_id, [...consents.keys()], now);
+        const attributes = Object.fromEntries(values);
+        await appendAudit(
+          trx,
+          ctx.keyring,
+          callerOf(request),
+          [...values.keys()].map((name) => ({
+            userId: user_id,
+            vendorId: vendor.id,
+            attributeName: name,
+            operation: 'READ' as const,
+            result: 'SUCCESS' as const,
+          })),
+          now,
+        );
+        return {
+          user_id,
+          pseudonym: pseudonym(user_id, vendor.id),
+          ledger_id: user.ledger_id,
+          palm_registered: await palmRegistered(trx, user_id),
+          registration_date: new Date(Number(user.registration_date)).toISOString(),
+          attributes,
+        };
+      });
+      return ok(reply, data);
+    },
+  );
+
+  app.post(
+    '/api/v1/mpc/users/delete',
+    {
+      config: vendorRoute,
+      schema: {
+        tags: ['users'],
+        summary: 'Erase a user you created (same as the user’s own delete-me)',
+        security,
+        body: mpcUserRefSchema,
+        response: { 200: successSchema(mpcDeletedSchema) },
+      },
+    },
+    async (request, reply) => {
+      const vendor = vendorOf(request);
+      const { user_id } = request.body;
+      await ctx.database.db.transaction().execute(async (trx) => {
+        await ownedUser(trx, vendor, user_id);
+        await eraseUser(ctx, trx, user_id);
+        await appendAudit(
+          trx,
+          ctx.keyring,
+          callerOf(request),
+          [
+            {
+              userId: user_id,
+              vendorId: vendor.id,
+              attributeName: '*',
+              operation: 'DELETE',
+              result: 'SUCCESS',
+            },
+          ],
+          ctx.now(),
+        );
+      });
+      forgetPalms(ctx, user_id);
+      return ok(reply, { user_id, deleted: true as const });
+    },
+  );
+};

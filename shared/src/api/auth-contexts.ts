@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
+
+export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;
+export const AUTH_STATUSES = ['pending', 'scanning', 'completed', 'failed', 'cancelled', 'expired'] as const;
+export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled', 'expired'] as const;
+export const FAILURE_REASONS = [
+  'no_match',
+  'liveness_failed',
+  'consent_missing',
+  'underage',
+  'cancelled',
+  'expired',
+] as const;
+/** SPEC §2.2: a vendor that asks for more than this many attributes in one context is refused. */
+export const MAX_ATTRIBUTES_PER_CONTEXT = 16;
+
+export type AuthType = (typeof AUTH_TYPES)[number];
+export type AuthStatus = (typeof AUTH_STATUSES)[number];
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+export const authContextInputSchema = z
+  .object({
+    type: z.enum(AUTH_TYPES),
+    amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR')
+      .optional(),
+    minimum_age: z.number().int().min(1).max(130).optional(),
+    attributes_required: z.array(attributeNameSchema).max(MAX_ATTRIBUTES_PER_CONTEXT).optional(),
+    attributes_optional: z.array(attributeNameSchema).max(MAX_ATTRIBUTES_PER_CONTEXT).optional(),
+    pvs_id: uuidSchema.optional(),
+    expires_in_s: z.number().int().min(1).max(3600).optional(),
+  })
+  .strict()
+  .superRefine((v, c) => {
+    if (v.type === 'payment' && v.amount === undefined) {
+      c.addIssue({
+        code: 'custom',
+        path: ['amount'],
+        message: 'amount is required for payment',
+        params: { reason: 'required' },
+      });
+    }
+    if (v.type !== 'payment' && (v.amount !== undefined || v.currency !== undefined)) {
+      c.addIssue({
+        code: 'custom',
+        path: [v.amount !== undefined ? 'amount' : 'currency'],
+        message: 'only payment contexts carry an amount',
+      });
+    }
+    if (v.type !== 'entrance' && v.minimum_age !== undefined) {
+      c.addIssue({
+        code: 'custom',
+        path: ['minimum_age'],
+        message: 'only entrance contexts carry minimum_age',
+      });
+    }
+    const all = [...(v.attributes_required ?? []), ...(v.attributes_optional ?? [])];
+    if (new Set(all).size !== all.length) {
+      c.addIssue({ code: 'custom', path: ['attributes_optional'], message: 'an attribute is listed twice' });
+    }
+    if (all.length > MAX_ATTRIBUTES_PER_CONTEXT) {
+      c.addIssue({
+        code: 'custom',
+        path: ['attributes_optional'],
+        message: `at most ${MAX_ATTRIBUTES_PER_CONTEXT} attributes per context (excessive attribute request)`,
+      });
+    }
+  });
+export type AuthContextInput = z.infer<typeof authContextInputSchema>;
+
+export const createAuthBodySchema = z.object({ auth_context: authContextInputSchema }).strict();
+
+export const authResultSchema = z.object({
+  success: z.boolean(),
+  user_id: z.string().nullable(),
+  attributes: z.record(z.string(), z.unknown()),
+  timestamp: z.string(),
+  ledger_id: hex64Schema.optional(),
+  reason: z.enum(FAILURE_REASONS).optional(),
+  missing: z.array(z.string()).optional(),
+});
+export type AuthResult = z.infer<typeof authResultSchema>;
+
+export const authContextRecordSchema = z.object({
+  auth_id: uuidSchema,
+  status: z.enum(AUTH_STATUSES),
+  type: z.enum(AUTH_TYPES),
+  amount: z.number().int().nullable(),
+  currency: z.string().nullable(),
+  minimum_age: z.number().int().nullable(),
+  attributes_required: z.array(z.string()),
+  attributes_optional: z.array(z.string()),
+  pvs_id: z.string().nullable(),
+  created_at: z.string(),
+  expires_at: z.string(),
+});
+export type AuthContextRecord = z.infer<typeof authContextRecordSchema>;
+
+export const authStatusSchema = z.object({
+  auth_id: uuidSchema,
+  status: z.enum(AUTH_STATUSES),
+  auth_result: authResultSchema.optional(),
+});
+
+export const palmInputSchema = z
+  .object({
+    template: templateB64Schema,
+    hand: handSchema.optional(),
+    liveness: z.number().min(0).max(1).optional(),
+  })
+  .strict();
+
+export const oneShotAuthBodySchema = z
+  .object({ auth_context: authContextInputSchema, palm: palmInputSchema })
+  .strict();
+
+export const authIdParamsSchema = z.object({ auth_id: uuidSchema });
