@@ -15,7 +15,10 @@ function harness(answer: (msg: Message, seq: number, n: number) => Uint8Array[] 
     (bytes) => {
       for (const f of deviceParser.push(bytes)) {
         const reply = answer(decodeMessage(f), f.seq, n++);
-        if (reply) setImmediate(() => reply.forEach((b) => channel.receive(b)));
+        if (reply)
+          setImmediate(() => {
+            for (const b of reply) channel.receive(b);
+          });
       }
     },
     { timeoutMs, retries: 2, onEvent: (e) => events.push(e), onUnknownFrame: (f) => unknown.push(f) },
