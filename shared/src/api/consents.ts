@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { attributeNameSchema } from './attributes.ts';
+
+/** Decided in docs/user-api.md: a consent without expires_at lasts 365 days; none lasts over 730. */
+export const CONSENT_DEFAULT_DAYS = 365;
+export const CONSENT_MAX_DAYS = 730;
+export const MAX_RETENTION_DAYS = 3650;
+export const MAX_CONSENT_ATTRIBUTES = 64;
+export const MAX_PURPOSE_CHARS = 500;
+
+export const consentAttributeSchema = z
+  .object({
+    name: attributeNameSchema,
+    purpose: z
+      .string()
+      .min(1)
+      .max(MAX_PURPOSE_CHARS)
+      .refine((s) => s.trim().length > 0, 'must not be blank')
+      .describe('Why the vendor needs the attribute'),
+    retention_days: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_RETENTION_DAYS)
+      .describe('Days the vendor may keep the value; 0: must not store it'),
+  })
+  .strict();
+
+export const createConsentBodySchema = z
+  .object({
+    vendor_id: z.uuid().describe('The vendor that receives access'),
+    attributes: z.array(consentAttributeSchema).min(1).max(MAX_CONSENT_ATTRIBUTES),
+    expires_at: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .describe(`Default: ${CONSENT_DEFAULT_DAYS} days from now; at most ${CONSENT_MAX_DAYS} days ahead`),
+    revocable: z.boolean().optional().describe('Default true; a non-revocable consent cannot be revoked'),
+  })
+  .strict();
+export type CreateConsentBody = z.infer<typeof createConsentBodySchema>;
+
+export const CONSENT_STATUSES = ['active', 'expired', 'revoked'] as const;
+
+export const consentSchema = z.object({
+  consent_id: z.string(),
+  user_id: z.string(),
+  vendor_id: z.string(),
+  attributes: z.array(z.object({ name: z.string(), purpose: z.string(), retention_days: z.number().int() })),
+  granted_at: z.string(),
+  expires_at: z.string(),
+  revocable: z.boolean(),
+  audit_log: z.boolean(),
+  status: z.enum(CONSENT_STATUSES),
+  revoked_at: z.string().nullable(),
+});
+export type Consent = z.infer<typeof consentSchema>;
+
+export const consentListQuerySchema = z
+  .object({
+    all: z.enum(['true', 'false']).optional().describe('true: include revoked and expired consents'),
+  })
+  .strict();
+
+export const consentListSchema = z.object({ consents: z.array(consentSchema) });
+
+export const consentParamsSchema = z.object({ consent_id: z.uuid() }).strict();
+
+export const revokeConsentResponseSchema = z.object({ consent_id: z.string(), revoked_at: z.string() });
