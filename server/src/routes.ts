@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { authContextRoutes } from './modules/auth-contexts/routes.ts';
+import { vendorSocketRoutes } from './modules/auth-contexts/ws.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { ledgerRoutes } from './modules/ledger/routes.ts';
+import { pvsRoutes } from './modules/pvs/routes.ts';
 import { mpcUserRoutes } from './modules/users/routes.ts';
 
 /** Every route module, in one list: find an endpoint in modules/<domain>/routes.ts. */
@@ -10,4 +12,6 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   authContextRoutes,
   ledgerRoutes,
   mpcUserRoutes,
+  vendorSocketRoutes,
+  pvsRoutes,
 ];

@@ -1,0 +1,231 @@
+import { AppError } from '@palmid/shared/errors.ts';
+import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
+import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
+import type { FastifyPluginAsync } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { serveRpc } from '../../lib/ws-rpc.ts';
+import { callerOf } from '../../plugins/app/auth.ts';
+import { decodeTemplate } from '../auth-contexts/routes.ts';
+import {
+  type ContextRow,
+  loadContext,
+  markScanning,
+  publishUpdate,
+  resolveWithPalm,
+  toRecord,
+} from '../auth-contexts/service.ts';
+import { addPalm, createClaimCode, createUser } from '../users/service.ts';
+import { recallAnswer, rememberAnswer } from './idempotency.ts';
+import { KioskLockout } from './lockout.ts';
+import { authenticatePvs, type PvsPrincipal, touchPvs } from './service.ts';
+
+function display(row: ContextRow): string {
+  const r = toRecord(row);
+  if (r.type === 'payment')
+    return `Pay ${((r.amount ?? 0) / 100).toFixed(2)} ${r.currency ?? ''}: hold your palm over the scanner`;
+  if (r.type === 'entrance')
+    return r.minimum_age
+      ? `Entrance (age ${r.minimum_age}+): hold your palm over the scanner`
+      : 'Entrance: hold your palm over the scanner';
+  return 'Sign in: hold your palm over the scanner';
+}
+
+function servesContext(pvs: PvsPrincipal, row: Pick<ContextRow, 'vendor_id' | 'pvs_id'>): boolean {
+  if (row.pvs_id !== null) return row.pvs_id === pvs.id;
+  return pvs.vendorId === null || pvs.vendorId === row.vendor_id;
+}
+
+/** Everything a kiosk may still act on: pending or scanning contexts addressed to it. */
+async function openContextsFor(ctx: AppContext, pvs: PvsPrincipal): Promise<ContextRow[]> {
+  let q = ctx.database.db
+    .selectFrom('auth_contexts')
+    .selectAll()
+    .where('status', 'in', ['pending', 'scanning'])
+    .where('expires_at', '>', ctx.now());
+  if (pvs.vendorId !== null) q = q.where('vendor_id', '=', pvs.vendorId);
+  const rows = await q.orderBy('created_at').limit(50).execute();
+  return rows.filter((r) => servesContext(pvs, r));
+}
+
+export const pvsRoutes: FastifyPluginAsync = async (app) => {
+  const ctx = app.ctx;
+  const lockout = new KioskLockout();
+
+  const principals = new WeakMap<object, PvsPrincipal>();
+  // Authentication happens before the upgrade completes, so the socket handler can attach its message
+  // listener synchronously and no early frame (the agent's hello) is lost.
+  const preValidation = async (request: { headers: Record<string, unknown>; raw: object }) => {
+    const pvs = await authenticatePvs(ctx.database.db, request.headers.authorization).catch(() => undefined);
+    if (pvs) principals.set(request.raw, pvs);
+  };
+
+  app.get('/ws/pvs', { websocket: true, preValidation, schema: { hide: true } }, (socket, request) => {
+    const pvs = principals.get(request.raw);
+    if (!pvs) {
+      socket.close(CLOSE_POLICY, 'unauthorized');
+      return;
+    }
+    const log = request.log.child({ pvs_id: pvs.id });
+    const caller = callerOf(request);
+    let unregister: (() => void) | undefined;
+    const unsubscribers: (() => void)[] = [];
+
+    const push = async (row: ContextRow) => {
+      const scanning = await markScanning(ctx, ctx.database.db, row);
+      if (!scanning) return;
+      if (scanning.status !== row.status) publishUpdate(ctx, scanning);
+      const msg: ScanRequest = {
+        auth_id: row.id,
+        type: row.type,
+        amount: row.amount === null ? null : Number(row.amount),
+        currency: row.currency,
+        display: display(row),
+        expires_at: new Date(Number(row.expires_at)).toISOString(),
+      };
+      rpc.send({ method: 'scan.request', params: msg });
+    };
+
+    const rpc = serveRpc(
+      socket,
+      pvsMethods,
+      {
+        hello: async (params) => {
+          if (params.pvs_id !== pvs.id)
+            throw new AppError('FORBIDDEN', 'pvs_id does not match the device token', {
+              field: 'pvs_id',
+              reason: 'mismatch',
+            });
+          await touchPvs(ctx.database.db, pvs.id, ctx.now());
+          if (!unregister) {
+            unregister = ctx.kiosks.register({
+              pvsId: pvs.id,
+              vendorId: pvs.vendorId,
+              send: (m) => rpc.send(m),
+            });
+            unsubscribers.push(
+              ctx.events.subscribe('scan.request', (e) => {
+                if (!servesContext(pvs, { vendor_id: e.vendorId, pvs_id: e.pvsId })) return;
+                void loadContext(ctx, ctx.database.db, e.authId)
+                  .then((row) => (row ? push(row) : undefined))
+                  .catch((err: unknown) => log.error({ err }, 'scan.request push failed'));
+              }),
+              ctx.events.subscribe('scan.cancel', (e) => {
+                if (servesContext(pvs, { vendor_id: e.vendorId, pvs_id: e.pvsId })) {
+                  rpc.send({ method: 'scan.cancel', params: { auth_id: e.authId } });
+                }
+              }),
+            );
+            // Contexts created while the kiosk was away are delivered now.
+            setImmediate(() => {
+              void openContextsFor(ctx, pvs)
+                .then(async (rows) => {
+                  for (const row of rows) await push(row);
+                })
+                .catch((err: unknown) => log.error({ err }, 'backlog push failed'));
+            });
+          }
+          log.info({ agent_version: params.agent_version, firmware: params.firmware }, 'kiosk connected');
+          return {
+            pvs_id: pvs.id,
+            vendor_id: pvs.vendorId,
+            server_version: ctx.version,
+            time: new Date(ctx.now()).toISOString(),
+          };
+        },
+
+        heartbeat: async () => {
+          await touchPvs(ctx.database.db, pvs.id, ctx.now());
+          return { time: new Date(ctx.now()).toISOString() };
+        },
+
+        enroll: async (params, id) => {
+          if (pvs.vendorId !== null) {
+            throw new AppError('FORBIDDEN', 'Only kiosks without a vendor enrol users', {
+              reason: 'vendor_kiosk',
+            });
+          }
+          const samples = [params, ...(params.samples ?? [])];
+          for (const s of samples) {
+            if (s.liveness < 0.5)
+              throw new AppError('INVALID_REQUEST', 'A sample failed the liveness check', {
+                field: 'liveness',
+                reason: 'liveness_failed',
+              });
+          }
+          const templates = samples.map((s) => ({ hand: s.hand, template: decodeTemplate(s.template) }));
+          for (const t of templates) ctx.matcher.validate(t.template);
+          const key = `pvs:${pvs.id}:enroll:${id}`;
+          const { answer, added } = await ctx.database.db.transaction().execute(async (trx) => {
+            const previous = await recallAnswer(ctx, trx, key);
+            if (previous)
+              return {
+                answer: previous as { user_id: string; claim_code: string; expires_at: string },
+                added: [],
+              };
+            const user = await createUser(ctx, trx, null);
+            const palms = [];
+            for (const t of templates)
+              palms.push({ ...t, palmId: await addPalm(ctx, trx, user.id, user.dataKey, t) });
+            const code = await createClaimCode(ctx, trx, user.id);
+            const out = { user_id: user.id, claim_code: code.claim_code, expires_at: code.expires_at };
+            await rememberAnswer(ctx, trx, key, out);
+            return { answer: out, added: palms.map((p) => ({ ...p, userId: user.id })) };
+          });
+          for (const p of added) ctx.gallery.add(p);
+          if (added.length > 0)
+            ctx.events.publish('gallery.changed', { userId: answer.user_id, action: 'add' });
+          return answer;
+        },
+
+        identify: async (params, id) => {
+          const now = ctx.now();
+          const locked = lockout.lockedFor(pvs.id, now);
+          if (locked > 0) {
+            throw new AppError('RATE_LIMITED', 'This kiosk is locked after repeated failed matches', {
+              reason: 'kiosk_locked',
+              retry_after_s: Math.ceil(locked / 1000),
+            });
+          }
+          const key = `pvs:${pvs.id}:identify:${id}`;
+          const previous = await recallAnswer(ctx, ctx.database.db, key);
+          if (previous) return previous as { status: string; auth_result: never };
+          const template = decodeTemplate(params.template);
+          const resolution = await ctx.database.db.transaction().execute(async (trx) => {
+            const row = await loadContext(ctx, trx, params.auth_id);
+            if (!row || !servesContext(pvs, row)) {
+              throw new AppError('NOT_FOUND', 'Authentication context not found', {
+                field: 'auth_id',
+                reason: 'unknown',
+              });
+            }
+            const res = await resolveWithPalm(
+              ctx,
+              trx,
+              row,
+              { template, hand: params.hand, liveness: params.liveness },
+              caller,
+            );
+            const answer = { status: res.row.status, auth_result: res.result };
+            await rememberAnswer(ctx, trx, key, answer);
+            return res;
+          });
+          const reason = resolution.result.reason;
+          lockout.record(pvs.id, reason === 'no_match' || reason === 'liveness_failed', now);
+          publishUpdate(ctx, resolution.row, resolution.result);
+          ctx.events.publish('scan.cancel', {
+            vendorId: resolution.row.vendor_id,
+            pvsId: resolution.row.pvs_id,
+            authId: resolution.row.id,
+          });
+          return { status: resolution.row.status, auth_result: resolution.result };
+        },
+      },
+      log,
+    );
+
+    socket.on('close', () => {
+      unregister?.();
+      for (const u of unsubscribers) u();
+    });
+  });
+};

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { authResultSchema } from '../api/auth-contexts.ts';
+import { handSchema, templateB64Schema, uuidSchema } from '../api/common.ts';
+
+/** /ws/pvs: kiosk agent ↔ server (CONTRACT §6). */
+const sample = z.object({
+  template: templateB64Schema,
+  hand: handSchema,
+  quality: z.number().min(0).max(1),
+  liveness: z.number().min(0).max(1),
+});
+
+export const pvsMethods = {
+  hello: {
+    params: z
+      .object({
+        pvs_id: uuidSchema,
+        agent_version: z.string().min(1).max(64),
+        firmware: z.string().max(64),
+        model: z.string().max(128),
+      })
+      .strict(),
+    result: z.object({
+      pvs_id: z.string(),
+      vendor_id: z.string().nullable(),
+      server_version: z.string(),
+      time: z.string(),
+    }),
+  },
+  enroll: {
+    /** One sample, plus optional further samples (both hands, several captures) enrolled together. */
+    params: sample.extend({ samples: z.array(sample).max(9).optional() }).strict(),
+    result: z.object({ user_id: z.string(), claim_code: z.string(), expires_at: z.string() }),
+  },
+  identify: {
+    params: sample.extend({ auth_id: uuidSchema }).strict(),
+    result: z.object({ status: z.string(), auth_result: authResultSchema }),
+  },
+  heartbeat: {
+    params: z
+      .object({ uptime_s: z.number().nonnegative().optional(), device: z.string().max(64).optional() })
+      .strict(),
+    result: z.object({ time: z.string() }),
+  },
+} as const;
+
+export type PvsMethod = keyof typeof pvsMethods;
+
+export const scanRequestSchema = z.object({
+  auth_id: uuidSchema,
+  type: z.string(),
+  amount: z.number().nullable(),
+  currency: z.string().nullable(),
+  display: z.string(),
+  expires_at: z.string(),
+});
+export const scanCancelSchema = z.object({ auth_id: uuidSchema, reason: z.string().optional() });
+
+export type ScanRequest = z.infer<typeof scanRequestSchema>;
+export type ScanCancel = z.infer<typeof scanCancelSchema>;
