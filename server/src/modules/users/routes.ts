@@ -60,7 +60,13 @@ async function applyChanges(
   const now = ctx.now();
   const updated: string[] = [];
   for (const [name, value] of Object.entries(attributes ?? {})) {
-    await writeAttribute(ctx, db, userId, { name, value }, 'user', now);
+    try {
+      await writeAttribute(ctx, db, userId, { name, value }, 'user', now);
+    } catch (err) {
+      // Name the offending attribute in the request's own terms.
+      if (err instanceof AppError) throw new AppError(err.code, err.message, { ...err.details, field: `attributes.${name}` });
+      throw err;
+    }
     updated.push(name);
   }
   const palmIds: { palmId: string; hand: 'left' | 'right'; template: Uint8Array }[] = [];
