@@ -1,0 +1,252 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createPvs } from './service.ts';
+
+/** A minimal JSON-frame client for the tests. */
+class Client {
+  readonly frames: Record<string, unknown>[] = [];
+  readonly #waiters: {
+    pred: (f: Record<string, unknown>) => boolean;
+    resolve: (f: Record<string, unknown>) => void;
+  }[] = [];
+  constructor(readonly ws: WebSocket) {
+    ws.on('message', (d) => {
+      const f = JSON.parse(d.toString()) as Record<string, unknown>;
+      this.frames.push(f);
+      for (const w of [...this.#waiters]) {
+        if (w.pred(f)) {
+          this.#waiters.splice(this.#waiters.indexOf(w), 1);
+          w.resolve(f);
+        }
+      }
+    });
+  }
+  static async open(url: string, headers: Record<string, string>): Promise<Client> {
+    const ws = new WebSocket(url, { headers });
+    const c = new Client(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return c;
+  }
+  next(pred: (f: Record<string, unknown>) => boolean, timeoutMs = 3000): Promise<Record<string, unknown>> {
+    const found = this.frames.find(pred);
+    if (found) {
+      this.frames.splice(this.frames.indexOf(found), 1);
+      return Promise.resolve(found);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('timed out waiting for a frame')), timeoutMs);
+      this.#waiters.push({
+        pred,
+        resolve: (f) => {
+          clearTimeout(timer);
+          this.frames.splice(this.frames.indexOf(f), 1);
+          resolve(f);
+        },
+      });
+    });
+  }
+  async call(id: string, method: string, params: unknown): Promise<Record<string, unknown>> {
+    this.ws.send(JSON.stringify({ id, method, params }));
+    return this.next((f) => f.id === id);
+  }
+}
+
+const TEMPLATE = Buffer.from('kiosk-enrolled-palm-0001').toString('base64');
+
+describe('/ws/pvs and /ws/vendor', () => {
+  let t: TestApp;
+  let base: string;
+  let vendor: { vendor_id: string; api_key: string };
+  let kiosk: { pvs_id: string; device_token: string };
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `ws://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
+    vendor = await seedVendor(t.ctx, 'Kiosk Vendor');
+    kiosk = await createPvs(t.ctx.database.db, { name: 'front door' });
+  });
+  afterAll(() => t.close());
+
+  it('closes with 1008 on a bad device token or vendor key', async () => {
+    for (const [path, headers] of [
+      ['/ws/pvs', { authorization: 'Bearer pvs_nope' }],
+      ['/ws/vendor', { 'x-api-key': 'sk_test_nope' }],
+    ] as const) {
+      const c = await Client.open(`${base}${path}`, headers);
+      const code = await new Promise<number>((r) => c.ws.once('close', (code) => r(code)));
+      expect(code).toBe(1008);
+    }
+  });
+
+  it('answers bad frames with INVALID_REQUEST and keeps the connection', async () => {
+    const c = await Client.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
+    c.ws.send('{not json');
+    const e1 = await c.next((f) => 'error' in f);
+    expect((e1.error as { code: string }).code).toBe('INVALID_REQUEST');
+    const e2 = await c.call('x1', 'identify', {
+      auth_id: 'nope',
+      template: TEMPLATE,
+      hand: 'left',
+      quality: 1,
+      liveness: 1,
+    });
+    expect(e2.error).toMatchObject({ code: 'INVALID_REQUEST', details: { field: 'params.auth_id' } });
+    const e3 = await c.call('x2', 'teleport', {});
+    expect((e3.error as { code: string }).code).toBe('NOT_FOUND');
+    const hb = await c.call('x3', 'heartbeat', {});
+    expect(hb.result).toHaveProperty('time');
+    c.ws.close();
+  });
+
+  it('enrols, then a vendor context reaches the kiosk and the vendor socket sees it complete', async () => {
+    const k = await Client.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
+    const hello = await k.call('h1', 'hello', {
+      pvs_id: kiosk.pvs_id,
+      agent_version: 'test',
+      firmware: 'sim-1',
+      model: 'palm-v1',
+    });
+    expect(hello.result).toMatchObject({ pvs_id: kiosk.pvs_id, vendor_id: null });
+
+    const enrolled = await k.call('e1', 'enroll', {
+      template: TEMPLATE,
+      hand: 'right',
+      quality: 0.9,
+      liveness: 0.95,
+    });
+    const { user_id, claim_code } = enrolled.result as { user_id: string; claim_code: string };
+    expect(claim_code).toMatch(/^[A-Z2-9]{5}-[A-Z2-9]{5}$/);
+    // replaying the same request id does not enrol twice
+    const replay = await k.call('e1', 'enroll', {
+      template: TEMPLATE,
+      hand: 'right',
+      quality: 0.9,
+      liveness: 0.95,
+    });
+    expect((replay.result as { user_id: string }).user_id).toBe(user_id);
+    expect(
+      await t.ctx.database.db.selectFrom('users').select('id').where('id', '=', user_id).execute(),
+    ).toHaveLength(1);
+
+    const v = await Client.open(`${base}/ws/vendor`, { 'x-api-key': vendor.api_key });
+    const pong = await v.call('p1', 'ping', {});
+    expect(pong.result).toMatchObject({ pong: true });
+
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/create',
+      headers: { 'x-api-key': vendor.api_key },
+      payload: { auth_context: { type: 'payment', amount: 300 } },
+    });
+    const authId = created.json().data.auth_id as string;
+    const req = await k.next((f) => f.method === 'scan.request');
+    expect(req.params).toMatchObject({ auth_id: authId, type: 'payment', amount: 300, currency: 'EUR' });
+    expect((req.params as { display: string }).display).toContain('3.00 EUR');
+    const scanning = await v.next(
+      (f) => f.method === 'auth.updated' && (f.params as { status: string }).status === 'scanning',
+    );
+    expect(scanning.params).toMatchObject({ auth_id: authId });
+
+    const idf = await k.call('i1', 'identify', {
+      auth_id: authId,
+      template: TEMPLATE,
+      hand: 'right',
+      quality: 0.9,
+      liveness: 0.9,
+    });
+    expect(idf.result).toMatchObject({ status: 'completed', auth_result: { success: true } });
+    const done = await v.next(
+      (f) => f.method === 'auth.updated' && (f.params as { status: string }).status === 'completed',
+    );
+    expect(done.params).toMatchObject({ auth_id: authId, auth_result: { success: true } });
+    // identify replay returns the same answer, not an error about a terminal context
+    const again = await k.call('i1', 'identify', {
+      auth_id: authId,
+      template: TEMPLATE,
+      hand: 'right',
+      quality: 0.9,
+      liveness: 0.9,
+    });
+    expect(again.result).toEqual(idf.result);
+    const sub = await v.call('s1', 'subscribe', { auth_id: authId });
+    expect(sub.result).toMatchObject({ auth_id: authId, status: 'completed' });
+    k.ws.close();
+    v.ws.close();
+  });
+
+  it("a vendor's kiosk never receives another vendor's contexts", async () => {
+    const other = await seedVendor(t.ctx, 'Other Vendor');
+    const own = await createPvs(t.ctx.database.db, { name: 'own kiosk', vendorId: vendor.vendor_id });
+    const k = await Client.open(`${base}/ws/pvs`, { authorization: `Bearer ${own.device_token}` });
+    await k.call('h', 'hello', { pvs_id: own.pvs_id, agent_version: 't', firmware: 'f', model: 'm' });
+    const theirs = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/create',
+      headers: { 'x-api-key': other.api_key },
+      payload: { auth_context: { type: 'login' } },
+    });
+    const ours = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/create',
+      headers: { 'x-api-key': vendor.api_key },
+      payload: { auth_context: { type: 'login', pvs_id: own.pvs_id } },
+    });
+    const req = await k.next((f) => f.method === 'scan.request');
+    expect((req.params as { auth_id: string }).auth_id).toBe(ours.json().data.auth_id);
+    const theirId = theirs.json().data.auth_id as string;
+    expect(k.frames.some((f) => (f.params as { auth_id?: string } | undefined)?.auth_id === theirId)).toBe(
+      false,
+    );
+    const steal = await k.call('i', 'identify', {
+      auth_id: theirId,
+      template: TEMPLATE,
+      hand: 'right',
+      quality: 1,
+      liveness: 1,
+    });
+    expect((steal.error as { code: string }).code).toBe('NOT_FOUND');
+    // and a vendor cannot target another vendor's kiosk
+    const forbidden = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/create',
+      headers: { 'x-api-key': other.api_key },
+      payload: { auth_context: { type: 'login', pvs_id: own.pvs_id } },
+    });
+    expect(forbidden.statusCode).toBe(403);
+    k.ws.close();
+  });
+
+  it('locks a kiosk after repeated failed matches', async () => {
+    const lk = await createPvs(t.ctx.database.db, { name: 'lock kiosk' });
+    const k = await Client.open(`${base}/ws/pvs`, { authorization: `Bearer ${lk.device_token}` });
+    await k.call('h', 'hello', { pvs_id: lk.pvs_id, agent_version: 't', firmware: 'f', model: 'm' });
+    const codes: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const c = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/create',
+        headers: { 'x-api-key': vendor.api_key },
+        payload: { auth_context: { type: 'login', pvs_id: lk.pvs_id } },
+      });
+      const r = await k.call(`i${i}`, 'identify', {
+        auth_id: c.json().data.auth_id,
+        template: Buffer.from(`unknown-palm-${i}-xxxxxxx`).toString('base64'),
+        hand: 'left',
+        quality: 1,
+        liveness: 1,
+      });
+      codes.push(
+        r.error
+          ? (r.error as { code: string }).code
+          : (r.result as { auth_result: { reason: string } }).auth_result.reason,
+      );
+    }
+    expect(codes).toEqual(['no_match', 'no_match', 'no_match', 'no_match', 'no_match', 'RATE_LIMITED']);
+    k.ws.close();
+  });
+});
