@@ -1,0 +1,487 @@
+import { EventEmitter } from 'node:events';
+import { type ChannelEvent, type ChannelStats, WireChannel } from '@palmid/shared/wire/channel.ts';
+import { crc32 } from '@palmid/shared/wire/crc.ts';
+import { WireError } from '@palmid/shared/wire/errors.ts';
+import {
+  CAPTURE_STATE,
+  DEVICE_ERROR,
+  deviceErrorName,
+  PROTOCOL_VERSION,
+} from '@palmid/shared/wire/messages.ts';
+import type { Transport } from '../transport/transport.ts';
+import { ScannerError, toScannerError } from './errors.ts';
+
+export interface DeviceInfo {
+  protocol: number;
+  firmware: string;
+  model: string;
+  serial: string;
+  width: number;
+  height: number;
+  bitsPerPixel: number;
+  maxChunk: number;
+}
+
+export interface CaptureProgress {
+  phase: 'waiting-palm' | 'capturing' | 'transferring' | 'done';
+  /** Image bytes received so far (transferring) or sensor progress 0–100 (capturing). */
+  done: number;
+  total: number;
+}
+
+export interface CaptureResult {
+  captureId: number;
+  width: number;
+  height: number;
+  /** 8-bit grayscale, row-major. */
+  data: Uint8Array;
+  durationMs: number;
+}
+
+export interface CaptureOptions {
+  onProgress?: (p: CaptureProgress) => void;
+  signal?: AbortSignal;
+  /** Whole capture, including waiting for a palm. */
+  timeoutMs?: number;
+}
+
+export interface DriverOptions {
+  /** Per-attempt answer timeout. */
+  timeoutMs?: number;
+  retries?: number;
+  /** CAPTURE_STATUS poll interval (an IMAGE_READY event wakes the poll early). */
+  pollMs?: number;
+  captureTimeoutMs?: number;
+  /** Sensor progress may not stand still longer than this while capturing. */
+  stallTimeoutMs?: number;
+  /** Reopen the link after an unplug, with exponential backoff and jitter. */
+  reconnect?: boolean;
+  reconnectInitialMs?: number;
+  reconnectMaxMs?: number;
+  /** READ_IMAGE length; default and upper bound: the device's maxChunk. */
+  chunkSize?: number;
+}
+
+export type DriverState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'closed';
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Talks to one scanner over a Transport. Never throws anything but ScannerError, never leaves a
+ * promise pending past its timeout. Emits 'state' (DriverState), 'palm' (present: boolean),
+ * 'disconnected' (Error), 'reconnected' (DeviceInfo), 'device-error' ({code, message}), 'boot'.
+ */
+export class ScannerDriver extends EventEmitter {
+  private channel: WireChannel | undefined;
+  private unsubscribe: Array<() => void> = [];
+  private deviceInfo: DeviceInfo | undefined;
+  private current: DriverState = 'disconnected';
+  private closingByUs = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private lastDeviceError: { code: number; message: string } | undefined;
+  private imageReadyWaiter: (() => void) | undefined;
+  private palmPresent = false;
+  private readonly opts: Required<Omit<DriverOptions, 'chunkSize'>> & { chunkSize: number | undefined };
+
+  constructor(
+    readonly transport: Transport,
+    options: DriverOptions = {},
+  ) {
+    super();
+    this.opts = {
+      timeoutMs: options.timeoutMs ?? 500,
+      retries: options.retries ?? 2,
+      pollMs: options.pollMs ?? 100,
+      captureTimeoutMs: options.captureTimeoutMs ?? 30_000,
+      stallTimeoutMs: options.stallTimeoutMs ?? 3000,
+      reconnect: options.reconnect ?? true,
+      reconnectInitialMs: options.reconnectInitialMs ?? 250,
+      reconnectMaxMs: options.reconnectMaxMs ?? 5000,
+      chunkSize: options.chunkSize,
+    };
+    this.on('error', () => {});
+  }
+
+  get state(): DriverState {
+    return this.current;
+  }
+  get info(): DeviceInfo | undefined {
+    return this.deviceInfo;
+  }
+  get isPalmPresent(): boolean {
+    return this.palmPresent;
+  }
+  /** Link counters: frames, bad CRCs, dropped bytes, timeouts, retries, unknown frames… */
+  get stats(): ChannelStats | undefined {
+    return this.channel?.stats;
+  }
+
+  /** Open the link and identify the device. */
+  async connect(): Promise<DeviceInfo> {
+    if (this.current === 'closed') throw new ScannerError('NOT_CONNECTED', 'driver was closed');
+    if (this.current === 'connected' && this.deviceInfo) return this.deviceInfo;
+    this.closingByUs = false;
+    this.setState('connecting');
+    try {
+      return await this.openAndIdentify();
+    } catch (err) {
+      this.setState('disconnected');
+      throw err;
+    }
+  }
+
+  /** Wait until connected (e.g. while reconnecting after an unplug). */
+  async whenConnected(timeoutMs: number): Promise<DeviceInfo> {
+    if (this.current === 'connected' && this.deviceInfo) return this.deviceInfo;
+    if (this.current === 'disconnected') return this.connect();
+    if (this.current === 'closed') throw new ScannerError('NOT_CONNECTED', 'driver was closed');
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.off('reconnected', onUp);
+        reject(
+          new ScannerError(
+            'NOT_CONNECTED',
+            `scanner not connected (${this.transport.description}); still trying`,
+          ),
+        );
+      }, timeoutMs);
+      const onUp = (info: DeviceInfo) => {
+        clearTimeout(timer);
+        resolve(info);
+      };
+      this.once('reconnected', onUp);
+    });
+  }
+
+  async getInfo(): Promise<DeviceInfo> {
+    const info = await this.request({ kind: 'GET_INFO' }, 'INFO', 'while reading device info');
+    this.deviceInfo = {
+      protocol: info.protocol,
+      firmware: info.firmware,
+      model: info.model,
+      serial: info.serial,
+      width: info.width,
+      height: info.height,
+      bitsPerPixel: info.bitsPerPixel,
+      maxChunk: info.maxChunk,
+    };
+    return this.deviceInfo;
+  }
+
+  async setLeds(mask: number, intensity: number): Promise<void> {
+    await this.request({ kind: 'SET_LEDS', mask, intensity }, 'LEDS_SET', 'while setting LEDs');
+  }
+
+  async setExposure(exposureUs: number, gain: number): Promise<void> {
+    await this.request({ kind: 'SET_EXPOSURE', exposureUs, gain }, 'EXPOSURE_SET', 'while setting exposure');
+  }
+
+  /** Reboot the firmware (clears a stuck sensor, drops any image). */
+  async reset(): Promise<void> {
+    await this.request({ kind: 'RESET' }, 'RESET_DONE', 'while resetting');
+  }
+
+  async capture(options: CaptureOptions = {}): Promise<CaptureResult> {
+    const started = Date.now();
+    const timeoutMs = options.timeoutMs ?? this.opts.captureTimeoutMs;
+    const deadline = started + timeoutMs;
+    const info = await this.whenConnected(Math.min(timeoutMs, 10_000));
+    if (info.bitsPerPixel !== 8) {
+      throw new ScannerError(
+        'INCOMPATIBLE',
+        `scanner sends ${info.bitsPerPixel}-bit images; only 8-bit is supported`,
+      );
+    }
+    const progress = (p: CaptureProgress) => {
+      try {
+        options.onProgress?.(p);
+      } catch {
+        // A progress bar's failure is not a capture failure.
+      }
+    };
+    const checkAbort = async () => {
+      if (options.signal?.aborted) {
+        await this.abortQuietly();
+        throw new ScannerError('ABORTED', 'capture aborted');
+      }
+    };
+
+    this.lastDeviceError = undefined;
+    const token = Math.floor(Math.random() * 0xffff);
+    const { captureId } = await this.request(
+      { kind: 'START_CAPTURE', token },
+      'CAPTURE_STARTED',
+      'while starting capture',
+    );
+
+    // ---- wait for the image
+    let lastProgress = -1;
+    let lastProgressAt = Date.now();
+    let status: Awaited<ReturnType<ScannerDriver['status']>>;
+    for (;;) {
+      await checkAbort();
+      status = await this.status();
+      if (status.captureId !== captureId || status.state === CAPTURE_STATE.IDLE) {
+        throw new ScannerError(
+          'CAPTURE_FAILED',
+          'scanner lost the capture (it was reset or restarted); try again',
+        );
+      }
+      if (status.state === CAPTURE_STATE.READY) break;
+      if (status.state === CAPTURE_STATE.FAILED) {
+        const why = this.lastDeviceError as { code: number; message: string } | undefined;
+        const reason = why
+          ? `${why.message} (${deviceErrorName(why.code)})`
+          : 'the device reported a failed capture';
+        if (why?.code === DEVICE_ERROR.NO_PALM_TIMEOUT)
+          throw new ScannerError('CAPTURE_TIMEOUT', `no palm presented: ${reason}`);
+        throw new ScannerError('CAPTURE_FAILED', `capture failed: ${reason}`);
+      }
+      const now = Date.now();
+      if (status.state === CAPTURE_STATE.CAPTURING) {
+        progress({ phase: 'capturing', done: status.progress, total: 100 });
+        if (status.progress !== lastProgress) {
+          lastProgress = status.progress;
+          lastProgressAt = now;
+        } else if (now - lastProgressAt > this.opts.stallTimeoutMs) {
+          await this.resetQuietly();
+          throw new ScannerError(
+            'SENSOR_STUCK',
+            `sensor stopped at ${status.progress}% for ${this.opts.stallTimeoutMs} ms (stuck sensor); the scanner was reset — try again, and replace the sensor if it keeps happening`,
+          );
+        }
+      } else {
+        progress({ phase: 'waiting-palm', done: 0, total: 100 });
+        lastProgressAt = now;
+      }
+      if (now >= deadline) {
+        await this.abortQuietly();
+        throw new ScannerError(
+          'CAPTURE_TIMEOUT',
+          status.state === CAPTURE_STATE.WAITING_PALM
+            ? `no palm presented within ${Math.round(timeoutMs / 1000)} s`
+            : `capture did not finish within ${Math.round(timeoutMs / 1000)} s`,
+        );
+      }
+      await this.waitForImageReady(Math.min(this.opts.pollMs, Math.max(1, deadline - now)));
+    }
+
+    // ---- transfer
+    const { width, height, size, imageCrc } = status;
+    if (size !== width * height) {
+      throw new ScannerError(
+        'INCOMPATIBLE',
+        `image of ${size} bytes does not match ${width}×${height} at 8 bits`,
+      );
+    }
+    const chunk = Math.max(1, Math.min(this.opts.chunkSize ?? info.maxChunk, info.maxChunk));
+    const data = new Uint8Array(size);
+    progress({ phase: 'transferring', done: 0, total: size });
+    for (let offset = 0; offset < size; ) {
+      await checkAbort();
+      const length = Math.min(chunk, size - offset);
+      const context = `during image transfer (${offset}/${size} bytes)`;
+      const part = await this.request(
+        { kind: 'READ_IMAGE', captureId, offset, length },
+        'IMAGE_CHUNK',
+        context,
+      );
+      if (part.captureId !== captureId || part.offset !== offset || part.data.length !== length) {
+        throw new ScannerError('DEVICE_ERROR', `scanner answered with the wrong image chunk ${context}`);
+      }
+      data.set(part.data, offset);
+      offset += length;
+      progress({ phase: 'transferring', done: offset, total: size });
+    }
+    if (crc32(data) !== imageCrc) {
+      throw new ScannerError('CORRUPT_IMAGE', 'image checksum mismatch after transfer; try again');
+    }
+    progress({ phase: 'done', done: size, total: size });
+    return { captureId, width, height, data, durationMs: Date.now() - started };
+  }
+
+  /** Close the link for good (stops reconnecting). */
+  async close(): Promise<void> {
+    this.closingByUs = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    this.teardownChannel(new WireError('DISCONNECTED', 'driver closed'));
+    try {
+      await this.transport.close();
+      await this.transport.dispose?.();
+    } catch {
+      // Closing a dead port can fail; it is closed either way.
+    }
+    this.setState('closed');
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private async status() {
+    return this.request({ kind: 'CAPTURE_STATUS' }, 'STATUS', 'while polling capture status');
+  }
+
+  private async request<K extends Parameters<WireChannel['request']>[1]>(
+    msg: Parameters<WireChannel['request']>[0],
+    expect: K,
+    context: string,
+  ) {
+    const channel = this.channel;
+    if (!channel) {
+      throw new ScannerError(
+        this.current === 'reconnecting' ? 'DISCONNECTED' : 'NOT_CONNECTED',
+        `scanner not connected ${context} (${this.transport.description})`,
+      );
+    }
+    try {
+      return await channel.request(msg, expect);
+    } catch (err) {
+      throw toScannerError(err, context);
+    }
+  }
+
+  private async openAndIdentify(): Promise<DeviceInfo> {
+    try {
+      await this.transport.open();
+    } catch (err) {
+      throw toScannerError(err, `while opening ${this.transport.description}`);
+    }
+    const channel = new WireChannel((bytes) => this.transport.write(bytes), {
+      timeoutMs: this.opts.timeoutMs,
+      retries: this.opts.retries,
+      onEvent: (e) => this.onEvent(e),
+    });
+    this.channel = channel;
+    this.unsubscribe = [
+      this.transport.onData((bytes) => channel.receive(bytes)),
+      this.transport.onClose((error) => this.onLinkClosed(channel, error)),
+    ];
+    let info: DeviceInfo;
+    try {
+      info = await this.getInfo();
+    } catch (err) {
+      this.teardownChannel(new WireError('DISCONNECTED', 'identification failed'));
+      this.closingByUs = true;
+      await this.transport.close().catch(() => {});
+      this.closingByUs = false;
+      const e = toScannerError(err, 'while identifying');
+      if (e.code === 'TIMEOUT') {
+        throw new ScannerError(
+          'TIMEOUT',
+          `no answer from a scanner on ${this.transport.description} (wrong port or baud rate, or the firmware is hung — power-cycle it)`,
+          { cause: err },
+        );
+      }
+      throw e;
+    }
+    if (info.protocol !== PROTOCOL_VERSION) {
+      await this.close();
+      throw new ScannerError(
+        'INCOMPATIBLE',
+        `scanner speaks protocol v${info.protocol}; this agent speaks v${PROTOCOL_VERSION} (update the firmware or the agent)`,
+      );
+    }
+    this.setState('connected');
+    return info;
+  }
+
+  private onEvent(e: ChannelEvent): void {
+    switch (e.kind) {
+      case 'EVT_PALM_PRESENT':
+        this.palmPresent = true;
+        this.emit('palm', true);
+        break;
+      case 'EVT_PALM_REMOVED':
+        this.palmPresent = false;
+        this.emit('palm', false);
+        break;
+      case 'EVT_IMAGE_READY':
+        this.imageReadyWaiter?.();
+        break;
+      case 'EVT_ERROR':
+        this.lastDeviceError = { code: e.code, message: e.message };
+        this.emit('device-error', this.lastDeviceError);
+        break;
+      case 'EVT_BOOT':
+        this.emit('boot', e.reason);
+        break;
+    }
+  }
+
+  private waitForImageReady(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.imageReadyWaiter = () => {
+        this.imageReadyWaiter = undefined;
+        done();
+      };
+    });
+  }
+
+  private onLinkClosed(channel: WireChannel, error: Error | undefined): void {
+    if (this.channel !== channel) return;
+    this.teardownChannel(new WireError('DISCONNECTED', error?.message ?? 'link closed'));
+    if (this.closingByUs || this.current === 'closed') return;
+    this.palmPresent = false;
+    const reason = error ?? new Error('link closed');
+    this.emit('disconnected', reason);
+    if (!this.opts.reconnect) {
+      this.setState('disconnected');
+      return;
+    }
+    this.setState('reconnecting');
+    this.scheduleReconnect(this.opts.reconnectInitialMs);
+  }
+
+  private scheduleReconnect(waitMs: number): void {
+    const jittered = waitMs * (0.75 + Math.random() * 0.5);
+    this.reconnectTimer = setTimeout(async () => {
+      this.reconnectTimer = undefined;
+      if (this.current !== 'reconnecting') return;
+      try {
+        const info = await this.openAndIdentify();
+        if ((this.current as DriverState) !== 'connected') return;
+        this.emit('reconnected', info);
+      } catch {
+        if ((this.current as DriverState) === 'closed') return;
+        this.current = 'reconnecting';
+        this.scheduleReconnect(Math.min(waitMs * 2, this.opts.reconnectMaxMs));
+      }
+    }, jittered);
+  }
+
+  private teardownChannel(error: WireError): void {
+    for (const off of this.unsubscribe) off();
+    this.unsubscribe = [];
+    this.channel?.close(error);
+    this.channel = undefined;
+    this.imageReadyWaiter?.();
+  }
+
+  private async abortQuietly(): Promise<void> {
+    try {
+      await this.channel?.request({ kind: 'ABORT_CAPTURE' }, 'CAPTURE_ABORTED', { retries: 0 });
+    } catch {
+      // Best effort: the capture has failed either way.
+    }
+  }
+
+  private async resetQuietly(): Promise<void> {
+    try {
+      await this.channel?.request({ kind: 'RESET' }, 'RESET_DONE', { retries: 0 });
+      await delay(50);
+    } catch {
+      // Best effort.
+    }
+  }
+
+  private setState(state: DriverState): void {
+    if (this.current === state) return;
+    this.current = state;
+    this.emit('state', state);
+  }
+}

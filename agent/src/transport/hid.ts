@@ -1,0 +1,141 @@
+import { BaseTransport, TransportError } from './transport.ts';
+
+/**
+ * The wire protocol's byte stream carried in 64-byte HID reports (report ID 0):
+ * host → device `[0x00][n][n bytes][zero padding]`, device → host `[n][n bytes][padding]`,
+ * n ≤ 62 (out) / 63 (in). See docs/wire-protocol.md.
+ */
+export const HID_REPORT_SIZE = 64;
+const OUT_PAYLOAD = HID_REPORT_SIZE - 2;
+const IN_PAYLOAD = HID_REPORT_SIZE - 1;
+
+/** The part of node-hid's HIDAsync we use. */
+export interface HidDeviceLike {
+  write(data: number[] | Buffer): Promise<number>;
+  close(): Promise<void>;
+  on(event: 'data', listener: (data: Buffer) => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
+
+export interface HidDeviceInfo {
+  vendorId: number;
+  productId: number;
+  path?: string | undefined;
+  product?: string | undefined;
+  manufacturer?: string | undefined;
+  serialNumber?: string | undefined;
+}
+
+export type HidTarget = { vendorId: number; productId: number } | { path: string };
+export type HidOpener = (target: HidTarget) => Promise<HidDeviceLike>;
+
+type NodeHid = typeof import('node-hid');
+
+/** node-hid is native and needs libusb/hidraw; load it only when HID is actually used. */
+export async function loadNodeHid(): Promise<NodeHid> {
+  try {
+    const mod = (await import('node-hid')) as NodeHid & { default?: NodeHid };
+    return mod.default ?? mod;
+  } catch (err) {
+    throw new TransportError(
+      'UNAVAILABLE',
+      'USB HID support unavailable: node-hid could not be loaded — install libusb (Debian/Ubuntu: ' +
+        `sudo apt-get install libusb-1.0-0) or use a serial scanner. Cause: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+}
+
+const defaultOpener: HidOpener = async (target) => {
+  const hid = await loadNodeHid();
+  return 'path' in target
+    ? hid.HIDAsync.open(target.path)
+    : hid.HIDAsync.open(target.vendorId, target.productId);
+};
+
+export async function listHidDevices(): Promise<HidDeviceInfo[]> {
+  const hid = await loadNodeHid();
+  return hid.devicesAsync();
+}
+
+const hex4 = (n: number) => n.toString(16).padStart(4, '0');
+
+export class HidTransport extends BaseTransport {
+  readonly kind = 'hid';
+  readonly description: string;
+  private device: HidDeviceLike | undefined;
+  private closingByUs = false;
+
+  constructor(
+    private readonly target: HidTarget,
+    private readonly opener: HidOpener = defaultOpener,
+  ) {
+    super();
+    this.description =
+      'path' in target ? `hid:${target.path}` : `hid:${hex4(target.vendorId)}:${hex4(target.productId)}`;
+  }
+
+  get isOpen(): boolean {
+    return this.device !== undefined;
+  }
+
+  async open(): Promise<void> {
+    if (this.device) return;
+    let device: HidDeviceLike;
+    try {
+      device = await this.opener(this.target);
+    } catch (err) {
+      if (err instanceof TransportError) throw err;
+      const msg = err instanceof Error ? err.message : String(err);
+      const perm = /permission|access/i.test(msg);
+      throw new TransportError(
+        perm ? 'PERMISSION' : 'NOT_FOUND',
+        perm
+          ? `${this.description}: permission denied (install the udev rule from docs/kiosk-install.md)`
+          : `${this.description}: cannot open (${msg}); list devices with: npm run agent -- devices`,
+        { cause: err },
+      );
+    }
+    this.device = device;
+    this.closingByUs = false;
+    device.on('data', (report: Buffer) => {
+      const n = Math.min(report[0] ?? 0, IN_PAYLOAD, report.length - 1);
+      if (n > 0) this.emitData(new Uint8Array(report.subarray(1, 1 + n)));
+    });
+    device.on('error', (err: Error) => {
+      // node-hid reports an unplug as a read error; the device handle is dead afterwards.
+      if (this.device !== device) return;
+      this.device = undefined;
+      void device.close().catch(() => {});
+      this.emitClose(this.closingByUs ? undefined : err);
+    });
+  }
+
+  async write(bytes: Uint8Array): Promise<void> {
+    const device = this.device;
+    if (!device) throw new TransportError('CLOSED', `${this.description}: not open`);
+    for (let off = 0; off < bytes.length || (off === 0 && bytes.length === 0); off += OUT_PAYLOAD) {
+      const n = Math.min(OUT_PAYLOAD, bytes.length - off);
+      const report = new Array<number>(HID_REPORT_SIZE).fill(0);
+      report[1] = n;
+      for (let i = 0; i < n; i++) report[2 + i] = bytes[off + i]!;
+      try {
+        await device.write(report);
+      } catch (err) {
+        throw new TransportError(
+          'IO',
+          `${this.description}: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+      if (bytes.length === 0) break;
+    }
+  }
+
+  async close(): Promise<void> {
+    const device = this.device;
+    if (!device) return;
+    this.closingByUs = true;
+    this.device = undefined;
+    await device.close().catch(() => {});
+    this.emitClose(undefined);
+  }
+}
