@@ -1,9 +1,14 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { attributeRoutes } from './modules/attributes/routes.ts';
+import { auditRoutes } from './modules/audit/routes.ts';
 import { authContextRoutes } from './modules/auth-contexts/routes.ts';
 import { vendorSocketRoutes } from './modules/auth-contexts/ws.ts';
+import { consentRoutes } from './modules/consents/routes.ts';
+import { gdprRoutes } from './modules/gdpr/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { ledgerRoutes } from './modules/ledger/routes.ts';
 import { pvsRoutes } from './modules/pvs/routes.ts';
+import { sessionRoutes } from './modules/session/routes.ts';
 import { mpcUserRoutes } from './modules/users/routes.ts';
 
 /** Every route module, in one list: find an endpoint in modules/<domain>/routes.ts. */
@@ -14,4 +19,9 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   mpcUserRoutes,
   vendorSocketRoutes,
   pvsRoutes,
+  attributeRoutes,
+  consentRoutes,
+  auditRoutes,
+  gdprRoutes,
+  sessionRoutes,
 ];

@@ -19,6 +19,8 @@ export const RATE_LIMITS = {
   user: [{ points: 60, duration: 60 }],
   status: [{ points: 100, duration: 60 }],
   pvs: [{ points: 600, duration: 60 }],
+  /** POST /v1/session per client IP: slows claim-code guessing (≈ 50-bit codes, 15-minute lifetime). */
+  session: [{ points: 10, duration: 60 }],
 } as const;
 
 export type RateBucket = keyof typeof RATE_LIMITS;

@@ -1,0 +1,163 @@
+import {
+  attributeItemSchema,
+  attributeListSchema,
+  attributeParamsSchema,
+  deleteAttributeResponseSchema,
+  putAttributeBodySchema,
+  putAttributeResponseSchema,
+} from '@palmid/shared/api/attributes.ts';
+import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { callerOf, userOf } from '../../plugins/app/auth.ts';
+import { ok } from '../../plugins/app/envelope.ts';
+import { auditedAccess } from './audit.ts';
+import { deleteAttribute, getAttribute, listAttributes, writeAttribute } from './service.ts';
+
+/** Error responses every user route can give, for OpenAPI. */
+export const USER_ROUTE_ERRORS = {
+  400: errorBodySchema,
+  401: errorBodySchema,
+  429: errorBodySchema,
+  500: errorBodySchema,
+} as const;
+
+const toMs = (iso: string | null | undefined) => (iso === null || iso === undefined ? null : Date.parse(iso));
+
+export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
+  const ctx = app.ctx;
+  const common = { config: { auth: 'user' as const, rate: 'user' as const } };
+  const tags = ['attributes'];
+  const security = [{ bearer: [] }];
+
+  app.get(
+    '/v1/attributes',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'All attributes of the user: system, user, verified and computed',
+        response: { 200: successSchema(attributeListSchema), ...USER_ROUTE_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      const attributes = await auditedAccess(
+        ctx,
+        callerOf(request),
+        user.id,
+        'READ',
+        (trx) => listAttributes(ctx, trx, user.id, ctx.now()),
+        (items) => items.map((i) => i.name),
+      );
+      return ok(reply, { attributes });
+    },
+  );
+
+  app.get(
+    '/v1/attributes/:name',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'One attribute (expired and not-yet-valid ones are shown with their status)',
+        params: attributeParamsSchema,
+        response: { 200: successSchema(attributeItemSchema), 404: errorBodySchema, ...USER_ROUTE_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      const { name } = request.params;
+      const item = await auditedAccess(
+        ctx,
+        callerOf(request),
+        user.id,
+        'READ',
+        (trx) => getAttribute(ctx, trx, user.id, name, ctx.now()),
+        [name],
+      );
+      return ok(reply, item);
+    },
+  );
+
+  app.put(
+    '/v1/attributes/:name',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'Create or correct a user attribute (validated, then encrypted with the user key)',
+        params: attributeParamsSchema,
+        body: putAttributeBodySchema,
+        response: {
+          200: successSchema(putAttributeResponseSchema),
+          403: errorBodySchema,
+          404: errorBodySchema,
+          ...USER_ROUTE_ERRORS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      const { name } = request.params;
+      const body = request.body;
+      const written = await auditedAccess(
+        ctx,
+        callerOf(request),
+        user.id,
+        'UPDATE',
+        (trx) =>
+          writeAttribute(
+            ctx,
+            trx,
+            user.id,
+            {
+              name,
+              value: body.value,
+              clientEncrypted: body.encrypted === true,
+              validFrom: toMs(body.valid_from),
+              validUntil: toMs(body.valid_until),
+            },
+            'user',
+            ctx.now(),
+          ),
+        [name],
+      );
+      return ok(reply, written);
+    },
+  );
+
+  app.delete(
+    '/v1/attributes/:name',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'Delete a user attribute',
+        params: attributeParamsSchema,
+        response: {
+          200: successSchema(deleteAttributeResponseSchema),
+          403: errorBodySchema,
+          404: errorBodySchema,
+          ...USER_ROUTE_ERRORS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      const { name } = request.params;
+      await auditedAccess(
+        ctx,
+        callerOf(request),
+        user.id,
+        'DELETE',
+        (trx) => deleteAttribute(trx, user.id, name),
+        [name],
+      );
+      return ok(reply, { name, deleted: true as const });
+    },
+  );
+};

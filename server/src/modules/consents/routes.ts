@@ -1,0 +1,87 @@
+import {
+  consentListQuerySchema,
+  consentListSchema,
+  consentParamsSchema,
+  consentSchema,
+  createConsentBodySchema,
+  revokeConsentResponseSchema,
+} from '@palmid/shared/api/consents.ts';
+import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { userOf } from '../../plugins/app/auth.ts';
+import { ok } from '../../plugins/app/envelope.ts';
+import { USER_ROUTE_ERRORS } from '../attributes/routes.ts';
+import { grantConsent, listConsents, revokeConsent } from './service.ts';
+
+export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
+  const ctx = app.ctx;
+  const common = { config: { auth: 'user' as const, rate: 'user' as const } };
+  const tags = ['consents'];
+  const security = [{ bearer: [] }];
+
+  app.get(
+    '/v1/consents',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: "The user's active consents (all=true adds revoked and expired ones)",
+        querystring: consentListQuerySchema,
+        response: { 200: successSchema(consentListSchema), ...USER_ROUTE_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      const consents = await listConsents(ctx.database.db, user.id, ctx.now(), request.query.all === 'true');
+      return ok(reply, { consents });
+    },
+  );
+
+  app.post(
+    '/v1/consents',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'Grant a vendor access to named attributes',
+        body: createConsentBodySchema,
+        response: { 201: successSchema(consentSchema), 404: errorBodySchema, ...USER_ROUTE_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      const consent = await ctx.database.db
+        .transaction()
+        .execute((trx) => grantConsent(trx, user.id, request.body, ctx.now()));
+      return ok(reply, consent, 201);
+    },
+  );
+
+  app.delete(
+    '/v1/consents/:consent_id',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'Revoke a consent (403 when it is not revocable)',
+        params: consentParamsSchema,
+        response: {
+          200: successSchema(revokeConsentResponseSchema),
+          403: errorBodySchema,
+          404: errorBodySchema,
+          ...USER_ROUTE_ERRORS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      const revoked = await ctx.database.db
+        .transaction()
+        .execute((trx) => revokeConsent(trx, user.id, request.params.consent_id, ctx.now()));
+      return ok(reply, revoked);
+    },
+  );
+};

@@ -1,0 +1,76 @@
+import { deleteMeResponseSchema, exportQuerySchema, gdprExportSchema } from '@palmid/shared/api/gdpr.ts';
+import { successSchema } from '@palmid/shared/envelope.ts';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { callerOf, userOf } from '../../plugins/app/auth.ts';
+import { ok } from '../../plugins/app/envelope.ts';
+import { auditedAccess } from '../attributes/audit.ts';
+import { USER_ROUTE_ERRORS } from '../attributes/routes.ts';
+import { eraseUser, forgetPalms } from '../users/service.ts';
+import { exportUserData } from './service.ts';
+
+export const gdprRoutes: FastifyPluginAsyncZod = async (app) => {
+  const ctx = app.ctx;
+  const common = { config: { auth: 'user' as const, rate: 'user' as const } };
+  const tags = ['gdpr'];
+  const security = [{ bearer: [] }];
+
+  app.get(
+    '/v1/gdpr/export',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'Everything held about the user (format=json inline, otherwise as a download)',
+        querystring: exportQuerySchema,
+        response: { 200: successSchema(gdprExportSchema), ...USER_ROUTE_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      // Every exported attribute is an attribute read, audited like any other.
+      const data = await auditedAccess(
+        ctx,
+        callerOf(request),
+        user.id,
+        'READ',
+        (trx) => exportUserData(ctx, trx, user.id, ctx.now()),
+        (exp) => exp.attributes.map((a) => a.name),
+      );
+      if (request.query.format !== 'json') {
+        const day = data.exported_at.slice(0, 10);
+        reply.header('Content-Disposition', `attachment; filename="palmid-export-${user.id}-${day}.json"`);
+      }
+      reply.header('Cache-Control', 'no-store');
+      return ok(reply, data);
+    },
+  );
+
+  app.delete(
+    '/v1/gdpr/delete-me',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary:
+          'Erase the user: data key destroyed, templates, attributes, consents, ledger entries deleted',
+        response: { 200: successSchema(deleteMeResponseSchema), ...USER_ROUTE_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      const result = await auditedAccess(
+        ctx,
+        callerOf(request),
+        user.id,
+        'DELETE',
+        (trx) => eraseUser(ctx, trx, user.id),
+        ['*'],
+      );
+      // Only after the erasure is committed may the in-memory gallery forget the palms.
+      forgetPalms(ctx, user.id);
+      return ok(reply, result);
+    },
+  );
+};

@@ -1,0 +1,45 @@
+import type { GdprExport } from '@palmid/shared/api/gdpr.ts';
+import { AppError } from '@palmid/shared/errors.ts';
+import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/index.ts';
+import { listAttributes } from '../attributes/service.ts';
+import { listAudit } from '../audit/service.ts';
+import { listConsents } from '../consents/service.ts';
+import { userTransactions } from '../ledger/service.ts';
+import { getUser, palmRegistered, palmsOf } from '../users/service.ts';
+
+/** Enough for any real user; the export must not silently drop the oldest records. */
+const EXPORT_AUDIT_LIMIT = 1_000_000;
+
+const iso = (ms: number) => new Date(Number(ms)).toISOString();
+
+/**
+ * Everything held about the user (GDPR art. 15 and 20): attributes of every kind decrypted, every consent
+ * (revoked and expired included), the audit records, the decoded ledger transactions and the palms
+ * registered — hand and date only, never a template.
+ */
+export async function exportUserData(
+  ctx: AppContext,
+  db: Db,
+  userId: string,
+  now: number,
+): Promise<GdprExport> {
+  const user = await getUser(db, userId);
+  if (!user) throw new AppError('NOT_FOUND', 'User not found', { field: 'user_id', reason: 'unknown' });
+  const palms = await palmsOf(db, userId);
+  return {
+    exported_at: iso(now),
+    user: {
+      user_id: user.id,
+      registration_date: iso(user.registration_date),
+      last_auth: user.last_auth === null ? null : iso(user.last_auth),
+      ledger_id: user.ledger_id,
+      palm_registered: await palmRegistered(db, userId),
+      palms: palms.map((p) => ({ palm_id: p.id, hand: p.hand, registered_at: iso(p.created_at) })),
+    },
+    attributes: await listAttributes(ctx, db, userId, now),
+    consents: await listConsents(db, userId, now, true),
+    audit: await listAudit(db, userId, EXPORT_AUDIT_LIMIT),
+    ledger: { transactions: await userTransactions(db, user.ledger_id) },
+  };
+}
