@@ -1,0 +1,43 @@
+import { fileURLToPath } from 'node:url';
+import * as ort from 'onnxruntime-node';
+import { FEATURE_CHANNELS, FEATURE_GRID, ROI_SIZE } from './model-graph.ts';
+
+export const DEFAULT_MODEL_PATH = fileURLToPath(new URL('../../models/palm-features.onnx', import.meta.url));
+
+/** One ONNX Runtime session for the whole process: creating it costs far more than running it. */
+export class FeatureExtractor {
+  private constructor(private readonly session: ort.InferenceSession) {}
+
+  static async create(modelPath = DEFAULT_MODEL_PATH): Promise<FeatureExtractor> {
+    const session = await ort.InferenceSession.create(modelPath, {
+      intraOpNumThreads: 1,
+      interOpNumThreads: 1,
+      graphOptimizationLevel: 'all',
+    });
+    return new FeatureExtractor(session);
+  }
+
+  /** ROIs (each ROI_SIZE² floats) → responses, FEATURE_CHANNELS × GRID² floats per ROI. */
+  async responses(rois: Float32Array[]): Promise<Float32Array> {
+    const n = rois.length;
+    const input = new Float32Array(n * ROI_SIZE * ROI_SIZE);
+    for (const [i, r] of rois.entries()) input.set(r, i * ROI_SIZE * ROI_SIZE);
+    const feeds = { roi: new ort.Tensor('float32', input, [n, 1, ROI_SIZE, ROI_SIZE]) };
+    const out = await this.session.run(feeds);
+    const t = out.responses;
+    if (!t || t.data.length !== n * FEATURE_CHANNELS * FEATURE_GRID * FEATURE_GRID) {
+      throw new Error('palm model returned an unexpected output');
+    }
+    return t.data as Float32Array;
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+let shared: Promise<FeatureExtractor> | undefined;
+export function sharedExtractor(): Promise<FeatureExtractor> {
+  shared ??= FeatureExtractor.create();
+  return shared;
+}

@@ -1,0 +1,62 @@
+/**
+ * The filter bank of the template extractor: even (real) Gabor filters in the form used by the
+ * competitive code (Kong & Zhang 2004), zero-mean so that uniform illumination gives no response.
+ */
+export const ORIENTATIONS = 6;
+
+export interface GaborScale {
+  /** Envelope σ in pixels of the 64 × 64 working image. */
+  sigma: number;
+}
+
+/** Two scales: fine creases and coarse lines / veins. */
+export const SCALES: readonly GaborScale[] = [{ sigma: 2.0 }, { sigma: 3.1 }];
+export const KERNEL_SIZE = 21;
+
+const DELTA = 1.5; // half-amplitude bandwidth in octaves
+const KAPPA = Math.sqrt(2 * Math.log(2)) * ((2 ** DELTA + 1) / (2 ** DELTA - 1));
+
+export function gaborKernel(sigma: number, theta: number, size = KERNEL_SIZE): Float32Array {
+  const omega = KAPPA / sigma;
+  const half = (size - 1) / 2;
+  const k = new Float32Array(size * size);
+  const c = Math.cos(theta);
+  const s = Math.sin(theta);
+  let sum = 0;
+  let env = 0;
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      const u = (x - half) * c + (y - half) * s;
+      const v = -(x - half) * s + (y - half) * c;
+      const g = Math.exp((-(omega * omega) / (8 * KAPPA * KAPPA)) * (4 * u * u + v * v));
+      const val = g * Math.cos(omega * u);
+      k[y * size + x] = val;
+      sum += val;
+      env += g;
+    }
+  }
+  // remove the DC part in proportion to the envelope (exactly zero mean)
+  let norm = 0;
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      const u = (x - half) * c + (y - half) * s;
+      const v = -(x - half) * s + (y - half) * c;
+      const g = Math.exp((-(omega * omega) / (8 * KAPPA * KAPPA)) * (4 * u * u + v * v));
+      const i = y * size + x;
+      k[i] = k[i]! - (sum / env) * g;
+      norm += k[i]! * k[i]!;
+    }
+  }
+  const scale = 1 / Math.sqrt(norm);
+  for (let i = 0; i < k.length; i++) k[i] = k[i]! * scale;
+  return k;
+}
+
+/** All kernels, scale-major: index = scale * ORIENTATIONS + orientation. */
+export function filterBank(): Float32Array[] {
+  const out: Float32Array[] = [];
+  for (const sc of SCALES) {
+    for (let o = 0; o < ORIENTATIONS; o++) out.push(gaborKernel(sc.sigma, (o * Math.PI) / ORIENTATIONS));
+  }
+  return out;
+}

@@ -1,0 +1,129 @@
+import { CODE_PLANES, decodeTemplate, GRID, type PalmTemplate, popcount32 } from './template.ts';
+
+/**
+ * 1:1 matching of palm codes: masked, normalised Hamming distance, minimised over small
+ * translations (coarse-to-fine) so that residual ROI misalignment does not count as difference.
+ */
+export const ROW_WORDS = 8; // mask, 6 code planes, 1 pad — one cache-friendly block per grid row
+export const PACKED_WORDS = GRID * ROW_WORDS;
+
+/** Typical count of jointly reliable points; fewer shared points pull the distance toward 0.5. */
+const REFERENCE_OVERLAP = 560;
+const MIN_OVERLAP = 160;
+
+export interface MatchOptions {
+  /** Largest coarse shift in grid cells (each cell is 4 px of a 128 px ROI). */
+  range?: number;
+}
+
+export function packTemplate(t: PalmTemplate): Uint32Array {
+  const out = new Uint32Array(PACKED_WORDS);
+  packInto(t, out, 0);
+  return out;
+}
+
+export function packInto(t: PalmTemplate, out: Uint32Array, offset: number): void {
+  for (let r = 0; r < GRID; r++) {
+    const o = offset + r * ROW_WORDS;
+    out[o] = t.mask[r]!;
+    for (let p = 0; p < CODE_PLANES; p++) out[o + 1 + p] = t.code[p * GRID + r]!;
+    out[o + 7] = 0;
+  }
+}
+
+/** Distance at one shift, sampling every `rowStep`-th row. Returns NaN when overlap is too small. */
+export function shiftedDistance(
+  a: Uint32Array,
+  ao: number,
+  b: Uint32Array,
+  bo: number,
+  dx: number,
+  dy: number,
+  rowStep: number,
+): number {
+  let n = 0;
+  let bits = 0;
+  const r0 = dy < 0 ? -dy : 0;
+  const r1 = dy > 0 ? GRID - dy : GRID;
+  const left = dx < 0 ? -dx : 0;
+  const right = Math.max(dx, 0);
+  for (let r = r0; r < r1; r += rowStep) {
+    const ia = ao + r * ROW_WORDS;
+    const ib = bo + (r + dy) * ROW_WORDS;
+    // bit c of a row is column c: compare a(r, c) with b(r + dy, c + dx)
+    const m = a[ia]! & ((b[ib]! >>> right) << left);
+    if (m === 0) continue;
+    n += popcount32(m);
+    let x = ((a[ia + 1]! ^ ((b[ib + 1]! >>> right) << left)) & m) >>> 0;
+    let acc = popcount32(x);
+    x = (a[ia + 2]! ^ ((b[ib + 2]! >>> right) << left)) & m;
+    acc += popcount32(x);
+    x = (a[ia + 3]! ^ ((b[ib + 3]! >>> right) << left)) & m;
+    acc += popcount32(x);
+    x = (a[ia + 4]! ^ ((b[ib + 4]! >>> right) << left)) & m;
+    acc += popcount32(x);
+    x = (a[ia + 5]! ^ ((b[ib + 5]! >>> right) << left)) & m;
+    acc += popcount32(x);
+    x = (a[ia + 6]! ^ ((b[ib + 6]! >>> right) << left)) & m;
+    bits += acc + popcount32(x);
+  }
+  const minOverlap = MIN_OVERLAP / rowStep;
+  if (n < minOverlap) return Number.NaN;
+  const d = bits / (n * CODE_PLANES);
+  // Daugman-style rescaling: a distance over few points is less trustworthy.
+  return 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, (n * rowStep) / REFERENCE_OVERLAP));
+}
+
+/** Smallest distance over shifts: coarse grid on half the rows, then ±1 refinement on all rows. */
+export function packedDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: number, range = 4): number {
+  let bestD = Number.POSITIVE_INFINITY;
+  let bx = 0;
+  let by = 0;
+  for (let dy = -range; dy <= range; dy += 2) {
+    for (let dx = -range; dx <= range; dx += 2) {
+      const d = shiftedDistance(a, ao, b, bo, dx, dy, 2);
+      if (d < bestD) {
+        bestD = d;
+        bx = dx;
+        by = dy;
+      }
+    }
+  }
+  let best = 0.5;
+  for (let dy = by - 1; dy <= by + 1; dy++) {
+    for (let dx = bx - 1; dx <= bx + 1; dx++) {
+      const d = shiftedDistance(a, ao, b, bo, dx, dy, 1);
+      if (d < best) best = d;
+    }
+  }
+  return best;
+}
+
+/** Exhaustive search over all shifts within ±range (reference for the coarse-to-fine search). */
+export function exhaustiveDistance(
+  a: Uint32Array,
+  ao: number,
+  b: Uint32Array,
+  bo: number,
+  range = 5,
+): number {
+  let best = 0.5;
+  for (let dy = -range; dy <= range; dy++) {
+    for (let dx = -range; dx <= range; dx++) {
+      const d = shiftedDistance(a, ao, b, bo, dx, dy, 1);
+      if (d < best) best = d;
+    }
+  }
+  return best;
+}
+
+/** Similarity in [0, 1]: 0 for unrelated palms (distance ≥ 0.5), 1 for identical codes. */
+export function distanceToScore(d: number): number {
+  return Math.max(0, Math.min(1, 1 - 2 * d));
+}
+
+export function compareTemplates(a: Uint8Array, b: Uint8Array, options: MatchOptions = {}): number {
+  const pa = packTemplate(decodeTemplate(a));
+  const pb = packTemplate(decodeTemplate(b));
+  return distanceToScore(packedDistance(pa, 0, pb, 0, options.range ?? 4));
+}
