@@ -46,8 +46,11 @@ export interface RateDecision {
 export class RateLimits {
   readonly #windows: Record<RateBucket, Window[]>;
 
-  // biome-ignore lint/suspicious/noExplicitAny: ioredis client type is optional at this layer
-  constructor(redis?: any) {
+  constructor(
+    // biome-ignore lint/suspicious/noExplicitAny: ioredis client type is optional at this layer
+    redis?: any,
+    limits: Record<RateBucket, readonly { points: number; duration: number }[]> = RATE_LIMITS,
+  ) {
     const make = (bucket: string, points: number, duration: number): Window => {
       const opts = { points, duration, keyPrefix: `palmid:rl:${bucket}:${duration}` };
       return {
@@ -58,7 +61,7 @@ export class RateLimits {
       };
     };
     this.#windows = Object.fromEntries(
-      Object.entries(RATE_LIMITS).map(([bucket, windows]) => [
+      Object.entries(limits).map(([bucket, windows]) => [
         bucket,
         windows.map((w) => make(bucket, w.points, w.duration)),
       ]),
