@@ -164,7 +164,7 @@ describe('user attribute API', () => {
   });
 
   it('rejects bad bodies: unknown fields, wrong types, missing value, malformed JSON, non-JSON', async () => {
-    expectError(await put('nickname', { value: 'x', extra: 1 }), 400, 'INVALID_REQUEST');
+    expectError(await put('nickname', { value: 'x', extra: 1 }), 400, 'INVALID_REQUEST', 'extra');
     expectError(await put('nickname', { value: 'x', encrypted: 'yes' }), 400, 'INVALID_REQUEST', 'encrypted');
     expectError(await put('nickname', {}), 400, 'INVALID_REQUEST', 'value');
     expectError(
@@ -191,6 +191,24 @@ describe('user attribute API', () => {
     const huge = await put('nickname', { value: 'x'.repeat(1024 * 1024 + 10) });
     expectError(huge, 400, 'INVALID_REQUEST');
     expectError(await get('nickname'), 404, 'NOT_FOUND');
+  });
+
+  it('a PUT rejected before the handler is audited as UPDATE/ERROR; a bad name is not', async () => {
+    const u = await seedUser(t.ctx);
+    await put('nickname', { value: 'x', extra: 1 }, u.token);
+    await call({
+      method: 'PUT',
+      url: '/v1/attributes/nickname',
+      payload: '{',
+      headers: { 'content-type': 'application/json' },
+      token: u.token,
+    });
+    await put('Bad-Name', { value: 'x' }, u.token);
+    const records = (await call({ method: 'GET', url: '/v1/audit', token: u.token })).json().data.records;
+    expect(records.map((r: Record<string, string>) => [r.attribute_name, r.operation, r.result])).toEqual([
+      ['nickname', 'UPDATE', 'ERROR'],
+      ['nickname', 'UPDATE', 'ERROR'],
+    ]);
   });
 
   it('needs a valid bearer token', async () => {

@@ -10,7 +10,7 @@ import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { auditedAccess } from './audit.ts';
+import { auditedAccess, auditRejectedUpdate } from './audit.ts';
 import { deleteAttribute, getAttribute, listAttributes, writeAttribute } from './service.ts';
 
 /** Error responses every user route can give, for OpenAPI. */
@@ -85,6 +85,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
     '/v1/attributes/:name',
     {
       ...common,
+      onError: auditRejectedUpdate(ctx),
       schema: {
         tags,
         security,
