@@ -166,6 +166,27 @@ describe('attribute validators (properties)', () => {
     expect(GENERIC_POSTAL.test('1234AB')).toBe(true);
   });
 
+  it('the examples of docs/attributes.md are valid for their country', () => {
+    const examples: [string, string][] = [
+      ['US', '94105-1234'],
+      ['CA', 'K1A 0B1'],
+      ['GB', 'SW1A 1AA'],
+      ['IE', 'D02 X285'],
+      ['DE', '10115'],
+      ['ES', '28013'],
+      ['NL', '1012 AB'],
+      ['AT', '1010'],
+      ['DK', '2000'],
+      ['SE', '114 55'],
+      ['PL', '00-950'],
+      ['PT', '1100-148'],
+      ['JP', '100-0001'],
+      ['BR', '01310-100'],
+      ['IN', '110001'],
+    ];
+    for (const [country, code] of examples) expect(isPostalCode(code, country), `${country} ${code}`).toBe(true);
+  });
+
   it('unknown names take any JSON up to the size limit', () => {
     fc.assert(
       fc.property(
