@@ -33,7 +33,17 @@ export const pvsMethods = {
     result: z.object({ user_id: z.string(), claim_code: z.string(), expires_at: z.string() }),
   },
   identify: {
-    params: sample.extend({ auth_id: uuidSchema }).strict(),
+    /**
+     * `template` may be left out only to report a presentation attack (liveness below 0.5): an attack
+     * frame is never matched against the gallery, so it cannot be used to probe it.
+     */
+    params: sample
+      .extend({ auth_id: uuidSchema, template: templateB64Schema.optional() })
+      .strict()
+      .refine((p) => p.template !== undefined || p.liveness < 0.5, {
+        path: ['template'],
+        message: 'template is required unless liveness is below 0.5',
+      }),
     result: z.object({ status: z.string(), auth_result: authResultSchema }),
   },
   heartbeat: {

@@ -26,3 +26,14 @@ export const authUpdatedSchema = z.object({
   auth_result: authResultSchema.optional(),
 });
 export type AuthUpdated = z.infer<typeof authUpdatedSchema>;
+
+/**
+ * Browsers cannot set headers on a WebSocket, so a connection opened without `X-API-Key` must send this
+ * as its first frame, `{id, method: 'auth', params: {api_key}}`, within the deadline. The key then
+ * travels in the (TLS-protected) frame body, never in a URL that proxies and access logs record.
+ */
+export const VENDOR_AUTH_DEADLINE_MS = 5_000;
+export const vendorAuthMethod = {
+  params: z.object({ api_key: z.string().min(1).max(128) }).strict(),
+  result: z.object({ vendor_id: z.string(), name: z.string(), mode: z.enum(['test', 'live']) }),
+} as const;

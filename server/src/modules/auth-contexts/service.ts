@@ -238,7 +238,8 @@ export async function expireOverdue(ctx: AppContext): Promise<ContextRow[]> {
 }
 
 export interface PalmEvidence {
-  template: Uint8Array;
+  /** Absent only when the agent reports a presentation attack. */
+  template?: Uint8Array | undefined;
   hand?: 'left' | 'right' | undefined;
   liveness?: number | undefined;
 }
@@ -293,6 +294,7 @@ export async function resolveWithPalm(
   };
 
   if (palm.liveness !== undefined && palm.liveness < LIVENESS_THRESHOLD) return fail('liveness_failed');
+  if (!palm.template) throw AppError.invalid('template', 'required', 'A template is required');
   ctx.matcher.validate(palm.template);
   const hit = ctx.gallery.identify(palm.template);
   const user = hit ? await getUser(db, hit.userId) : undefined;

@@ -1,56 +1,127 @@
-import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
-import { vendorMethods } from '@palmid/shared/ws/vendor.ts';
-import type { FastifyPluginAsync } from 'fastify';
-import type { VendorPrincipal } from '../../context.ts';
+import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
+import { VENDOR_AUTH_DEADLINE_MS, vendorAuthMethod, vendorMethods } from '@palmid/shared/ws/vendor.ts';
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+import type { AppContext, VendorPrincipal } from '../../context.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { authenticateVendor } from '../vendors/service.ts';
 import { loadVendorContext, readResult } from './service.ts';
 
-/** /ws/vendor: live `auth.updated` notifications for every change of the vendor's contexts. */
+async function vendorForKey(ctx: AppContext, apiKey: unknown): Promise<VendorPrincipal | undefined> {
+  const vendor = await authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV).catch(
+    () => undefined,
+  );
+  return vendor?.scopes.includes('auth') ? vendor : undefined;
+}
+
+function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal, log: FastifyBaseLogger) {
+  const rpc = serveRpc(
+    socket,
+    vendorMethods,
+    {
+      subscribe: async ({ auth_id }) => {
+        const row = await ctx.database.db
+          .transaction()
+          .execute((trx) => loadVendorContext(ctx, trx, vendor.id, auth_id));
+        const result = readResult(ctx, row);
+        return { auth_id: row.id, status: row.status, ...(result ? { auth_result: result } : {}) };
+      },
+      ping: async () => ({ pong: true as const, time: new Date(ctx.now()).toISOString() }),
+    },
+    log,
+  );
+  const off = ctx.events.subscribe('auth.updated', (e) => {
+    if (e.vendorId !== vendor.id) return;
+    rpc.send({
+      method: 'auth.updated',
+      params: {
+        auth_id: e.authId,
+        status: e.status,
+        ...(e.auth_result ? { auth_result: e.auth_result } : {}),
+      },
+    });
+  });
+  socket.on('close', off);
+}
+
+/**
+ * The browser path: no X-API-Key header, so the first frame must be `auth {api_key}` within
+ * VENDOR_AUTH_DEADLINE_MS. Anything else, a wrong key or silence closes the socket with 1008. Frames
+ * that arrive while the key is being checked are kept and handed to the RPC loop afterwards.
+ */
+function awaitAuthFrame(ctx: AppContext, socket: WebSocket, log: FastifyBaseLogger) {
+  const send = (frame: unknown) => {
+    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
+  };
+  const refuse = (id: string | null, reason: string, message: string) => {
+    send({ id, error: { code: 'UNAUTHORIZED', message, details: { field: 'api_key', reason } } });
+    socket.close(CLOSE_POLICY, 'unauthorized');
+  };
+  const deadline = setTimeout(() => {
+    if (socket.readyState === socket.OPEN) socket.close(CLOSE_POLICY, 'auth_timeout');
+  }, VENDOR_AUTH_DEADLINE_MS);
+  deadline.unref();
+  socket.once('close', () => clearTimeout(deadline));
+
+  let checking = false;
+  const early: [RawData, boolean][] = [];
+  const onMessage = (data: RawData, isBinary: boolean) => {
+    if (checking) {
+      early.push([data, isBinary]);
+      return;
+    }
+    clearTimeout(deadline);
+    const parsed = isBinary ? undefined : parseFrame(data.toString());
+    const frame = parsed?.kind === 'request' ? parsed.frame : undefined;
+    if (!frame || frame.method !== 'auth') {
+      refuse(frame?.id ?? null, 'auth_required', "The first frame must be 'auth' with params.api_key");
+      return;
+    }
+    const params = vendorAuthMethod.params.safeParse(frame.params ?? {});
+    if (!params.success) {
+      refuse(frame.id, 'missing', 'Missing or invalid API key');
+      return;
+    }
+    checking = true;
+    vendorForKey(ctx, params.data.api_key).then((vendor) => {
+      if (!vendor) {
+        refuse(frame.id, 'invalid', 'Missing or invalid API key');
+        return;
+      }
+      if (socket.readyState !== socket.OPEN) return;
+      socket.off('message', onMessage);
+      send({ id: frame.id, result: { vendor_id: vendor.id, name: vendor.name, mode: vendor.mode } });
+      serveVendor(ctx, socket, vendor, log);
+      for (const [d, b] of early) socket.emit('message', d, b);
+    });
+  };
+  socket.on('message', onMessage);
+}
+
+/**
+ * /ws/vendor: live `auth.updated` notifications for every change of the vendor's contexts.
+ * Two ways to authenticate (docs/web.md): the `X-API-Key` header (servers; a wrong key closes at once
+ * with 1008), or, when the header is absent, a first `auth` frame carrying the key (browsers).
+ */
 export const vendorSocketRoutes: FastifyPluginAsync = async (app) => {
   const ctx = app.ctx;
-  const principals = new WeakMap<object, VendorPrincipal>();
+  const principals = new WeakMap<object, VendorPrincipal | null>();
   const preValidation = async (request: { headers: Record<string, unknown>; raw: object }) => {
-    const vendor = await authenticateVendor(
-      ctx.database.db,
-      request.headers['x-api-key'],
-      ctx.config.PALMID_ENV,
-    ).catch(() => undefined);
-    if (vendor?.scopes.includes('auth')) principals.set(request.raw, vendor);
+    const header = request.headers['x-api-key'];
+    principals.set(request.raw, header === undefined ? null : ((await vendorForKey(ctx, header)) ?? null));
   };
 
   app.get('/ws/vendor', { websocket: true, preValidation, schema: { hide: true } }, (socket, request) => {
+    const viaHeader = request.headers['x-api-key'] !== undefined;
     const vendor = principals.get(request.raw);
-    if (!vendor) {
-      socket.close(CLOSE_POLICY, 'unauthorized');
+    if (viaHeader) {
+      if (!vendor) {
+        socket.close(CLOSE_POLICY, 'unauthorized');
+        return;
+      }
+      serveVendor(ctx, socket, vendor, request.log);
       return;
     }
-    const rpc = serveRpc(
-      socket,
-      vendorMethods,
-      {
-        subscribe: async ({ auth_id }) => {
-          const row = await ctx.database.db
-            .transaction()
-            .execute((trx) => loadVendorContext(ctx, trx, vendor.id, auth_id));
-          const result = readResult(ctx, row);
-          return { auth_id: row.id, status: row.status, ...(result ? { auth_result: result } : {}) };
-        },
-        ping: async () => ({ pong: true as const, time: new Date(ctx.now()).toISOString() }),
-      },
-      request.log,
-    );
-    const off = ctx.events.subscribe('auth.updated', (e) => {
-      if (e.vendorId !== vendor.id) return;
-      rpc.send({
-        method: 'auth.updated',
-        params: {
-          auth_id: e.authId,
-          status: e.status,
-          ...(e.auth_result ? { auth_result: e.auth_result } : {}),
-        },
-      });
-    });
-    socket.on('close', off);
+    awaitAuthFrame(ctx, socket, request.log);
   });
 };

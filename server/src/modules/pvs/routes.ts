@@ -189,7 +189,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
           const key = `pvs:${pvs.id}:identify:${id}`;
           const previous = await recallAnswer(ctx, ctx.database.db, key);
           if (previous) return previous as { status: string; auth_result: never };
-          const template = decodeTemplate(params.template);
+          const template = params.template === undefined ? undefined : decodeTemplate(params.template);
           const resolution = await ctx.database.db.transaction().execute(async (trx) => {
             const row = await loadContext(ctx, trx, params.auth_id);
             if (!row || !servesContext(pvs, row)) {

@@ -1,0 +1,111 @@
+import { EventEmitter } from 'node:events';
+import { FirmwareSimulator, synthPalmSource } from '@palmid/firmware-sim';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ScannerDriver } from '../driver/scanner-driver.ts';
+import { processCapture } from '../palm/pipeline.ts';
+import { MemoryTransport } from '../transport/memory.ts';
+import { KioskDaemon, type KioskLink, type Outcome } from './daemon.ts';
+
+class FakeLink extends EventEmitter implements KioskLink {
+  readonly calls: { method: string; params: Record<string, unknown>; id: string | undefined }[] = [];
+  async call<T>(method: string, params: unknown, opts: { id?: string } = {}): Promise<T> {
+    const p = params as Record<string, unknown>;
+    this.calls.push({ method, params: p, id: opts.id });
+    const live = (p.liveness as number) >= 0.5;
+    return {
+      status: live ? 'completed' : 'failed',
+      auth_result: live ? { success: true } : { success: false, reason: 'liveness_failed' },
+    } as T;
+  }
+  request(authId: string, expiresInMs = 20_000) {
+    this.emit('notification', 'scan.request', {
+      auth_id: authId,
+      type: 'payment',
+      amount: 100,
+      currency: 'EUR',
+      display: 'Pay 1.00 EUR',
+      expires_at: new Date(Date.now() + expiresInMs).toISOString(),
+    });
+  }
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+function kiosk(presented: { identity: string; hand: 'left' | 'right'; attack?: 'print' | 'screen' }) {
+  const device = new FirmwareSimulator({
+    source: synthPalmSource,
+    captureMs: 10,
+    autoPresent: presented,
+    autoPresentDelayMs: 5,
+  });
+  const driver = new ScannerDriver(new MemoryTransport(() => device.connectMemory()), { pollMs: 10 });
+  const link = new FakeLink();
+  const lines: string[] = [];
+  const daemon = new KioskDaemon(driver, processCapture, link, {
+    repromptMs: 5,
+    display: (l) => lines.push(l),
+  });
+  cleanups.push(async () => {
+    await driver.close();
+    device.stop();
+  });
+  return { device, driver, link, daemon, lines };
+}
+
+const outcome = (d: KioskDaemon) => new Promise<Outcome>((r) => d.once('outcome', r));
+
+describe('KioskDaemon', () => {
+  it('captures a live palm and sends identify with an idempotency key derived from the auth id', async () => {
+    const k = kiosk({ identity: 'alice', hand: 'right' });
+    await k.driver.connect();
+    const auth = '11111111-1111-4111-8111-111111111111';
+    const done = outcome(k.daemon);
+    k.link.request(auth);
+    const o = await done;
+    expect(o, k.lines.join('\n')).toMatchObject({ auth_id: auth, status: 'completed' });
+    const call = k.link.calls.find((c) => c.method === 'identify')!;
+    expect(call.id).toBe(`identify:${auth}`);
+    expect(call.params).toMatchObject({ auth_id: auth, hand: 'right' });
+    expect(typeof call.params.template).toBe('string');
+    expect(call.params.liveness as number).toBeGreaterThanOrEqual(0.5);
+    expect(k.lines[0]).toBe('Pay 1.00 EUR');
+  }, 30_000);
+
+  it('reports a printed photo as a presentation attack without sending a template', async () => {
+    const k = kiosk({ identity: 'mallory', hand: 'left', attack: 'print' });
+    await k.driver.connect();
+    const done = outcome(k.daemon);
+    k.link.request('22222222-2222-4222-8222-222222222222');
+    const o = await done;
+    expect(o).toMatchObject({ status: 'failed', reason: 'liveness_failed' });
+    const call = k.link.calls.find((c) => c.method === 'identify')!;
+    expect(call.params.template).toBeUndefined();
+    expect(call.params.liveness as number).toBeLessThan(0.5);
+  }, 30_000);
+
+  it('stops on scan.cancel and drops queued requests that are cancelled', async () => {
+    const k = kiosk({ identity: 'bob', hand: 'right' });
+    k.device.setAutoPresent(false); // nobody presents: the capture waits
+    await k.driver.connect();
+    const done = outcome(k.daemon);
+    k.link.request('33333333-3333-4333-8333-333333333333');
+    k.link.request('44444444-4444-4444-8444-444444444444');
+    await new Promise((r) => setTimeout(r, 100));
+    k.link.emit('notification', 'scan.cancel', { auth_id: '44444444-4444-4444-8444-444444444444' });
+    k.link.emit('notification', 'scan.cancel', { auth_id: '33333333-3333-4333-8333-333333333333' });
+    expect(await done).toMatchObject({ status: 'cancelled' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(k.daemon.busy).toBe(false);
+    expect(k.link.calls).toHaveLength(0);
+  }, 30_000);
+
+  it('ignores malformed notifications', async () => {
+    const k = kiosk({ identity: 'bob', hand: 'right' });
+    k.link.emit('notification', 'scan.request', { auth_id: 'nope' });
+    k.link.emit('notification', 'scan.cancel', 42);
+    expect(k.daemon.busy).toBe(false);
+  });
+});

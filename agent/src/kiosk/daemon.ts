@@ -1,0 +1,187 @@
+import { EventEmitter } from 'node:events';
+import { LED } from '@palmid/shared/wire/messages.ts';
+import type { ScanRequest } from '@palmid/shared/ws/pvs.ts';
+import { scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
+import { ScannerError } from '../driver/errors.ts';
+import type { CaptureResult as Frame } from '../driver/scanner-driver.ts';
+import type { CaptureResult as Processed } from '../palm/pipeline.ts';
+
+/** What the daemon needs from the scanner, the pipeline and the server link (injected; tests use fakes). */
+export interface KioskScanner {
+  capture(opts: { signal?: AbortSignal; timeoutMs?: number }): Promise<Frame>;
+  setLeds?(mask: number, intensity: number): Promise<void>;
+}
+export type ProcessFrame = (frame: { width: number; height: number; data: Uint8Array }) => Promise<Processed>;
+export interface KioskLink {
+  call<T>(method: string, params: unknown, opts?: { id?: string; timeoutMs?: number }): Promise<T>;
+  on(event: 'notification', listener: (method: string, params: unknown) => void): unknown;
+}
+
+export interface Outcome {
+  auth_id: string;
+  status: string;
+  reason?: string;
+  attempts: number;
+}
+
+export interface KioskOptions {
+  /** Attempts at a usable capture per context before giving up (the context then expires). */
+  maxAttempts?: number;
+  /** Consecutive presentation-attack verdicts after which the attempt is reported as liveness_failed. */
+  livenessStrikes?: number;
+  /** Pause between a rejected capture and the next prompt. */
+  repromptMs?: number;
+  display?: (line: string) => void;
+}
+
+const toUnit = (percent: number) => Math.max(0, Math.min(1, percent / 100));
+
+/**
+ * The kiosk loop: takes `scan.request`s one at a time, prompts, captures, checks quality and liveness
+ * (re-prompting on a bad capture), extracts the template and sends `identify`. The request id of
+ * identify is derived from the auth id, so a retry after a reconnect can never be applied twice.
+ * `scan.cancel` aborts the capture in progress or drops a queued request.
+ */
+export class KioskDaemon extends EventEmitter {
+  readonly #scanner: KioskScanner;
+  readonly #process: ProcessFrame;
+  readonly #link: KioskLink;
+  readonly #opts: Required<Omit<KioskOptions, 'display'>> & { display: (line: string) => void };
+  readonly #queue: ScanRequest[] = [];
+  #current: { authId: string; abort: AbortController } | undefined;
+  #running = false;
+
+  constructor(scanner: KioskScanner, process: ProcessFrame, link: KioskLink, opts: KioskOptions = {}) {
+    super();
+    this.#scanner = scanner;
+    this.#process = process;
+    this.#link = link;
+    this.#opts = {
+      maxAttempts: opts.maxAttempts ?? 6,
+      livenessStrikes: opts.livenessStrikes ?? 2,
+      repromptMs: opts.repromptMs ?? 300,
+      display: opts.display ?? (() => undefined),
+    };
+    link.on('notification', (method, params) => this.#onNotification(method, params));
+  }
+
+  get busy(): boolean {
+    return this.#current !== undefined;
+  }
+
+  #onNotification(method: string, params: unknown): void {
+    if (method === 'scan.request') {
+      const r = scanRequestSchema.safeParse(params);
+      if (!r.success) return;
+      if (this.#current?.authId === r.data.auth_id || this.#queue.some((q) => q.auth_id === r.data.auth_id))
+        return;
+      this.#queue.push(r.data);
+      void this.#drain();
+    } else if (method === 'scan.cancel') {
+      const r = scanCancelSchema.safeParse(params);
+      if (!r.success) return;
+      const i = this.#queue.findIndex((q) => q.auth_id === r.data.auth_id);
+      if (i >= 0) this.#queue.splice(i, 1);
+      if (this.#current?.authId === r.data.auth_id) this.#current.abort.abort();
+    }
+  }
+
+  async #drain(): Promise<void> {
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      for (let next = this.#queue.shift(); next; next = this.#queue.shift()) {
+        const outcome = await this.serve(next);
+        this.emit('outcome', outcome);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Serves one context to its end (identified, cancelled, expired or out of attempts). */
+  async serve(req: ScanRequest): Promise<Outcome> {
+    const abort = new AbortController();
+    this.#current = { authId: req.auth_id, abort };
+    const deadline = Date.parse(req.expires_at);
+    const say = this.#opts.display;
+    let attempts = 0;
+    let strikes = 0;
+    try {
+      say(req.display);
+      await this.#leds(0);
+      while (attempts < this.#opts.maxAttempts && !abort.signal.aborted) {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) return { auth_id: req.auth_id, status: 'expired', attempts };
+        attempts += 1;
+        let frame: Frame;
+        try {
+          frame = await this.#scanner.capture({ signal: abort.signal, timeoutMs: Math.max(1000, remaining) });
+        } catch (err) {
+          if (abort.signal.aborted) break;
+          const msg = err instanceof ScannerError ? err.message : String(err);
+          say(`Scanner problem: ${msg}. Please try again.`);
+          this.emit('scanner-error', err);
+          await sleep(this.#opts.repromptMs * 2);
+          continue;
+        }
+        const processed = await this.#process(frame);
+        if (!processed.ok) {
+          if (processed.reason === 'liveness_failed') {
+            strikes += 1;
+            if (strikes >= this.#opts.livenessStrikes) {
+              return await this.#identify(req, attempts, { liveness: 0, quality: 0, hand: 'right' });
+            }
+          } else {
+            strikes = 0;
+          }
+          say(`${processed.message}. Please hold your palm flat, 5 cm above the scanner.`);
+          await sleep(this.#opts.repromptMs);
+          continue;
+        }
+        return await this.#identify(req, attempts, {
+          template: Buffer.from(processed.template).toString('base64'),
+          hand: processed.hand,
+          quality: toUnit(processed.quality),
+          liveness: toUnit(processed.liveness),
+        });
+      }
+      if (abort.signal.aborted) {
+        say('Cancelled.');
+        return { auth_id: req.auth_id, status: 'cancelled', attempts };
+      }
+      say('No usable capture. Please ask staff for help.');
+      return { auth_id: req.auth_id, status: 'gave_up', attempts };
+    } finally {
+      this.#current = undefined;
+    }
+  }
+
+  /** NIR illumination stays full; the status LED shows the outcome (green accepted, red refused). */
+  async #leds(status: number): Promise<void> {
+    await this.#scanner.setLeds?.(LED.NIR_850 | LED.NIR_940 | status, 255).catch(() => undefined);
+  }
+
+  async #identify(
+    req: ScanRequest,
+    attempts: number,
+    sample: { template?: string; hand: 'left' | 'right'; quality: number; liveness: number },
+  ): Promise<Outcome> {
+    const res = await this.#link.call<{ status: string; auth_result: { success: boolean; reason?: string } }>(
+      'identify',
+      { auth_id: req.auth_id, ...sample },
+      {
+        id: `identify:${req.auth_id}`,
+        timeoutMs: Math.max(5000, Date.parse(req.expires_at) - Date.now() + 5000),
+      },
+    );
+    const r = res.auth_result;
+    await this.#leds(r.success ? LED.STATUS_GREEN : LED.STATUS_RED);
+    this.#opts.display(r.success ? 'Thank you!' : `Not accepted (${r.reason ?? 'failed'}).`);
+    return { auth_id: req.auth_id, status: res.status, ...(r.reason ? { reason: r.reason } : {}), attempts };
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
