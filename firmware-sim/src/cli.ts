@@ -69,6 +69,9 @@ program.action(async (opts) => {
     seed: opts.seed,
   });
   for (const f of opts.fault as FaultInput[]) sim.injectFault(f);
+  await sim.warmUp().catch((err: unknown) => {
+    process.stderr.write(`sim: image source not ready (${String(err)}); captures may fail\n`);
+  });
 
   const log = (line: string) =>
     process.stdout.write(`[sim ${new Date().toISOString().slice(11, 23)}] ${line}\n`);

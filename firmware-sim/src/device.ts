@@ -155,6 +155,17 @@ export class FirmwareSimulator extends EventEmitter {
     };
   }
 
+  /**
+   * Prepare the image source (load the renderer, build the auto-present hand) so the first capture
+   * answers as fast as later ones. Optional; captures work without it.
+   */
+  async warmUp(extra: Presentation[] = []): Promise<void> {
+    const palms = [...(this.autoPresent ? [this.autoPresent] : []), ...extra];
+    await this.source.warmUp?.(
+      palms.map((p) => ({ ...p, capture: 0, width: this.width, height: this.height })),
+    );
+  }
+
   setImageSource(source: ImageSource): void {
     this.source = source;
   }

@@ -18,6 +18,8 @@ export interface RenderRequest extends Presentation {
 export interface ImageSource {
   readonly name: string;
   render(request: RenderRequest): Promise<GrayFrame>;
+  /** Load code and caches ahead of time so the first capture is not slow. */
+  warmUp?(palms: RenderRequest[]): Promise<void>;
 }
 
 function hash32(text: string): number {
@@ -64,5 +66,8 @@ export const synthPalmSource: ImageSource = {
       ...(r.attack ? { attack: r.attack } : {}),
       ...(r.condition ? { condition: r.condition } : {}),
     });
+  },
+  async warmUp(palms) {
+    for (const p of palms) await this.render(p);
   },
 };

@@ -40,6 +40,7 @@ export async function createTransport(
     case 'sim': {
       const { FirmwareSimulator } = await import('@palmid/firmware-sim');
       const sim = new FirmwareSimulator({ autoPresent: { identity: 'demo', hand: 'right' } });
+      await sim.warmUp();
       transport = new MemoryTransport(
         () => sim.connectMemory(),
         'sim (in-process simulator)',

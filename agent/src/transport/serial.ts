@@ -1,3 +1,4 @@
+import { readdir } from 'node:fs/promises';
 import { BaseTransport, describeOpenError, TransportError } from './transport.ts';
 
 /** The part of serialport's SerialPortStream we use (so tests can pass SerialPortMock). */
@@ -39,9 +40,22 @@ const defaultFactory: SerialPortFactory = async (path, baudRate) => {
   return new SerialPort({ path, baudRate, autoOpen: false }) as unknown as SerialPortLike;
 };
 
+/**
+ * Serial ports on this machine. serialport's list needs udevadm on Linux; minimal kiosk images
+ * may lack it, so fall back to the USB tty nodes in /dev.
+ */
 export async function listSerialPorts(): Promise<SerialPortInfo[]> {
-  const { SerialPort } = await loadSerialport();
-  return SerialPort.list();
+  try {
+    const { SerialPort } = await loadSerialport();
+    return await SerialPort.list();
+  } catch (err) {
+    if (process.platform !== 'linux') throw err;
+    const names = await readdir('/dev').catch(() => [] as string[]);
+    return names
+      .filter((n) => /^tty(USB|ACM)\d+$/.test(n))
+      .sort()
+      .map((n) => ({ path: `/dev/${n}` }));
+  }
 }
 
 /** USB-serial (CDC-ACM / FTDI) scanner, or any tty such as the simulator's pty. */

@@ -1,0 +1,103 @@
+import { writeFile } from 'node:fs/promises';
+import { extname, resolve } from 'node:path';
+import type { Command } from 'commander';
+import type { CaptureProgress } from '../../driver/scanner-driver.ts';
+import { type CliContext, CliError, EXIT } from '../context.ts';
+
+async function savePng(
+  path: string,
+  img: { width: number; height: number; data: Uint8Array },
+): Promise<void> {
+  const { default: sharp } = await import('sharp');
+  await sharp(Buffer.from(img.data), { raw: { width: img.width, height: img.height, channels: 1 } })
+    .toColourspace('b-w')
+    .png()
+    .toFile(path);
+}
+
+/** Progress on stderr: a bar on a terminal, a few plain lines otherwise. */
+async function progressReporter(ctx: CliContext, enabled: boolean) {
+  let phase: CaptureProgress['phase'] | undefined;
+  let bar: { start(total: number, v: number): void; update(v: number): void; stop(): void } | undefined;
+  if (enabled && ctx.io.interactive) {
+    const { default: cliProgress } = await import('cli-progress');
+    bar = new cliProgress.SingleBar(
+      {
+        format: 'reading image [{bar}] {percentage}% | {value}/{total} bytes',
+        stream: process.stderr,
+        hideCursor: true,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+  }
+  let started = false;
+  return {
+    update(p: CaptureProgress) {
+      if (p.phase !== phase) {
+        phase = p.phase;
+        if (p.phase === 'waiting-palm') ctx.io.err('waiting for a palm over the sensor…\n');
+        if (p.phase === 'capturing') ctx.io.err('palm detected, capturing…\n');
+        if (p.phase === 'transferring' && !bar) ctx.io.err(`reading image (${p.total} bytes)…\n`);
+      }
+      if (bar && p.phase === 'transferring') {
+        if (!started) bar.start(p.total, p.done);
+        else bar.update(p.done);
+        started = true;
+      }
+    },
+    stop() {
+      if (bar && started) bar.stop();
+    },
+  };
+}
+
+export function registerCapture(program: Command, ctx: CliContext): void {
+  program
+    .command('capture')
+    .description('take one capture from the scanner and save it as an 8-bit grayscale image')
+    .requiredOption('-o, --out <file>', 'output image (.png; .raw writes the bare pixels)')
+    .option('--timeout <s>', 'seconds to wait for a palm and the capture', (v) => Number(v))
+    .option('--no-progress', 'no progress bar')
+    .option('--json', 'print the result as JSON')
+    .action(
+      async (opts: { out: string; timeout?: number; progress: boolean; json?: boolean }, cmd: Command) => {
+        if (opts.timeout !== undefined && !(opts.timeout > 0))
+          throw new CliError('--timeout must be a positive number of seconds', EXIT.USAGE);
+        const ext = extname(opts.out).toLowerCase();
+        if (ext !== '.png' && ext !== '.raw')
+          throw new CliError(`--out must end in .png or .raw (got "${opts.out}")`, EXIT.USAGE);
+        const loaded = ctx.config(cmd);
+        const driver = await ctx.openScanner(loaded);
+        const reporter = await progressReporter(ctx, opts.progress);
+        const abort = new AbortController();
+        const onSigint = () => abort.abort();
+        process.once('SIGINT', onSigint);
+        try {
+          const i = driver.info!;
+          ctx.io.err(`scanner: ${i.model}, firmware ${i.firmware} (${loaded.config.device})\n`);
+          const img = await driver.capture({
+            onProgress: (p) => reporter.update(p),
+            signal: abort.signal,
+            ...(opts.timeout ? { timeoutMs: opts.timeout * 1000 } : {}),
+          });
+          reporter.stop();
+          const out = resolve(opts.out);
+          if (ext === '.raw') await writeFile(out, img.data);
+          else await savePng(out, img);
+          if (opts.json) {
+            ctx.io.out(
+              `${JSON.stringify({ file: out, width: img.width, height: img.height, captureId: img.captureId, durationMs: img.durationMs })}\n`,
+            );
+          } else {
+            ctx.io.out(
+              `saved ${out} (${img.width}×${img.height}, 8-bit gray, ${(img.durationMs / 1000).toFixed(1)} s)\n`,
+            );
+          }
+        } finally {
+          reporter.stop();
+          process.off('SIGINT', onSigint);
+          await driver.close();
+        }
+      },
+    );
+}
