@@ -18,6 +18,8 @@ export const pvsMethods = {
         agent_version: z.string().min(1).max(64),
         firmware: z.string().max(64),
         model: z.string().max(128),
+        /** `enrol`: a short enrolment session that takes no authentication requests. Default `kiosk`. */
+        mode: z.enum(['kiosk', 'enrol']).optional(),
       })
       .strict(),
     result: z.object({

@@ -96,7 +96,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               reason: 'mismatch',
             });
           await touchPvs(ctx.database.db, pvs.id, ctx.now());
-          if (!unregister) {
+          if (!unregister && params.mode !== 'enrol') {
             unregister = ctx.kiosks.register({
               pvsId: pvs.id,
               vendorId: pvs.vendorId,

@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import type { Command } from 'commander';
+import { processCapture } from '../../palm/pipeline.ts';
+import { type CliContext, CliError, EXIT } from '../context.ts';
+import { kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
+
+type Hand = 'left' | 'right';
+interface Sample {
+  template: string;
+  hand: Hand;
+  quality: number;
+  liveness: number;
+}
+
+function parseHands(value: string): Hand[] {
+  const hands = value.split(',').map((h) => h.trim());
+  if (
+    hands.length === 0 ||
+    hands.some((h) => h !== 'left' && h !== 'right') ||
+    new Set(hands).size !== hands.length
+  ) {
+    throw new CliError('--hands must be right, left or right,left', EXIT.USAGE);
+  }
+  return hands as Hand[];
+}
+
+export function registerEnroll(program: Command, ctx: CliContext): void {
+  program
+    .command('enroll')
+    .description(
+      'enrol a new user at this kiosk: capture palms, then show a one-time claim code (redeem at POST /v1/session)',
+    )
+    .option('--hands <list>', 'hands to capture, in order', 'right,left')
+    .option('--samples <n>', 'captures per hand', (v) => Number(v), 2)
+    .option('--max-attempts <n>', 'captures per sample before giving up', (v) => Number(v), 6)
+    .option('--json', 'print the result as JSON')
+    .action(
+      async (opts: { hands: string; samples: number; maxAttempts: number; json?: boolean }, cmd: Command) => {
+        const hands = parseHands(opts.hands);
+        if (!Number.isInteger(opts.samples) || opts.samples < 1 || opts.samples * hands.length > 10) {
+          throw new CliError('--samples must be a positive integer (at most 10 captures in all)', EXIT.USAGE);
+        }
+        const loaded = ctx.config(cmd);
+        const id = requireKioskIdentity(loaded);
+        const log = (line: string) => ctx.io.err(`${line}\n`);
+        const stop = new AbortController();
+        process.once('SIGINT', () => stop.abort());
+        const driver = await openScannerPatiently(ctx, loaded, stop.signal, log);
+        if (!driver) return;
+        const samples: Sample[] = [];
+        try {
+          for (const hand of hands) {
+            for (let n = 1; n <= opts.samples; n++) {
+              log(`Hold your ${hand.toUpperCase()} palm over the scanner (${n}/${opts.samples})…`);
+              let got: Sample | undefined;
+              for (let attempt = 1; attempt <= opts.maxAttempts && !got; attempt++) {
+                const frame = await driver.capture({ signal: stop.signal });
+                const p = await processCapture(frame);
+                if (!p.ok) {
+                  log(`  ${p.message}; again please.`);
+                  if (p.reason === 'liveness_failed')
+                    throw new CliError('presentation attack suspected: enrolment refused', EXIT.FAILED);
+                  continue;
+                }
+                if (p.hand !== hand) {
+                  log(`  that looks like your ${p.hand} hand; please use your ${hand} hand.`);
+                  continue;
+                }
+                got = {
+                  template: Buffer.from(p.template).toString('base64'),
+                  hand: p.hand,
+                  quality: p.quality / 100,
+                  liveness: p.liveness / 100,
+                };
+              }
+              if (!got)
+                throw new CliError(
+                  `no usable capture of the ${hand} palm after ${opts.maxAttempts} attempts`,
+                  EXIT.FAILED,
+                );
+              samples.push(got);
+              log('  ✔ captured');
+            }
+          }
+        } finally {
+          await driver.close();
+        }
+        const uplink = kioskUplink(loaded, id, driver, () => undefined, 'enrol');
+        uplink.start();
+        try {
+          const [first, ...rest] = samples as [Sample, ...Sample[]];
+          // One request id for the whole enrolment: a retry after a dropped link cannot create two users.
+          const res = await uplink.call<{ user_id: string; claim_code: string; expires_at: string }>(
+            'enroll',
+            { ...first, ...(rest.length > 0 ? { samples: rest } : {}) },
+            { id: `enroll:${randomUUID()}`, timeoutMs: 30_000 },
+          );
+          if (opts.json) ctx.io.out(`${JSON.stringify(res)}\n`);
+          else {
+            ctx.io.out(`\n  Your claim code:  ${res.claim_code}\n\n`);
+            ctx.io.out(
+              `  Redeem it within 15 minutes in the palmid portal (or POST /v1/session) to manage your data.\n`,
+            );
+          }
+        } catch (err) {
+          throw new CliError(
+            `enrolment failed: ${err instanceof Error ? err.message : String(err)}`,
+            EXIT.FAILED,
+          );
+        } finally {
+          await uplink.stop();
+        }
+      },
+    );
+}

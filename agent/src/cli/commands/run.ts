@@ -1,0 +1,117 @@
+import { basename } from 'node:path';
+import type { Command } from 'commander';
+import type { LoadedConfig } from '../../config.ts';
+import type { ScannerDriver } from '../../driver/scanner-driver.ts';
+import { KioskDaemon } from '../../kiosk/daemon.ts';
+import { processCapture } from '../../palm/pipeline.ts';
+import { Uplink } from '../../uplink/uplink.ts';
+import { type CliContext, CliError, EXIT } from '../context.ts';
+
+export const AGENT_VERSION = '0.1.0';
+const HEARTBEAT_MS = 30_000;
+
+export function requireKioskIdentity(loaded: LoadedConfig): { pvsId: string; deviceToken: string } {
+  const { pvsId, deviceToken } = loaded.config;
+  if (!pvsId || !deviceToken) {
+    throw new CliError(
+      `${!pvsId ? 'pvsId' : 'deviceToken'} is not configured: run npm run admin -- pvs create --name <kiosk>, then npm run agent -- config set pvsId <id> and config set deviceToken <token>`,
+      EXIT.USAGE,
+    );
+  }
+  return { pvsId, deviceToken };
+}
+
+/** Opens the scanner, retrying until it answers or the signal fires (a daemon must outlive a slow plug-in). */
+export async function openScannerPatiently(
+  ctx: CliContext,
+  loaded: LoadedConfig,
+  signal: AbortSignal,
+  log: (l: string) => void,
+): Promise<ScannerDriver | undefined> {
+  let delay = 1000;
+  while (!signal.aborted) {
+    try {
+      return await ctx.openScanner(loaded, { reconnect: true });
+    } catch (err) {
+      log(
+        `scanner not reachable (${err instanceof Error ? err.message : String(err)}); retrying in ${delay / 1000} s`,
+      );
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 30_000);
+    }
+  }
+  return undefined;
+}
+
+export function kioskUplink(
+  loaded: LoadedConfig,
+  id: { pvsId: string; deviceToken: string },
+  driver: ScannerDriver,
+  log: (l: string) => void,
+  mode: 'kiosk' | 'enrol' = 'kiosk',
+): Uplink {
+  return new Uplink({
+    serverUrl: loaded.config.serverUrl,
+    deviceToken: id.deviceToken,
+    hello: () => ({
+      pvs_id: id.pvsId,
+      agent_version: AGENT_VERSION,
+      firmware: driver.info?.firmware ?? 'unknown',
+      model: basename(loaded.config.modelPath),
+      mode,
+    }),
+    log,
+  });
+}
+
+export function registerRun(program: Command, ctx: CliContext): void {
+  program
+    .command('run')
+    .description('the kiosk daemon: serve authentication requests from the server with the scanner')
+    .option('--max-attempts <n>', 'captures per request before giving up', (v) => Number(v), 6)
+    .action(async (opts: { maxAttempts: number }, cmd: Command) => {
+      if (!Number.isInteger(opts.maxAttempts) || opts.maxAttempts < 1)
+        throw new CliError('--max-attempts must be a positive integer', EXIT.USAGE);
+      const loaded = ctx.config(cmd);
+      const id = requireKioskIdentity(loaded);
+      const log = (line: string) => ctx.io.err(`[agent ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      const driver = await openScannerPatiently(ctx, loaded, stop.signal, log);
+      if (!driver) return;
+      const i = driver.info!;
+      log(`scanner ${i.model}, firmware ${i.firmware} on ${loaded.config.device}`);
+      driver.on('disconnected', (err: Error) => log(`scanner disconnected: ${err.message}`));
+      driver.on('reconnected', () => log('scanner reconnected'));
+      const uplink = kioskUplink(loaded, id, driver, log);
+      uplink.on('connected', () => log(`connected to ${loaded.config.serverUrl} as kiosk ${id.pvsId}`));
+      uplink.on('disconnected', () => log('server link lost; reconnecting'));
+      uplink.on('refused', (e: { message: string }) => log(`server refused the kiosk: ${e.message}`));
+      const daemon = new KioskDaemon(driver, processCapture, uplink, {
+        maxAttempts: opts.maxAttempts,
+        display: (line) => ctx.io.out(`[kiosk] ${line}\n`),
+      });
+      daemon.on('outcome', (o: { auth_id: string; status: string; reason?: string; attempts: number }) =>
+        log(
+          `context ${o.auth_id}: ${o.status}${o.reason ? ` (${o.reason})` : ''} after ${o.attempts} capture(s)`,
+        ),
+      );
+      daemon.on('scanner-error', (err: Error) => log(`scanner error: ${err.message}`));
+      const started = Date.now();
+      const beat = setInterval(
+        () => uplink.event('heartbeat', { uptime_s: Math.floor((Date.now() - started) / 1000) }),
+        HEARTBEAT_MS,
+      );
+      uplink.start();
+      log('kiosk ready (Ctrl-C to stop)');
+      await new Promise<void>((resolve) =>
+        stop.signal.addEventListener('abort', () => resolve(), { once: true }),
+      );
+      log('stopping');
+      clearInterval(beat);
+      await uplink.stop();
+      await driver.close();
+    });
+}
