@@ -16,6 +16,9 @@ export const ATTRIBUTE_STATUSES = ['valid', 'expired', 'not_yet_valid'] as const
 
 const isoTimestamp = z.iso.datetime({ offset: true }).describe('ISO 8601 timestamp');
 
+/** For routes without query parameters: an unknown one is a 400 like an unknown body field. */
+export const noQuerySchema = z.object({}).strict();
+
 export const attributeParamsSchema = z.object({ name: attributeNameSchema }).strict();
 
 export const putAttributeBodySchema = z

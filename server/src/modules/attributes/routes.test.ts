@@ -211,6 +211,17 @@ describe('user attribute API', () => {
     ]);
   });
 
+  it('rejects unknown query parameters', async () => {
+    expectError(await call({ method: 'GET', url: '/v1/attributes?page=2' }), 400, 'INVALID_REQUEST', 'page');
+    expectError(await call({ method: 'GET', url: '/v1/attributes/email?x=1' }), 400, 'INVALID_REQUEST', 'x');
+    expectError(
+      await call({ method: 'PUT', url: '/v1/attributes/email?x=1', payload: { value: 'a@b.org' } }),
+      400,
+      'INVALID_REQUEST',
+      'x',
+    );
+  });
+
   it('needs a valid bearer token', async () => {
     expectError(await call({ method: 'GET', url: '/v1/attributes', token: null }), 401, 'UNAUTHORIZED');
     expectError(

@@ -3,6 +3,7 @@ import {
   attributeListSchema,
   attributeParamsSchema,
   deleteAttributeResponseSchema,
+  noQuerySchema,
   putAttributeBodySchema,
   putAttributeResponseSchema,
 } from '@palmid/shared/api/attributes.ts';
@@ -37,6 +38,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         security,
         summary: 'All attributes of the user: system, user, verified and computed',
+        querystring: noQuerySchema,
         response: { 200: successSchema(attributeListSchema), ...USER_ROUTE_ERRORS },
       },
     },
@@ -63,6 +65,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
         security,
         summary: 'One attribute (expired and not-yet-valid ones are shown with their status)',
         params: attributeParamsSchema,
+        querystring: noQuerySchema,
         response: { 200: successSchema(attributeItemSchema), 404: errorBodySchema, ...USER_ROUTE_ERRORS },
       },
     },
@@ -91,6 +94,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
         security,
         summary: 'Create or correct a user attribute (validated, then encrypted with the user key)',
         params: attributeParamsSchema,
+        querystring: noQuerySchema,
         body: putAttributeBodySchema,
         response: {
           200: successSchema(putAttributeResponseSchema),
@@ -139,6 +143,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
         security,
         summary: 'Delete a user attribute',
         params: attributeParamsSchema,
+        querystring: noQuerySchema,
         response: {
           200: successSchema(deleteAttributeResponseSchema),
           403: errorBodySchema,

@@ -184,7 +184,8 @@ describe('attribute validators (properties)', () => {
       ['BR', '01310-100'],
       ['IN', '110001'],
     ];
-    for (const [country, code] of examples) expect(isPostalCode(code, country), `${country} ${code}`).toBe(true);
+    for (const [country, code] of examples)
+      expect(isPostalCode(code, country), `${country} ${code}`).toBe(true);
   });
 
   it('unknown names take any JSON up to the size limit', () => {

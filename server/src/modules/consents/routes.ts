@@ -1,3 +1,4 @@
+import { noQuerySchema } from '@palmid/shared/api/attributes.ts';
 import {
   consentListQuerySchema,
   consentListSchema,
@@ -46,6 +47,7 @@ export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         security,
         summary: 'Grant a vendor access to named attributes',
+        querystring: noQuerySchema,
         body: createConsentBodySchema,
         response: { 201: successSchema(consentSchema), 404: errorBodySchema, ...USER_ROUTE_ERRORS },
       },
@@ -68,6 +70,7 @@ export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
         security,
         summary: 'Revoke a consent (403 when it is not revocable)',
         params: consentParamsSchema,
+        querystring: noQuerySchema,
         response: {
           200: successSchema(revokeConsentResponseSchema),
           403: errorBodySchema,

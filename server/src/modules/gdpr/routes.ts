@@ -1,3 +1,4 @@
+import { noQuerySchema } from '@palmid/shared/api/attributes.ts';
 import { deleteMeResponseSchema, exportQuerySchema, gdprExportSchema } from '@palmid/shared/api/gdpr.ts';
 import { successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -55,6 +56,7 @@ export const gdprRoutes: FastifyPluginAsyncZod = async (app) => {
         security,
         summary:
           'Erase the user: data key destroyed, templates, attributes, consents, ledger entries deleted',
+        querystring: noQuerySchema,
         response: { 200: successSchema(deleteMeResponseSchema), ...USER_ROUTE_ERRORS },
       },
     },

@@ -1,3 +1,4 @@
+import { noQuerySchema } from '@palmid/shared/api/attributes.ts';
 import { sessionBodySchema, sessionResponseSchema } from '@palmid/shared/api/session.ts';
 import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -14,6 +15,7 @@ export const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['session'],
         summary: 'Redeem a kiosk claim code for a user token (open, rate-limited per IP)',
+        querystring: noQuerySchema,
         body: sessionBodySchema,
         response: {
           200: successSchema(sessionResponseSchema),
