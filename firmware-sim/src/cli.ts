@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { listenControl } from './control.ts';
 import { FirmwareSimulator } from './device.ts';
 import { type FaultInput, faultSchema } from './faults.ts';
 import { synthPalmSource, testPatternSource } from './image-source.ts';
@@ -55,6 +56,11 @@ const program = new Command('sim')
     faultArg,
     [],
   )
+  .option(
+    '--control <port>',
+    'loopback HTTP control port (present palms, faults) for tests and demos; 0 picks one',
+    intArg('--control'),
+  )
   .option('--capture-ms <ms>', 'capture duration', intArg('--capture-ms'), 300)
   .option('--seed <n>', 'seed for injected noise', intArg('--seed'), 1)
   .option('-v, --verbose', 'log every command the device receives')
@@ -94,6 +100,9 @@ program.action(async (opts) => {
     process.exit(1);
   }
 
+  const control = opts.control !== undefined ? await listenControl(sim, opts.control) : undefined;
+  if (control) log(`control ready: ${control.url}`);
+
   log(`${sim.model}, firmware ${sim.firmware}, ${sim.width}×${sim.height}, frames from ${opts.source}`);
   for (const e of endpoints) {
     log(`device ready: ${e.device}`);
@@ -121,6 +130,7 @@ program.action(async (opts) => {
   const shutdown = async () => {
     log('stopping');
     for (const e of endpoints) await e.close();
+    await control?.close();
     sim.stop();
     process.exit(0);
   };
