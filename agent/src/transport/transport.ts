@@ -63,7 +63,7 @@ export abstract class BaseTransport implements Transport {
 export function describeOpenError(target: string, err: unknown): TransportError {
   const e = err as NodeJS.ErrnoException;
   const msg = e?.message ?? String(err);
-  if (e?.code === 'ENOENT' || /ENOENT|No such file/i.test(msg)) {
+  if (e?.code === 'ENOENT' || /ENOENT|No such file|does not exist/i.test(msg)) {
     return new TransportError(
       'NOT_FOUND',
       `${target}: no such device (is the scanner plugged in? list devices with: npm run agent -- devices)`,
