@@ -1,9 +1,31 @@
+import { dirname } from 'node:path';
 import { createContext } from './bootstrap.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { seedDemo } from './demo.ts';
+import { type Demo, seedDemo } from './demo.ts';
 import { startServer } from './server.ts';
+import { type SimKiosk, startSimKiosk } from './sim-kiosk.ts';
 
-/** `npm start`: the server (and, unless PALMID_SIM=0, a simulated kiosk). */
+function banner(base: string, version: string, demo: Demo): string {
+  const key = demo.apiKey;
+  return [
+    '',
+    `palmid ${version} (development) on ${base} — OpenAPI: ${base}/docs`,
+    `  demo vendor:  ${demo.vendorId}`,
+    `  vendor key:   ${key}`,
+    `  demo user:    ${demo.userId}`,
+    `  user token:   ${demo.userToken}`,
+    '',
+    'Try a payment (the simulated kiosk presents the demo palm):',
+    `  curl -s -X POST ${base}/api/v1/auth/create -H 'X-API-Key: ${key}' -H 'Content-Type: application/json' \\`,
+    `       -d '{"auth_context":{"type":"payment","amount":1250,"attributes_optional":["email"]}}'`,
+    `  curl -s ${base}/api/v1/auth/<auth_id>/status -H 'X-API-Key: ${key}'`,
+    'The user side:',
+    `  curl -s ${base}/v1/attributes -H 'Authorization: Bearer ${demo.userToken}'`,
+    '',
+  ].join('\n');
+}
+
+/** `npm start`: the server and, unless PALMID_SIM=0, a simulated kiosk (firmware simulator + agent). */
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
   try {
@@ -17,23 +39,20 @@ async function main(): Promise<void> {
   }
   const ctx = await createContext(config);
   const server = await startServer(ctx);
-  const demo = config.PALMID_ENV === 'development' ? await seedDemo(ctx) : undefined;
-  const base = `http://${config.HOST}:${server.port}`;
-  if (demo) {
-    process.stdout.write(
-      [
-        '',
-        `palmid ${ctx.version} (development) on ${base} — OpenAPI: ${base}/docs`,
-        `  demo vendor:  ${demo.vendorId}`,
-        `  vendor key:   ${demo.apiKey}`,
-        `  demo user:    ${demo.userId}`,
-        `  user token:   ${demo.userToken}`,
-        '',
-        'Try it:',
-        `  curl -s ${base}/api/v1/status -H 'X-API-Key: ${demo.apiKey}'`,
-        `  curl -s ${base}/v1/attributes -H 'Authorization: Bearer ${demo.userToken}'`,
-        '',
-      ].join('\n'),
+  const base = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${server.port}`;
+  let kiosk: SimKiosk | undefined;
+  if (config.PALMID_ENV === 'development') {
+    const demo = await seedDemo(ctx);
+    if (config.PALMID_SIM === '1') {
+      const dataDir = config.DATABASE_URL.startsWith('sqlite:')
+        ? dirname(config.DATABASE_URL.slice(7))
+        : './data';
+      kiosk = await startSimKiosk(base, demo.pvsId, demo.deviceToken, dataDir);
+    }
+    process.stdout.write(banner(base, ctx.version, demo));
+  } else if (config.PALMID_SIM === '1') {
+    server.app.log.info(
+      'simulated kiosk only runs in development (PALMID_ENV=development); running the server alone',
     );
   }
   let stopping = false;
@@ -41,6 +60,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     server.app.log.info(`${signal}: shutting down`);
+    await kiosk?.stop();
     await server.stop();
     process.exit(0);
   };

@@ -1,0 +1,81 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { DEMO_IDENTITY } from './demo.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TSX = `${ROOT}node_modules/.bin/tsx`;
+
+export interface SimKiosk {
+  stop(): Promise<void>;
+}
+
+function pipe(child: ChildProcess, prefix: string, onLine?: (line: string) => void): void {
+  let rest = '';
+  const handle = (chunk: Buffer) => {
+    const lines = (rest + chunk.toString('utf8')).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) {
+      process.stdout.write(`${prefix} ${line}\n`);
+      onLine?.(line);
+    }
+  };
+  child.stdout?.on('data', handle);
+  child.stderr?.on('data', handle);
+}
+
+/**
+ * `npm start`'s simulated kiosk: the firmware simulator (walk-up palm: the demo identity) and the agent
+ * daemon, as two child processes, exactly as on a real kiosk host.
+ */
+export async function startSimKiosk(
+  serverUrl: string,
+  pvsId: string,
+  deviceToken: string,
+  dataDir: string,
+): Promise<SimKiosk> {
+  const sim = spawn(
+    TSX,
+    [`${ROOT}firmware-sim/src/cli.ts`, '--tcp', '0', '--control', '0', '--palm', `${DEMO_IDENTITY}:right`],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const device = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the firmware simulator did not start')), 60_000);
+    pipe(sim, '[sim]', (line) => {
+      const m = /device ready: (tcp:\S+)/.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    sim.once('exit', (code) => reject(new Error(`the firmware simulator exited (${code})`)));
+  });
+  const agent = spawn(TSX, [`${ROOT}agent/src/cli/main.ts`, 'run'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      PALMID_AGENT_CONFIG: `${dataDir}/agent.json`,
+      PALMID_DEVICE: device,
+      PALMID_SERVER_URL: serverUrl,
+      PALMID_PVS_ID: pvsId,
+      PALMID_DEVICE_TOKEN: deviceToken,
+    },
+  });
+  pipe(agent, '[kiosk]');
+  const stopChild = (c: ChildProcess) =>
+    new Promise<void>((resolve) => {
+      if (c.exitCode !== null) return resolve();
+      c.once('exit', () => resolve());
+      c.kill('SIGTERM');
+      setTimeout(() => c.kill('SIGKILL'), 3000).unref();
+    });
+  return {
+    async stop() {
+      await stopChild(agent);
+      await stopChild(sim);
+    },
+  };
+}

@@ -1,0 +1,237 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+
+/**
+ * Cross-process harness: the real server, firmware simulator and agent as separate processes on
+ * loopback, driven through their public interfaces (HTTP, WebSocket, CLI, the simulator's control port).
+ */
+const ROOT = new URL('../../', import.meta.url).pathname;
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+
+export interface Proc {
+  child: ChildProcess;
+  output: string[];
+  waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function start(script: string, args: string[], env: Record<string, string> = {}, name = script): Proc {
+  const child = spawn(TSX, [join(ROOT, script), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const waiters: { re: RegExp; resolve: (m: RegExpExecArray) => void }[] = [];
+  const onData = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line) continue;
+      output.push(line);
+      if (process.env.E2E_VERBOSE) process.stderr.write(`[${name}] ${line}\n`);
+      for (const w of [...waiters]) {
+        const m = w.re.exec(line);
+        if (m) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(m);
+        }
+      }
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return {
+    child,
+    output,
+    waitFor(re, timeoutMs = 30_000) {
+      for (const line of output) {
+        const m = re.exec(line);
+        if (m) return Promise.resolve(m);
+      }
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`${name}: timed out waiting for ${re}\n${output.slice(-20).join('\n')}`)),
+          timeoutMs,
+        );
+        waiters.push({
+          re,
+          resolve: (m) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        });
+      });
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+      const code = await exited;
+      clearTimeout(t);
+      return code;
+    },
+  };
+}
+
+/** Runs a CLI to completion and returns stdout (throws with its output on a non-zero exit). */
+export async function run(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 60_000,
+): Promise<string> {
+  const p = start(script, args, env);
+  const code = await Promise.race([
+    new Promise<number | null>((r) => p.child.once('exit', (c) => r(c))),
+    new Promise<never>((_, rej) =>
+      setTimeout(() => rej(new Error(`${script} ${args.join(' ')} timed out`)), timeoutMs),
+    ),
+  ]);
+  if (code !== 0) throw new Error(`${script} ${args.join(' ')} exited ${code}:\n${p.output.join('\n')}`);
+  return p.output.join('\n');
+}
+
+export function lastJson<T>(text: string): T {
+  const lines = text.split('\n').filter((l) => l.trim().startsWith('{'));
+  for (let i = lines.length - 1; i >= 0; i--) {
+    try {
+      return JSON.parse(lines[i]!) as T;
+    } catch {
+      // a log line that only looks like JSON
+    }
+  }
+  throw new Error(`no JSON in output:\n${text}`);
+}
+
+export function tempDir(prefix: string): { dir: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface ServerProc extends Proc {
+  base: string;
+  port: number;
+}
+
+export async function startServer(env: Record<string, string>): Promise<ServerProc> {
+  const p = start('server/src/main.ts', [], { PALMID_SIM: '0', PALMID_LOG_LEVEL: 'info', ...env }, 'server');
+  const m = await p.waitFor(/palmid listening on (http:\/\/[\d.]+:(\d+))/);
+  return Object.assign(p, { base: m[1]!, port: Number(m[2]) });
+}
+
+export interface SimProc extends Proc {
+  device: string;
+  control: string;
+  present(body: unknown): Promise<void>;
+  autoPresent(body: unknown): Promise<void>;
+  post(path: string, body?: unknown): Promise<void>;
+}
+
+export async function startSim(args: string[] = []): Promise<SimProc> {
+  const p = start(
+    'firmware-sim/src/cli.ts',
+    ['--tcp', '0', '--control', '0', '--no-auto-present', ...args],
+    {},
+    'sim',
+  );
+  const control = (await p.waitFor(/control ready: (http:\/\/\S+)/))[1]!;
+  const device = (await p.waitFor(/device ready: (tcp:\S+)/))[1]!;
+  const post = async (path: string, body: unknown = {}) => {
+    const res = await fetch(`${control}${path}`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
+    if (!res.ok) throw new Error(`sim ${path}: ${res.status} ${await res.text()}`);
+  };
+  return Object.assign(p, {
+    device,
+    control,
+    post,
+    present: (body: unknown) => post('/present', body),
+    autoPresent: (body: unknown) => post('/auto-present', body),
+  });
+}
+
+export async function api<T = { data: Record<string, unknown> }>(
+  base: string,
+  method: string,
+  path: string,
+  opts: { key?: string; token?: string; body?: unknown } = {},
+): Promise<{ status: number; body: T }> {
+  const headers: Record<string, string> = {};
+  if (opts.key) headers['x-api-key'] = opts.key;
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+/** A vendor socket collecting `auth.updated` notifications. */
+export class VendorSocket {
+  readonly updates: { auth_id: string; status: string; auth_result?: Record<string, unknown> }[] = [];
+  readonly ws: WebSocket;
+  #waiters: {
+    pred: (u: VendorSocket['updates'][number]) => boolean;
+    resolve: (u: VendorSocket['updates'][number]) => void;
+  }[] = [];
+
+  private constructor(ws: WebSocket) {
+    this.ws = ws;
+    ws.on('message', (d) => {
+      const f = JSON.parse(d.toString()) as { method?: string; params?: VendorSocket['updates'][number] };
+      if (f.method !== 'auth.updated' || !f.params) return;
+      this.updates.push(f.params);
+      for (const w of [...this.#waiters]) {
+        if (w.pred(f.params)) {
+          this.#waiters.splice(this.#waiters.indexOf(w), 1);
+          w.resolve(f.params);
+        }
+      }
+    });
+  }
+
+  static async open(base: string, key: string): Promise<VendorSocket> {
+    const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws/vendor`, { headers: { 'x-api-key': key } });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return new VendorSocket(ws);
+  }
+
+  until(authId: string, statuses: string[], timeoutMs = 30_000): Promise<VendorSocket['updates'][number]> {
+    const pred = (u: VendorSocket['updates'][number]) => u.auth_id === authId && statuses.includes(u.status);
+    const found = this.updates.find(pred);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no ${statuses.join('|')} for ${authId}; saw ${JSON.stringify(this.updates.filter((u) => u.auth_id === authId))}`,
+            ),
+          ),
+        timeoutMs,
+      );
+      this.#waiters.push({
+        pred,
+        resolve: (u) => {
+          clearTimeout(timer);
+          resolve(u);
+        },
+      });
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
