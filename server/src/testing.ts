@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
-import { closeContext, createContext } from './bootstrap.ts';
+import { type ContextOverrides, closeContext, createContext } from './bootstrap.ts';
 import { type Config, loadConfig } from './config.ts';
 import type { AppContext } from './context.ts';
+import { createScratchDatabase, type ScratchDatabase } from './db/scratch.ts';
 import type { Gallery, GalleryEntry, IdentifyHit, Matcher } from './modules/matching/types.ts';
 import { createUser, issueUserToken } from './modules/users/service.ts';
 import { createVendor } from './modules/vendors/service.ts';
@@ -54,19 +55,32 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/**
+ * A test app on a fresh store: SQLite in a temp dir, or, when `PALMID_TEST_DATABASE_URL` names a PostgreSQL
+ * server (`npx tsx test/support/run-on-postgres.ts <vitest args>` sets it), a fresh database there.
+ */
 export async function createTestApp(
   env: Partial<Record<keyof Config, string>> = {},
   now?: () => number,
+  overrides: Omit<ContextOverrides, 'now'> = {},
 ): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'palmid-test-'));
+  const pgServer = process.env.PALMID_TEST_DATABASE_URL;
+  let scratch: ScratchDatabase | undefined;
+  if (!env.DATABASE_URL && pgServer) scratch = await createScratchDatabase(pgServer);
   const config = loadConfig({
-    DATABASE_URL: `sqlite:${join(dir, 'palmid.db')}`,
+    DATABASE_URL: scratch?.url ?? `sqlite:${join(dir, 'palmid.db')}`,
     PALMID_KEY_FILE: join(dir, 'master.key'),
     PALMID_ENV: 'development',
     ...env,
   });
   const matcher = new ExactMatcher();
-  const ctx = await createContext(config, { matcher, gallery: new ExactGallery(), ...(now ? { now } : {}) });
+  const ctx = await createContext(config, {
+    matcher,
+    gallery: new ExactGallery(),
+    ...overrides,
+    ...(now ? { now } : {}),
+  });
   const app = await buildApp(ctx);
   await app.ready();
   return {
@@ -76,6 +90,7 @@ export async function createTestApp(
     async close() {
       await app.close();
       await closeContext(ctx);
+      await scratch?.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -174,6 +174,18 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .execute();
       },
     },
+    '0002_seed_audit_head': {
+      // The audit writer serialises on an UPDATE of this row; if the row did not exist yet, two first writers
+      // on PostgreSQL would both try to INSERT it. Seeding it here (unsigned: no key at migration time; the
+      // first append signs it) removes that race. Existing logs keep their head.
+      async up(db: Kysely<unknown>) {
+        await (db as Kysely<{ audit_head: { id: number; seq: number; hash: string; mac: string } }>)
+          .insertInto('audit_head')
+          .values({ id: 1, seq: 0, hash: '0'.repeat(64), mac: '' })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+      },
+    },
   };
 }
 

@@ -79,7 +79,9 @@ export async function appendAudit(
   now = Date.now(),
 ): Promise<void> {
   if (entries.length === 0) return;
-  // Take the head first (an UPDATE locks it on PostgreSQL and is a no-op write on SQLite).
+  // Take the head first: on PostgreSQL the UPDATE row-locks it until commit, so concurrent writers (on any
+  // instance) queue here and each then reads the head its predecessor committed (READ COMMITTED takes a new
+  // snapshot per statement). On SQLite it starts the write transaction. The row always exists (migration 0002).
   await db
     .updateTable('audit_head')
     .set((eb) => ({ seq: eb.ref('seq') }))
@@ -178,7 +180,9 @@ export async function verifyAuditChain(db: Db, keyring: Keyring): Promise<AuditV
   }
   const head = await db.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
   if (head) {
-    if (head.mac !== headMac(keyring, Number(head.seq), head.hash))
+    // Migration 0002 seeds an unsigned genesis head (seq 0, no key at migration time) for an empty log.
+    const unsignedGenesis = Number(head.seq) === 0 && head.hash === GENESIS && head.mac === '';
+    if (!unsignedGenesis && head.mac !== headMac(keyring, Number(head.seq), head.hash))
       problems.push({ seq: null, problem: 'chain head signature invalid' });
     if (Number(head.seq) !== expectedSeq - 1 || head.hash !== prev) {
       problems.push({
