@@ -106,6 +106,25 @@ describe('GDPR export and erasure', () => {
     ).toBe(true);
   });
 
+  it('an export holds nothing of another user, and includes revoked consents', async () => {
+    const a = await richUser();
+    const b = await richUser();
+    const consents = (await call({ method: 'GET', url: '/v1/consents', token: b.token })).json().data
+      .consents;
+    await call({ method: 'DELETE', url: `/v1/consents/${consents[0].consent_id}`, token: b.token });
+    const res = await call({ method: 'GET', url: '/v1/gdpr/export?format=json', token: b.token });
+    const text = res.body;
+    expect(text).not.toContain(a.userId);
+    expect(text).not.toContain(a.ledgerId);
+    expect(text).not.toContain(a.vendorId);
+    const data = res.json().data;
+    expect(data.user.user_id).toBe(b.userId);
+    expect(data.consents).toEqual([
+      expect.objectContaining({ status: 'revoked', revoked_at: expect.any(String) }),
+    ]);
+    expect(data.audit.every((r: { user_id: string }) => r.user_id === b.userId)).toBe(true);
+  });
+
   it('without format the same JSON comes as a download', async () => {
     const u = await seedUser(t.ctx);
     const res = await call({ method: 'GET', url: '/v1/gdpr/export', token: u.token });
