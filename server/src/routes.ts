@@ -10,6 +10,8 @@ import { ledgerRoutes } from './modules/ledger/routes.ts';
 import { pvsRoutes } from './modules/pvs/routes.ts';
 import { sessionRoutes } from './modules/session/routes.ts';
 import { mpcUserRoutes } from './modules/users/routes.ts';
+import { vendorDirectoryRoutes } from './modules/vendors/routes.ts';
+import { webRoutes } from './modules/web/routes.ts';
 
 /** Every route module, in one list: find an endpoint in modules/<domain>/routes.ts. */
 export const ROUTE_MODULES: FastifyPluginAsync[] = [
@@ -24,4 +26,6 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   auditRoutes,
   gdprRoutes,
   sessionRoutes,
+  vendorDirectoryRoutes,
+  webRoutes,
 ];

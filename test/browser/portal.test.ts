@@ -1,0 +1,218 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
+import { createClaimCode } from '../../server/src/modules/users/service.ts';
+import { seedVendor } from '../../server/src/testing.ts';
+import { HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness } from './harness.ts';
+
+const TEMPLATE = Buffer.from('portal-browser-test-palm-0001').toString('base64');
+
+describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
+  let hx: Harness;
+  let page: Page;
+  let cafe: { vendor_id: string; api_key: string };
+  let user: { user_id: string; user_token: string };
+
+  const api = (method: string, url: string, headers: Record<string, string>, payload?: unknown) =>
+    hx.t.app.inject({
+      method: method as 'GET',
+      url,
+      headers,
+      ...(payload ? { payload: payload as object } : {}),
+    });
+
+  beforeAll(async () => {
+    hx = await startHarness();
+    cafe = await seedVendor(hx.t.ctx, 'Cafe X');
+    await seedVendor(hx.t.ctx, 'Bakery Y');
+    const created = await api(
+      'POST',
+      '/api/v1/mpc/users/create',
+      { 'x-api-key': cafe.api_key },
+      {
+        attributes: { email: 'ada@example.org', date_of_birth: '1990-04-12' },
+        palms: [{ hand: 'right', template: TEMPLATE }],
+      },
+    );
+    user = created.json().data;
+    await writeAttribute(
+      hx.t.ctx,
+      hx.t.ctx.database.db,
+      user.user_id,
+      { name: 'identity_verified', value: true, verifiedBy: 'KYC Provider AG' },
+      'trusted',
+      Date.now(),
+    );
+    page = await hx.newPage();
+    await page.goto(`${hx.base}/portal`);
+    await page.waitForSelector('html[data-ready="portal"]');
+  });
+  afterAll(async () => {
+    await hx?.close();
+  });
+
+  it('is served with a strict Content-Security-Policy and no third-party origin', async () => {
+    const res = await fetch(`${hx.base}/portal`);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
+    const html = await res.text();
+    expect(html).not.toMatch(/<script>|style=|https?:\/\//);
+  });
+
+  it('refuses a wrong token inline, then signs in with the right one', async () => {
+    await page.getByLabel('User token').fill('ut_wrong');
+    await page.getByRole('button', { name: 'Sign in with token' }).click();
+    await expect.poll(() => page.locator('#user-token-error').textContent()).toContain('not valid');
+    expect(await page.getByLabel('User token').getAttribute('aria-invalid')).toBe('true');
+
+    await page.getByLabel('User token').fill(user.user_token);
+    await page.getByRole('button', { name: 'Sign in with token' }).click();
+    await page.getByRole('heading', { name: 'Your palm identity', level: 1 }).waitFor();
+    expect(await page.locator('#user-attributes').getByLabel('Email', { exact: true }).inputValue()).toBe(
+      'ada@example.org',
+    );
+    const verified = await page.locator('#verified-attributes').textContent();
+    expect(verified).toContain('verified by KYC Provider AG');
+    // the token is in memory only
+    const stored = await page.evaluate(
+      'JSON.stringify([localStorage.length, sessionStorage.length, document.cookie])',
+    );
+    expect(stored).toBe('[0,0,""]');
+  });
+
+  it('corrects an attribute: an invalid value shows the API message inline, a valid one is saved', async () => {
+    const phone = page.locator('#user-attributes').getByLabel('Phone number');
+    const form = page.locator('form[data-attribute="phone"]');
+    await phone.fill('12345');
+    await form.getByRole('button', { name: 'Save' }).click();
+    const error = page.locator('#attr-phone-error');
+    await error.waitFor();
+    const put = await api(
+      'PUT',
+      '/v1/attributes/phone',
+      { authorization: `Bearer ${user.user_token}` },
+      {
+        value: '12345',
+      },
+    );
+    expect(await error.textContent()).toBe(put.json().error.message);
+    expect(await phone.getAttribute('aria-invalid')).toBe('true');
+
+    await page.locator('#user-attributes').getByLabel('Phone number').fill('+4915112345678');
+    await page.locator('form[data-attribute="phone"]').getByRole('button', { name: 'Save' }).click();
+    await page.locator('form[data-attribute="phone"] .form-status').waitFor();
+    expect(await page.locator('form[data-attribute="phone"] .form-status').textContent()).toBe('Saved.');
+    expect(
+      await page.locator('#user-attributes').getByLabel('Phone number').getAttribute('aria-invalid'),
+    ).toBeNull();
+    const stored = await api('GET', '/v1/attributes/phone', { authorization: `Bearer ${user.user_token}` });
+    expect(stored.json().data.value).toBe('+4915112345678');
+  });
+
+  it('grants a consent, shows the vendor reading it in words, then revokes it', async () => {
+    // the shared zod schema catches a missing purpose before any request
+    await page.getByLabel('Shop', { exact: true }).selectOption({ label: 'Cafe X' });
+    await page.locator('#grant-attr-email').check();
+    await page.getByRole('button', { name: 'Give access' }).click();
+    await expect.poll(() => page.locator('#grant-purpose-error').textContent()).toContain('Say what');
+
+    await page.getByLabel('Purpose').fill('send the receipt');
+    await page.getByLabel('May keep it for (days)').fill('30');
+    await page.getByRole('button', { name: 'Give access' }).click();
+    const card = page.locator('#consent-list li[data-vendor="Cafe X"]');
+    await card.waitFor();
+    const text = (await card.textContent()) ?? '';
+    expect(text).toContain('your email');
+    expect(text).toContain('send the receipt');
+    expect(text).toContain('may keep it for 30 days');
+    expect(text).toMatch(/ends on \d{1,2} \w+ \d{4}/);
+
+    // Cafe X authenticates the user and receives the email: the audit trail says so in words
+    const auth = await api(
+      'POST',
+      '/api/v1/auth',
+      { 'x-api-key': cafe.api_key },
+      {
+        auth_context: { type: 'payment', amount: 450, attributes_optional: ['email'] },
+        palm: { template: TEMPLATE, hand: 'right', liveness: 0.95 },
+      },
+    );
+    expect(auth.json().data.auth_result.attributes.email).toBe('ada@example.org');
+    await page.getByRole('button', { name: 'Refresh activity' }).click();
+    await expect
+      .poll(() => page.locator('#audit').textContent())
+      .toMatch(/Cafe X read your email on \d{1,2} \w{3} \d{4}/);
+    await page.screenshot({ path: join(SCREENSHOT_DIR, 'portal.png'), fullPage: true });
+
+    await page.getByRole('button', { name: "Revoke Cafe X's access to email" }).click();
+    await expect
+      .poll(() => page.locator('#consents').textContent())
+      .toContain('No shop may see any of your details.');
+    const active = await api('GET', '/v1/consents', { authorization: `Bearer ${user.user_token}` });
+    expect(active.json().data.consents).toEqual([]);
+    await page.getByLabel('Also show revoked and expired permissions').check();
+    await expect.poll(() => page.locator('#consents').textContent()).toContain('revoked on');
+  });
+
+  it('downloads the GDPR export as a JSON file', async () => {
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download my data' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toMatch(/^palmid-export-.+\.json$/);
+    const body = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+    expect(body.data.user.user_id).toBe(user.user_id);
+    expect(body.data.attributes.map((a: { name: string }) => a.name)).toContain('phone');
+    await expect.poll(() => page.locator('#data-status').textContent()).toContain('Downloaded');
+  });
+
+  it('looks right on a phone-sized screen', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    const overflow = await page.evaluate(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+    );
+    expect(overflow).toBeLessThanOrEqual(0);
+    await page.screenshot({ path: join(SCREENSHOT_DIR, 'portal-mobile.png'), fullPage: false });
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('erases the account only after typing ERASE, then the token stops working', async () => {
+    await page.getByRole('button', { name: 'Erase my account…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Erase your account?' });
+    await dialog.waitFor();
+    await dialog.getByLabel('Type ERASE to confirm').fill('erase');
+    await dialog.getByRole('button', { name: 'Erase everything' }).click();
+    await expect.poll(() => page.locator('#erase-confirm-error').textContent()).toContain('Type ERASE');
+    const still = await api('GET', '/v1/attributes', { authorization: `Bearer ${user.user_token}` });
+    expect(still.statusCode).toBe(200);
+
+    await dialog.getByLabel('Type ERASE to confirm').fill('ERASE');
+    await dialog.getByRole('button', { name: 'Erase everything' }).click();
+    await expect.poll(() => page.locator('#notice').textContent()).toContain('Your account was erased');
+    expect(await page.locator('#sign-in').isVisible()).toBe(true);
+    const after = await api('GET', '/v1/attributes', { authorization: `Bearer ${user.user_token}` });
+    expect(after.statusCode).toBe(401);
+  });
+
+  it('signs in with a kiosk claim code, which then cannot be used again', async () => {
+    const created = await api('POST', '/api/v1/mpc/users/create', { 'x-api-key': cafe.api_key }, {});
+    const fresh = await createClaimCode(hx.t.ctx, hx.t.ctx.database.db, created.json().data.user_id);
+    await page.getByLabel('Kiosk code').fill(fresh.claim_code);
+    await page.getByRole('button', { name: 'Sign in with code' }).click();
+    await page.getByRole('heading', { name: 'Your palm identity', level: 1 }).waitFor({ state: 'visible' });
+    await page.screenshot({ path: join(SCREENSHOT_DIR, 'portal-new-user.png'), fullPage: false });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Kiosk code').fill(fresh.claim_code);
+    await page.getByRole('button', { name: 'Sign in with code' }).click();
+    await expect.poll(() => page.locator('#claim-code-error').textContent()).toContain('not valid');
+  });
+
+  it('produced no console errors and no CSP violations', () => {
+    expect(hx.problems.filter((p) => !p.includes('401') && !p.includes('400'))).toEqual([]);
+  });
+});

@@ -1,0 +1,139 @@
+import type { AuthContextRecord, AuthResult, AuthStatus } from '@palmid/shared/api/auth-contexts.ts';
+import { TERMINAL_STATUSES } from '@palmid/shared/api/auth-contexts.ts';
+import type { AuthUpdated } from '@palmid/shared/ws/vendor.ts';
+import { h, replace } from '../lib/dom.ts';
+import { money, short, valueText, when } from '../lib/format.ts';
+
+interface Row {
+  auth_id: string;
+  type: string;
+  amount: number | null;
+  currency: string | null;
+  created_at: string | null;
+  status: AuthStatus;
+  auth_result?: AuthResult;
+  updated_at: string;
+}
+
+const rows = new Map<string, Row>();
+let onLedger: (ledgerId: string) => void = () => undefined;
+
+export function onLedgerLink(fn: (ledgerId: string) => void): void {
+  onLedger = fn;
+}
+
+export function clearContexts(): void {
+  rows.clear();
+  render();
+}
+
+export function unfinished(): string[] {
+  return [...rows.values()]
+    .filter((r) => !(TERMINAL_STATUSES as readonly string[]).includes(r.status))
+    .map((r) => r.auth_id);
+}
+
+export function addCreated(rec: AuthContextRecord): void {
+  const existing = rows.get(rec.auth_id);
+  rows.set(rec.auth_id, {
+    auth_id: rec.auth_id,
+    type: rec.type,
+    amount: rec.amount,
+    currency: rec.currency,
+    created_at: rec.created_at,
+    // a socket update may have overtaken the create response
+    status: existing?.status ?? rec.status,
+    ...(existing?.auth_result ? { auth_result: existing.auth_result } : {}),
+    updated_at: existing?.updated_at ?? rec.created_at,
+  });
+  render();
+}
+
+/** Applies an auth.updated notification (or a subscribe answer); terminal states never go back. */
+export function applyUpdate(u: AuthUpdated): void {
+  const row = rows.get(u.auth_id);
+  const isTerminal = (s: string) => (TERMINAL_STATUSES as readonly string[]).includes(s);
+  if (row && isTerminal(row.status) && !isTerminal(u.status)) return;
+  const next: Row = {
+    auth_id: u.auth_id,
+    type: row?.type ?? '—',
+    amount: row?.amount ?? null,
+    currency: row?.currency ?? null,
+    created_at: row?.created_at ?? null,
+    status: u.status,
+    updated_at: new Date().toISOString(),
+    ...(u.auth_result
+      ? { auth_result: u.auth_result }
+      : row?.auth_result
+        ? { auth_result: row.auth_result }
+        : {}),
+  };
+  rows.set(u.auth_id, next);
+  render();
+  if (row?.status !== u.status) {
+    const log = document.getElementById('context-log');
+    log?.append(h('p', {}, `Context ${short(u.auth_id)} is now ${u.status}.`));
+  }
+}
+
+function resultCell(r: Row) {
+  const res = r.auth_result;
+  if (!res) return h('span', { class: 'muted' }, r.status === 'scanning' ? 'waiting for a palm…' : '—');
+  const attrs = Object.entries(res.attributes);
+  return h(
+    'div',
+    {},
+    h(
+      'p',
+      {},
+      res.success ? 'Paid by ' : 'Failed',
+      res.success
+        ? h('code', { title: res.user_id ?? '' }, short(res.user_id ?? ''))
+        : res.reason
+          ? ` — ${res.reason.replace(/_/g, ' ')}`
+          : '',
+    ),
+    res.missing?.length ? h('p', { class: 'muted' }, `missing consent: ${res.missing.join(', ')}`) : null,
+    attrs.length
+      ? h('p', { class: 'muted' }, attrs.map(([k, v]) => `${k}: ${valueText(v)}`).join(' · '))
+      : null,
+    res.ledger_id
+      ? (() => {
+          const b = h(
+            'button',
+            { type: 'button', class: 'link', 'aria-label': `Show ledger for context ${short(r.auth_id)}` },
+            'Show in ledger',
+          );
+          b.addEventListener('click', () => onLedger(res.ledger_id!));
+          return b;
+        })()
+      : null,
+  );
+}
+
+function render(): void {
+  const body = document.getElementById('contexts');
+  if (!body) return;
+  const list = [...rows.values()].sort((a, b) =>
+    (b.created_at ?? b.updated_at).localeCompare(a.created_at ?? a.updated_at),
+  );
+  if (list.length === 0) {
+    replace(body, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No contexts yet in this session.')));
+    return;
+  }
+  replace(
+    body,
+    list.map((r) =>
+      h(
+        'tr',
+        { 'data-auth-id': r.auth_id },
+        h('td', {}, when(r.created_at ?? r.updated_at)),
+        h('td', {}, h('code', { title: r.auth_id }, short(r.auth_id))),
+        h('td', {}, r.type),
+        h('td', {}, money(r.amount, r.currency)),
+        h('td', {}, h('span', { class: 'badge', 'data-status': r.status }, r.status)),
+        h('td', {}, resultCell(r)),
+      ),
+    ),
+  );
+}

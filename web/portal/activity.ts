@@ -1,0 +1,122 @@
+import { announce, h, replace } from '../lib/dom.ts';
+import { when, words } from '../lib/format.ts';
+import { ApiError } from '../lib/http.ts';
+import { authHeader, userApi, vendorName } from './session.ts';
+
+interface AuditRecord {
+  id: string;
+  timestamp: string;
+  vendor_id?: string;
+  attribute_name: string;
+  operation: 'READ' | 'UPDATE' | 'DELETE';
+  result: 'SUCCESS' | 'DENIED' | 'ERROR';
+  ip_address: string;
+}
+
+function list(names: string[]): string {
+  const w = [...new Set(names)].map((n) => (n === '*' ? 'whole account' : `${words(n)}`));
+  if (w.length <= 1) return w.join('');
+  return `${w.slice(0, -1).join(', ')} and ${w.at(-1)}`;
+}
+
+/** One audit group as a sentence: "Cafe X read your email and phone number". */
+export function sentence(r: AuditRecord, names: string[]): string {
+  const unique = new Set(names);
+  const what = unique.has('*')
+    ? 'your whole account'
+    : unique.size > 4
+      ? `your details (${unique.size} items)`
+      : `your ${list(names)}`;
+  if (r.vendor_id) {
+    const who = vendorName(r.vendor_id);
+    if (r.result === 'DENIED') return `${who} asked for ${what} and was refused (no permission)`;
+    if (r.result === 'ERROR') return `${who} tried to use ${what}, which failed`;
+    if (r.operation === 'READ') return `${who} read ${what}`;
+    if (r.operation === 'UPDATE') return `${who} updated ${what}`;
+    return `${who} deleted ${what}`;
+  }
+  if (r.result !== 'SUCCESS') return `A change to ${what} was rejected`;
+  if (r.operation === 'READ') return `You viewed ${what}`;
+  if (r.operation === 'UPDATE') return `You changed ${what}`;
+  return names.includes('*') ? 'You erased your account' : `You deleted ${what}`;
+}
+
+/** Records written in the same moment by the same caller for the same operation read as one event. */
+function group(records: AuditRecord[]) {
+  const groups: { first: AuditRecord; names: string[] }[] = [];
+  for (const r of records) {
+    const last = groups.at(-1);
+    if (
+      last &&
+      last.first.timestamp === r.timestamp &&
+      last.first.vendor_id === r.vendor_id &&
+      last.first.operation === r.operation &&
+      last.first.result === r.result
+    ) {
+      last.names.push(r.attribute_name);
+    } else groups.push({ first: r, names: [r.attribute_name] });
+  }
+  return groups;
+}
+
+export async function renderAudit(): Promise<void> {
+  const { data } = await userApi<{ records: AuditRecord[] }>('/v1/audit?limit=300');
+  const box = document.getElementById('audit')!;
+  const groups = group(data.records).slice(0, 60);
+  if (groups.length === 0) {
+    replace(box, h('li', { class: 'muted' }, 'Nothing yet.'));
+    return;
+  }
+  replace(
+    box,
+    groups.map(({ first, names }) =>
+      h(
+        'li',
+        { class: first.result === 'SUCCESS' ? '' : 'audit-denied', 'data-vendor': first.vendor_id ?? '' },
+        h(
+          'p',
+          { class: 'sentence' },
+          `${sentence(first, names)} on `,
+          h('time', { datetime: first.timestamp }, when(first.timestamp)),
+          '.',
+        ),
+      ),
+    ),
+  );
+}
+
+function filenameOf(response: Response): string {
+  const cd = response.headers.get('Content-Disposition') ?? '';
+  const m = /filename="([^"]+)"/.exec(cd);
+  return m?.[1] ?? 'palmid-export.json';
+}
+
+/** The export is fetched with the bearer token (a plain link could not send it) and saved as a file. */
+export async function downloadExport(): Promise<void> {
+  const status = document.getElementById('data-status')!;
+  status.textContent = 'Preparing your data…';
+  try {
+    const response = await fetch('/v1/gdpr/export', {
+      headers: { ...authHeader(), Accept: 'application/json' },
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+    if (!response.ok) {
+      const body = (await response.json().catch(() => undefined)) as
+        | { error?: { message?: string } }
+        | undefined;
+      throw new ApiError(response.status, 'EXPORT', body?.error?.message ?? 'The export failed.');
+    }
+    const blob = await response.blob();
+    const url = URL.createObjectURL(blob);
+    const a = h('a', { href: url, download: filenameOf(response), hidden: true });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    status.textContent = `Downloaded ${filenameOf(response)} (${Math.max(1, Math.round(blob.size / 1024))} KB).`;
+    announce(status.textContent);
+  } catch (err) {
+    status.textContent = err instanceof ApiError ? err.message : 'The export failed. Try again.';
+  }
+}

@@ -1,0 +1,164 @@
+import type { VendorPublic } from '@palmid/shared/api/vendors.ts';
+import { announce, replace, setFieldError } from '../lib/dom.ts';
+import { when } from '../lib/format.ts';
+import { ApiError, call } from '../lib/http.ts';
+import { downloadExport, renderAudit } from './activity.ts';
+import { renderAttributes } from './attributes.ts';
+import { fillGrantForm, renderConsents, wireGrantForm } from './consents.ts';
+import { rememberVendors, signedIn, signIn, signOut, userApi } from './session.ts';
+
+const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+
+function notice(message: string | null, kind: 'ok' | 'bad' = 'ok'): void {
+  const box = byId('notice');
+  box.hidden = !message;
+  box.className = `notice ${kind}`;
+  box.textContent = message ?? '';
+}
+
+async function refreshAll(): Promise<void> {
+  const { data } = await userApi<{ vendors: VendorPublic[] }>('/v1/vendors');
+  rememberVendors(data.vendors);
+  const attributes = await renderAttributes();
+  fillGrantForm(attributes);
+  await Promise.all([renderConsents(), renderAudit()]);
+}
+
+function showSignedIn(userId: string | null): void {
+  byId('sign-in').hidden = true;
+  byId('app').hidden = false;
+  byId('sign-out').hidden = false;
+  byId('who').textContent = userId ? `Signed in · ${userId.slice(0, 8)}…` : 'Signed in';
+  byId('app-title').focus();
+}
+
+function showSignedOut(): void {
+  signOut();
+  byId('app').hidden = true;
+  byId('sign-out').hidden = true;
+  byId('sign-in').hidden = false;
+  byId('who').textContent = '';
+  for (const id of ['user-attributes', 'verified-attributes', 'system-attributes', 'consents', 'audit']) {
+    replace(byId(id));
+  }
+  byId<HTMLInputElement>('user-token').value = '';
+  byId<HTMLInputElement>('claim-code').value = '';
+}
+
+/** Tries the token against the API before showing anything; a wrong one stays on the sign-in form. */
+async function enter(token: string, input: HTMLInputElement, userId: string | null): Promise<void> {
+  signIn(token);
+  try {
+    await refreshAll();
+  } catch (err) {
+    signOut();
+    const message =
+      err instanceof ApiError && err.status === 401
+        ? 'That token is not valid (it may have expired or the account was erased).'
+        : err instanceof ApiError
+          ? err.message
+          : 'Could not sign in.';
+    setFieldError(input, message);
+    input.focus();
+    return;
+  }
+  setFieldError(input, null);
+  notice(null);
+  showSignedIn(userId);
+  announce('Signed in.');
+}
+
+function wireSignIn(): void {
+  byId<HTMLFormElement>('token-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const input = byId<HTMLInputElement>('user-token');
+    const token = input.value.trim();
+    if (!/^ut_[A-Za-z0-9_-]+$/.test(token)) {
+      setFieldError(input, 'Enter the token exactly as you received it; it starts with ut_.');
+      input.focus();
+      return;
+    }
+    await enter(token, input, null);
+  });
+  byId<HTMLFormElement>('claim-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const input = byId<HTMLInputElement>('claim-code');
+    const code = input.value.trim().toUpperCase();
+    if (!code) {
+      setFieldError(input, 'Enter the code shown on the kiosk.');
+      input.focus();
+      return;
+    }
+    try {
+      const { data } = await call<{ user_id: string; user_token: string }>(
+        '/v1/session',
+        {},
+        { method: 'POST', body: { claim_code: code } },
+      );
+      await enter(data.user_token, input, data.user_id);
+    } catch (err) {
+      const message =
+        err instanceof ApiError && err.status === 401
+          ? 'That code is not valid or was already used. Codes work once and expire.'
+          : err instanceof ApiError
+            ? err.message
+            : 'Could not sign in.';
+      setFieldError(input, message);
+      input.focus();
+    }
+  });
+  byId('sign-out').addEventListener('click', () => {
+    showSignedOut();
+    notice('You are signed out. The token was forgotten by this tab.');
+    byId('main').focus();
+  });
+}
+
+function wireData(): void {
+  byId('refresh-audit').addEventListener('click', () => {
+    void renderAudit().then(() => announce('Activity refreshed.'));
+  });
+  byId('export').addEventListener('click', () => {
+    void downloadExport().then(() => (signedIn() ? renderAudit() : undefined));
+  });
+  const dialog = byId<HTMLDialogElement>('erase-dialog');
+  const confirmInput = byId<HTMLInputElement>('erase-confirm');
+  byId('erase-open').addEventListener('click', () => {
+    confirmInput.value = '';
+    setFieldError(confirmInput, null);
+    dialog.showModal();
+    confirmInput.focus();
+  });
+  byId('erase-cancel').addEventListener('click', () => {
+    dialog.close();
+    byId('erase-open').focus();
+  });
+  byId<HTMLFormElement>('erase-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (confirmInput.value.trim() !== 'ERASE') {
+      setFieldError(confirmInput, 'Type ERASE in capital letters to confirm.');
+      confirmInput.focus();
+      return;
+    }
+    const submit = byId<HTMLButtonElement>('erase-submit');
+    submit.disabled = true;
+    try {
+      const { data } = await userApi<{ deleted: true; deleted_at: string }>('/v1/gdpr/delete-me', {
+        method: 'DELETE',
+      });
+      dialog.close();
+      showSignedOut();
+      notice(`Your account was erased on ${when(data.deleted_at)}. Your token no longer works.`);
+      byId('main').focus();
+    } catch (err) {
+      setFieldError(confirmInput, err instanceof ApiError ? err.message : 'The erasure failed. Try again.');
+    } finally {
+      submit.disabled = false;
+    }
+  });
+}
+
+wireSignIn();
+wireGrantForm();
+wireData();
+document.documentElement.dataset.ready = 'portal';
