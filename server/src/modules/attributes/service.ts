@@ -94,6 +94,15 @@ async function usableBirthDate(opener: Opener, rows: StoredRow[], now: number): 
   return typeof value === 'string' && isCalendarDate(value) ? value : undefined;
 }
 
+/** The usable birth date, looked up (and decrypted) at most once and only if a computed value needs it. */
+function birthDateOnce(opener: Opener, rows: StoredRow[], now: number): () => Promise<string | undefined> {
+  let dob: Promise<string | undefined> | undefined;
+  return () => {
+    dob ??= usableBirthDate(opener, rows, now);
+    return dob;
+  };
+}
+
 async function systemValue(db: Db, user: UserRow, name: string): Promise<unknown> {
   switch (name) {
     case 'user_id':
@@ -161,11 +170,7 @@ export async function readAttributeValues(
   const needsDob = wanted.includes('is_adult') || wanted.includes('is_senior');
   if (needsDob && !storedNames.includes('date_of_birth')) storedNames.push('date_of_birth');
   const rows = await storedRows(db, userId, storedNames);
-  let dob: Promise<string | undefined> | undefined;
-  const birthDate = () => {
-    dob ??= usableBirthDate(opener, rows, now);
-    return dob;
-  };
+  const birthDate = birthDateOnce(opener, rows, now);
   for (const name of wanted) {
     const kind = attributeKind(name);
     let value: unknown;
@@ -237,11 +242,7 @@ export async function listAttributes(
     if (value !== undefined) items.push(derivedItem(name, 'system', value, systemUpdatedAt(user, name)));
   }
   for (const row of rows) items.push(storedItem(row, await opener.open(row), now));
-  let dob: Promise<string | undefined> | undefined;
-  const birthDate = () => {
-    dob ??= usableBirthDate(opener, rows, now);
-    return dob;
-  };
+  const birthDate = birthDateOnce(opener, rows, now);
   const computedAt = new Date(now).toISOString();
   for (const name of COMPUTED_NAMES) {
     const value = await computedValue(db, user, name, birthDate, now);
@@ -271,17 +272,7 @@ export async function getAttribute(
   const opener = new Opener(ctx, db, userId);
   if (kind === 'computed') {
     const rows = await storedRows(db, userId, ['date_of_birth']);
-    let dob: Promise<string | undefined> | undefined;
-    const value = await computedValue(
-      db,
-      user,
-      name,
-      () => {
-        dob ??= usableBirthDate(opener, rows, now);
-        return dob;
-      },
-      now,
-    );
+    const value = await computedValue(db, user, name, birthDateOnce(opener, rows, now), now);
     if (value === undefined) throw notSet();
     return derivedItem(name, kind, value, new Date(now).toISOString());
   }
