@@ -20,7 +20,7 @@ export const faultSchema = z.discriminatedUnion('kind', [
   /** A frame of a type the protocol does not define, sent before the answer. */
   z.object({ kind: z.literal('unknown-frames'), probability: z.number().min(0).max(1).default(1) }).strict(),
   /** Every answer delayed. */
-  z.object({ kind: z.literal('slow'), delayMs: z.number().int().min(0).max(60_000) }).strict(),
+  z.object({ kind: z.literal('slow'), delayMs: z.number().int().min(0).max(60_000).default(200) }).strict(),
   /** Firmware hung: commands are read but never answered. */
   z.object({ kind: z.literal('silent') }).strict(),
   /** Sensor stalls part-way through every capture; a RESET clears it unless `persistent`. */

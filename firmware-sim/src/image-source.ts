@@ -1,3 +1,4 @@
+import { Worker } from 'node:worker_threads';
 import type { Presentation } from './presentation.ts';
 
 export interface GrayFrame {
@@ -50,11 +51,11 @@ export const testPatternSource: ImageSource = {
 };
 
 /**
- * Realistic synthetic palms from the palm pipeline's renderer (`./synth`), imported lazily so the
- * simulator starts fast and still works if the renderer is unavailable.
+ * Realistic synthetic palms from the palm pipeline's renderer (`./synth`), imported lazily, in
+ * this thread. Blocks the event loop while it renders; `synthPalmSource` avoids that.
  */
-export const synthPalmSource: ImageSource = {
-  name: 'synthetic-palm',
+export const synthPalmSourceInThread: ImageSource = {
+  name: 'synthetic-palm (in-thread)',
   async render(r) {
     const { renderPalm } = await import('./synth/index.ts');
     return renderPalm({
@@ -71,3 +72,80 @@ export const synthPalmSource: ImageSource = {
     for (const p of palms) await this.render(p);
   },
 };
+
+type Job = { resolve(f: GrayFrame): void; reject(e: Error): void };
+
+/**
+ * The synthetic palm renderer in a worker thread, so the simulated firmware keeps answering while
+ * a frame is rendered. Falls back to rendering in this thread if the worker cannot start.
+ */
+class WorkerSynthSource implements ImageSource {
+  readonly name = 'synthetic-palm';
+  private worker: Worker | undefined;
+  private ready: Promise<boolean> | undefined;
+  private readonly jobs = new Map<number, Job>();
+  private nextId = 1;
+
+  private start(): Promise<boolean> {
+    if (this.ready) return this.ready;
+    this.ready = new Promise<boolean>((resolve) => {
+      let worker: Worker;
+      try {
+        worker = new Worker(new URL('./render-worker.mjs', import.meta.url));
+      } catch {
+        resolve(false);
+        return;
+      }
+      worker.unref();
+      worker.on('message', (msg: { ready?: boolean; id?: number; error?: string } & Partial<GrayFrame>) => {
+        if (msg.ready) {
+          this.worker = worker;
+          resolve(true);
+          return;
+        }
+        const job = msg.id === undefined ? undefined : this.jobs.get(msg.id);
+        if (!job || msg.id === undefined) return;
+        this.jobs.delete(msg.id);
+        if (this.jobs.size === 0) worker.unref();
+        if (msg.error !== undefined) job.reject(new Error(msg.error));
+        else job.resolve({ width: msg.width!, height: msg.height!, data: msg.data! });
+      });
+      const fail = (err: Error) => {
+        this.worker = undefined;
+        this.ready = undefined;
+        for (const job of this.jobs.values()) job.reject(err);
+        this.jobs.clear();
+        resolve(false);
+      };
+      worker.on('error', fail);
+      worker.on('exit', (code) => fail(new Error(`render worker exited (${code})`)));
+    });
+    return this.ready;
+  }
+
+  async render(r: RenderRequest): Promise<GrayFrame> {
+    const worker = (await this.start()) ? this.worker : undefined;
+    if (!worker) return synthPalmSourceInThread.render(r);
+    const id = this.nextId++;
+    const spec = {
+      identity: r.identity,
+      hand: r.hand,
+      capture: r.capture,
+      width: r.width,
+      height: r.height,
+      ...(r.attack ? { attack: r.attack } : {}),
+      ...(r.condition ? { condition: r.condition } : {}),
+    };
+    return new Promise<GrayFrame>((resolve, reject) => {
+      this.jobs.set(id, { resolve, reject });
+      worker.ref();
+      worker.postMessage({ id, spec });
+    });
+  }
+
+  async warmUp(palms: RenderRequest[]): Promise<void> {
+    for (const p of palms) await this.render(p);
+  }
+}
+
+export const synthPalmSource: ImageSource = new WorkerSynthSource();

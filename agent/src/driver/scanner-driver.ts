@@ -328,8 +328,15 @@ export class ScannerDriver extends EventEmitter {
   ) {
     const channel = this.channel;
     if (!channel) {
+      // Known device gone (unplugged) vs. never connected: different advice.
+      if (this.deviceInfo && this.current !== 'closed') {
+        throw new ScannerError(
+          'DISCONNECTED',
+          `scanner disconnected ${context} (${this.transport.description})`,
+        );
+      }
       throw new ScannerError(
-        this.current === 'reconnecting' ? 'DISCONNECTED' : 'NOT_CONNECTED',
+        'NOT_CONNECTED',
         `scanner not connected ${context} (${this.transport.description})`,
       );
     }

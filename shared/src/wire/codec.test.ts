@@ -37,6 +37,15 @@ describe('frame encoding (byte-exact)', () => {
     expect(hex(bytes)).toBe('a57f090700b1020304627573' + '79ea9b');
   });
 
+  it('the remaining examples of docs/wire-protocol.md', () => {
+    const h = (m: Message, seq: number) => hex(encodeFrame(toFrame(m, seq)));
+    expect(h({ kind: 'START_CAPTURE', token: 0x1234 }, 2)).toBe('a50202020' + '0d0341258c0');
+    expect(h({ kind: 'CAPTURE_STARTED', captureId: 7 }, 2)).toBe('a58202020' + '0e1070081fb');
+    expect(h({ kind: 'EVT_PALM_PRESENT', distanceMm: 45, coverage: 92 }, 0)).toBe(
+      'a5c100020' + '0962d5c635a',
+    );
+  });
+
   it('refuses payloads over the maximum and out-of-range header fields', () => {
     expect(() => encodeFrame({ type: 1, seq: 1, payload: new Uint8Array(MAX_PAYLOAD + 1) })).toThrow(
       RangeError,
