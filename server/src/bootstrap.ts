@@ -5,9 +5,10 @@ import type { AppContext } from './context.ts';
 import { Keyring, loadMasterKey } from './crypto/keyring.ts';
 import { openDatabase } from './db/index.ts';
 import { type EventHub, LocalEventHub } from './lib/event-hub.ts';
+import { RedisEventHub } from './lib/redis-event-hub.ts';
 import type { Gallery, Matcher } from './modules/matching/types.ts';
 import { KioskRegistry } from './modules/pvs/registry.ts';
-import { loadGallery } from './modules/users/service.ts';
+import { loadGallery, syncGalleryWithPeers } from './modules/users/service.ts';
 import { RateLimits } from './plugins/app/rate-limit.ts';
 
 /** The deployed revision: PALMID_VERSION if baked in, else the git revision, else the package version. */
@@ -45,10 +46,13 @@ async function defaultMatching(): Promise<{ matcher: Matcher; gallery: Gallery }
 export async function createContext(config: Config, overrides: ContextOverrides = {}): Promise<AppContext> {
   const database = await openDatabase(config.DATABASE_URL);
   const keyring = new Keyring(loadMasterKey(config.PALMID_MASTER_KEY, config.PALMID_KEY_FILE));
-  let redis: unknown;
+  let redis: import('ioredis').Redis | undefined;
+  let events = overrides.events;
   if (config.REDIS_URL) {
     const { Redis } = await import('ioredis');
     redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    // With Redis, events cross instances: a kiosk on one instance serves contexts whose vendor listens on another.
+    events ??= await RedisEventHub.connect(redis);
   }
   const matching =
     overrides.matcher && overrides.gallery
@@ -59,7 +63,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     database,
     keyring,
     ...matching,
-    events: overrides.events ?? new LocalEventHub(),
+    events: events ?? new LocalEventHub(),
     kiosks: new KioskRegistry(),
     rateLimits: new RateLimits(redis),
     version: resolveVersion(),
@@ -67,7 +71,11 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     now: overrides.now ?? Date.now,
     redis,
   };
-  await loadGallery(ctx);
+  const loaded = loadGallery(ctx);
+  syncGalleryWithPeers(ctx, loaded, (err) =>
+    process.emitWarning(`gallery sync from another instance failed: ${(err as Error).message}`),
+  );
+  await loaded;
   return ctx;
 }
 

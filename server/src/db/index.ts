@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import { migrationProvider } from './migrations.ts';
 import type { DB, DbKind } from './schema.ts';
 
@@ -38,6 +38,9 @@ export async function openDatabase(url: string): Promise<Database> {
     // int8 columns carry millisecond timestamps and amounts, all within Number.MAX_SAFE_INTEGER.
     types.setTypeParser(20, (v: string) => Number(v));
     const pool = new Pool({ connectionString: url, max: 10 });
+    // An idle connection that breaks (server restart, failover, network) is dropped by the pool and replaced
+    // on next use; without a listener the 'error' event would crash the process.
+    pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const u = new URL(url);
     database = {
@@ -49,11 +52,35 @@ export async function openDatabase(url: string): Promise<Database> {
   } else {
     throw new Error('DATABASE_URL must be sqlite:<path> or postgres://…');
   }
-  const migrator = new Migrator({ db: database.db, provider: migrationProvider(database.kind) });
-  const { error } = await migrator.migrateToLatest();
-  if (error) {
+  try {
+    await migrate(database);
+  } catch (err) {
     await database.close();
-    throw error instanceof Error ? error : new Error(String(error));
+    throw err;
   }
   return database;
+}
+
+/** Any constant shared by every palmid instance: the key of the PostgreSQL advisory lock around migrations. */
+const MIGRATION_LOCK = 0x70616c6d; // "palm"
+
+/**
+ * Brings the schema up to date. On PostgreSQL, instances starting together on a fresh database take an
+ * advisory lock first: without it, two of them could both try to create Kysely's migration tables.
+ */
+async function migrate(database: Database): Promise<void> {
+  const run = async (db: Kysely<DB>) => {
+    const migrator = new Migrator({ db, provider: migrationProvider(database.kind) });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+  };
+  if (database.kind !== 'postgres') return run(database.db);
+  await database.db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn);
+    try {
+      await run(conn);
+    } finally {
+      await sql`select pg_advisory_unlock(${MIGRATION_LOCK})`.execute(conn);
+    }
+  });
 }

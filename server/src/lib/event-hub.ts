@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 
 /**
  * In-process publish/subscribe between modules (auth contexts → vendor sockets, contexts → kiosks).
- * A Redis-backed hub with the same interface lets several server instances share events.
+ * `RedisEventHub` (redis-event-hub.ts) has the same interface and lets several server instances share events.
  */
 export interface HubEvents {
   'auth.updated': { vendorId: string; authId: string; status: string; auth_result?: unknown };
@@ -16,24 +17,56 @@ export interface HubEvents {
   'gallery.changed': { userId: string; action: 'add' | 'remove' };
 }
 
+export const HUB_TOPICS = [
+  'auth.updated',
+  'scan.request',
+  'scan.cancel',
+  'gallery.changed',
+] as const satisfies readonly (keyof HubEvents)[];
+
+/** Where an event came from: the `instanceId` of the publishing hub (this one, or another server instance). */
+export interface EventMeta {
+  origin: string;
+}
+
+export type HubListener<K extends keyof HubEvents> = (payload: HubEvents[K], meta: EventMeta) => void;
+
 export interface EventHub {
+  /** Unique per process; events carry it so a listener can tell its own instance's events from others'. */
+  readonly instanceId: string;
   publish<K extends keyof HubEvents>(topic: K, payload: HubEvents[K]): void;
-  subscribe<K extends keyof HubEvents>(topic: K, listener: (payload: HubEvents[K]) => void): () => void;
+  subscribe<K extends keyof HubEvents>(topic: K, listener: HubListener<K>): () => void;
   close(): Promise<void>;
 }
 
 export class LocalEventHub implements EventHub {
+  readonly instanceId: string = randomUUID();
   readonly #emitter = new EventEmitter({ captureRejections: false });
+  readonly #onError: (err: unknown, topic: string) => void;
 
-  constructor() {
+  constructor(options: { onError?: (err: unknown, topic: string) => void } = {}) {
     this.#emitter.setMaxListeners(0);
+    this.#onError =
+      options.onError ??
+      ((err, topic) => process.emitWarning(`event listener for ${topic} failed: ${(err as Error)?.message}`));
   }
 
   publish<K extends keyof HubEvents>(topic: K, payload: HubEvents[K]): void {
-    this.#emitter.emit(topic, payload);
+    this.deliver(topic, payload, { origin: this.instanceId });
   }
 
-  subscribe<K extends keyof HubEvents>(topic: K, listener: (payload: HubEvents[K]) => void): () => void {
+  /** Hands an event to this process's listeners; a throwing listener does not stop the others. */
+  protected deliver<K extends keyof HubEvents>(topic: K, payload: HubEvents[K], meta: EventMeta): void {
+    for (const listener of this.#emitter.listeners(topic) as HubListener<K>[]) {
+      try {
+        listener(payload, meta);
+      } catch (err) {
+        this.#onError(err, topic);
+      }
+    }
+  }
+
+  subscribe<K extends keyof HubEvents>(topic: K, listener: HubListener<K>): () => void {
     this.#emitter.on(topic, listener);
     return () => this.#emitter.off(topic, listener);
   }

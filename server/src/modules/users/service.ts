@@ -251,3 +251,54 @@ export function forgetPalms(ctx: AppContext, userId: string): void {
   ctx.gallery.removeUser(userId);
   ctx.events.publish('gallery.changed', { userId, action: 'remove' });
 }
+
+/**
+ * (Re)loads one user's palms into this instance's gallery: drops what the gallery holds for the user, then
+ * adds every palm in the store (none if erased). Idempotent, so a repeated or late event cannot duplicate
+ * palms. Used when another instance enrolled or updated the user.
+ */
+export async function loadUserPalms(ctx: AppContext, userId: string): Promise<number> {
+  const rows = await ctx.database.db
+    .selectFrom('palms')
+    .innerJoin('users', 'users.id', 'palms.user_id')
+    .select(['palms.id', 'palms.hand', 'palms.template_enc', 'users.wrapped_key'])
+    .where('palms.user_id', '=', userId)
+    .where('users.erased_at', 'is', null)
+    .orderBy('palms.created_at')
+    .execute();
+  const entries = [];
+  const wrapped = rows[0]?.wrapped_key;
+  if (wrapped) {
+    const key = ctx.keyring.unwrap(userId, wrapped);
+    for (const r of rows) {
+      const template = open(key, r.template_enc, `palm:${userId}:${r.id}`);
+      entries.push({ palmId: r.id, userId, hand: r.hand, template: new Uint8Array(template) });
+    }
+  }
+  ctx.gallery.removeUser(userId);
+  for (const e of entries) ctx.gallery.add(e);
+  return entries.length;
+}
+
+/**
+ * Keeps this instance's gallery in step with enrolments and erasures made on other instances (events from
+ * this instance are skipped: it already changed its gallery). Events arriving while `ready` (the start-up
+ * gallery load) is pending are queued and applied after it, so none is lost or applied twice.
+ */
+export function syncGalleryWithPeers(
+  ctx: AppContext,
+  ready: Promise<unknown>,
+  onError: (err: unknown) => void,
+): () => void {
+  let chain: Promise<unknown> = ready.catch(() => undefined);
+  return ctx.events.subscribe('gallery.changed', (e, meta) => {
+    if (meta.origin === ctx.events.instanceId) return;
+    // Serialised per instance: an add followed quickly by a remove must not be applied out of order.
+    chain = chain
+      .then(async () => {
+        if (e.action === 'remove') ctx.gallery.removeUser(e.userId);
+        else await loadUserPalms(ctx, e.userId);
+      })
+      .catch(onError);
+  });
+}

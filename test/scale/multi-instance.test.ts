@@ -1,0 +1,178 @@
+import { createPvs } from '@palmid/server/modules/pvs/service.ts';
+import { type ExactGallery, seedVendor } from '@palmid/server/testing.ts';
+import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Cluster, clusterUnavailable, eventually, FrameClient, startCluster } from './cluster.ts';
+
+/**
+ * Two stateless server instances on one store and one Redis (issue 7): what a user of either instance
+ * notices must not depend on which instance answers.
+ */
+const skip = clusterUnavailable();
+const suite = skip ? describe.skip : describe;
+if (skip) process.stderr.write(`multi-instance tests skipped: ${skip}\n`);
+
+const tpl = (s: string) => Buffer.from(s.padEnd(24, '.')).toString('base64');
+
+suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () => {
+  let c: Cluster;
+  beforeAll(async () => {
+    c = await startCluster(2);
+  }, 60_000);
+  afterAll(() => c?.stop());
+
+  const A = () => c.instances[0]!;
+  const B = () => c.instances[1]!;
+
+  it('rate limits hold across instances: the sum of accepted requests never exceeds the limit', async () => {
+    const v = await seedVendor(A().ctx, 'Busy Vendor');
+    const headers = { 'x-api-key': v.api_key };
+    // 160 concurrent requests, alternating between the instances; /api/v1/status allows 100/min per key.
+    const responses = await Promise.all(
+      Array.from({ length: 160 }, (_, i) =>
+        (i % 2 === 0 ? A() : B()).app.inject({ method: 'GET', url: '/api/v1/status', headers }),
+      ),
+    );
+    const accepted = responses.filter((r) => r.statusCode === 200);
+    const refused = responses.filter((r) => r.statusCode === 429);
+    expect(accepted.length).toBe(100);
+    expect(refused.length).toBe(60);
+    expect(refused[0]!.headers['retry-after']).toBeTruthy();
+    // Both instances did accept some: the counter is shared, not split.
+    const acceptedBy = (n: number) => responses.filter((r, i) => i % 2 === n && r.statusCode === 200).length;
+    expect(acceptedBy(0)).toBeGreaterThan(0);
+    expect(acceptedBy(1)).toBeGreaterThan(0);
+    const remaining = accepted.map((r) => Number(r.headers['x-ratelimit-remaining'])).sort((a, b) => a - b);
+    expect(remaining).toEqual(Array.from({ length: 100 }, (_, i) => i));
+  });
+
+  it('an auth context changed on A reaches the vendor socket on B', async () => {
+    const v = await seedVendor(A().ctx, 'Listening Vendor');
+    const sock = await FrameClient.open(`${c.bases[1]}/ws/vendor`, { 'x-api-key': v.api_key });
+    expect((await sock.call('p', 'ping', {})).result).toMatchObject({ pong: true });
+    const created = await A().app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/create',
+      headers: { 'x-api-key': v.api_key },
+      payload: { auth_context: { type: 'login' } },
+    });
+    const authId = created.json().data.auth_id as string;
+    await A().app.inject({
+      method: 'POST',
+      url: `/api/v1/auth/${authId}/cancel`,
+      headers: { 'x-api-key': v.api_key },
+    });
+    const update = await sock.next((f) => f.method === 'auth.updated');
+    expect(update.params).toMatchObject({ auth_id: authId, status: 'cancelled' });
+    sock.close();
+  });
+
+  it('a user enrolled via A is identified via B, and erased via A is gone on B', async () => {
+    const v = await seedVendor(A().ctx, 'Enrolling Vendor');
+    const headers = { 'x-api-key': v.api_key };
+    const created = await A().app.inject({
+      method: 'POST',
+      url: '/api/v1/mpc/users/create',
+      headers,
+      payload: { palms: [{ hand: 'left', template: tpl('multi-left') }] },
+    });
+    const userId = created.json().data.user_id as string;
+    const identifyOnB = async () => {
+      const res = await B().app.inject({
+        method: 'POST',
+        url: '/api/v1/auth',
+        headers,
+        payload: { auth_context: { type: 'login' }, palm: { template: tpl('multi-left'), liveness: 0.99 } },
+      });
+      return res.json().data.auth_result as { success: boolean; user_id: string | null; reason?: string };
+    };
+    await eventually(async () => (await identifyOnB()).success);
+    expect((await identifyOnB()).user_id).toBe(pseudonym(userId, v.vendor_id));
+    // Neither instance holds the palm twice (A skips its own event; B loaded it once).
+    const held = (n: 0 | 1) =>
+      (c.instances[n]!.ctx.gallery as ExactGallery).entries.filter((e) => e.userId === userId).length;
+    expect(held(0)).toBe(1);
+    expect(held(1)).toBe(1);
+
+    // A second palm added on B reaches A, still without duplicates.
+    await B().app.inject({
+      method: 'POST',
+      url: '/api/v1/mpc/users/update',
+      headers,
+      payload: { user_id: userId, palms: [{ hand: 'right', template: tpl('multi-right') }] },
+    });
+    await eventually(() => held(0) === 2);
+    expect(held(1)).toBe(2);
+
+    await A().app.inject({
+      method: 'POST',
+      url: '/api/v1/mpc/users/delete',
+      headers,
+      payload: { user_id: userId },
+    });
+    await eventually(() => held(1) === 0);
+    expect(held(0)).toBe(0);
+    expect(await identifyOnB()).toMatchObject({ success: false, reason: 'no_match' });
+  });
+
+  it('a kiosk on A serves a context created on B whose vendor listens on B', async () => {
+    const v = await seedVendor(B().ctx, 'Kiosk Vendor');
+    const kiosk = await createPvs(A().ctx.database.db, { name: 'kiosk on A', vendorId: v.vendor_id });
+    const k = await FrameClient.open(`${c.bases[0]}/ws/pvs`, {
+      authorization: `Bearer ${kiosk.device_token}`,
+    });
+    await k.call('h', 'hello', { pvs_id: kiosk.pvs_id, agent_version: 'test', firmware: 'sim', model: 'm' });
+    const sock = await FrameClient.open(`${c.bases[1]}/ws/vendor`, { 'x-api-key': v.api_key });
+    await sock.call('p', 'ping', {});
+
+    // Enrolment happens elsewhere (an enrolment kiosk on B); the palm must be known on A too.
+    const enrolKiosk = await createPvs(B().ctx.database.db, { name: 'enrolment on B' });
+    const e = await FrameClient.open(`${c.bases[1]}/ws/pvs`, {
+      authorization: `Bearer ${enrolKiosk.device_token}`,
+    });
+    await e.call('h', 'hello', { pvs_id: enrolKiosk.pvs_id, agent_version: 't', firmware: 's', model: 'm' });
+    const enrolled = await e.call('e1', 'enroll', {
+      template: tpl('kiosk-palm'),
+      hand: 'right',
+      quality: 0.9,
+      liveness: 0.95,
+    });
+    const userId = (enrolled.result as { user_id: string }).user_id;
+    await eventually(() => (A().ctx.gallery as ExactGallery).entries.some((x) => x.userId === userId));
+
+    const created = await B().app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/create',
+      headers: { 'x-api-key': v.api_key },
+      payload: { auth_context: { type: 'payment', amount: 450 } },
+    });
+    const authId = created.json().data.auth_id as string;
+    const req = await k.next((f) => f.method === 'scan.request');
+    expect(req.params).toMatchObject({ auth_id: authId, amount: 450 });
+    await sock.next(
+      (f) => f.method === 'auth.updated' && (f.params as { status: string }).status === 'scanning',
+    );
+    const idf = await k.call('i1', 'identify', {
+      auth_id: authId,
+      template: tpl('kiosk-palm'),
+      hand: 'right',
+      quality: 0.9,
+      liveness: 0.9,
+    });
+    expect(idf.result).toMatchObject({ status: 'completed', auth_result: { success: true } });
+    const done = await sock.next(
+      (f) => f.method === 'auth.updated' && (f.params as { status: string }).status === 'completed',
+    );
+    expect(done.params).toMatchObject({
+      auth_id: authId,
+      auth_result: { success: true, user_id: pseudonym(userId, v.vendor_id) },
+    });
+    const status = await B().app.inject({
+      method: 'GET',
+      url: `/api/v1/auth/${authId}/status`,
+      headers: { 'x-api-key': v.api_key },
+    });
+    expect(status.json().data.status).toBe('completed');
+    for (const x of [k, sock, e]) x.close();
+  });
+});
