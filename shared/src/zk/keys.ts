@@ -3,6 +3,7 @@ import {
   createPrivateKey,
   createPublicKey,
   generateKeyPairSync,
+  hkdfSync,
   type KeyObject,
   sign,
   verify,
@@ -45,6 +46,16 @@ export function serviceKeyFromSeed(seed: Uint8Array): ServiceKeyPair {
   if (seed.length !== 32) throw new RangeError('seed must be 32 bytes');
   const der = Buffer.concat([PKCS8_ED25519_PREFIX, seed]);
   return fromPrivateKey(createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }));
+}
+
+/**
+ * The service's proof key derived from its master key (HKDF-SHA256, fixed info string), so it needs no
+ * storage of its own and rotates with the master key.
+ */
+export function deriveServiceKey(masterKey: Uint8Array): ServiceKeyPair {
+  if (masterKey.length < 32) throw new RangeError('master key must be at least 32 bytes');
+  const seed = hkdfSync('sha256', masterKey, 'palmid', 'palmid/zk/v1/service-proof-key', 32);
+  return serviceKeyFromSeed(new Uint8Array(seed));
 }
 
 /** Parses a published key (untrusted JSON): shape, a valid Ed25519 point, and a kid that matches it. */

@@ -9,7 +9,7 @@ import {
   utcDate,
   ZK_FORMAT,
 } from './encoding.ts';
-import { type ServiceKeyPair, signBytes } from './keys.ts';
+import { generateServiceKey, type ServiceKeyPair, signBytes } from './keys.ts';
 import type { Predicate, PredicateProof, Statement } from './schema.ts';
 import { predicateAttribute, publicSignals, signedPayload } from './signals.ts';
 
@@ -116,4 +116,17 @@ export async function proveAgeForContext(
     date,
   });
   return { name, value, proof, opening };
+}
+
+/**
+ * Starts the BN254 engine and the witness generator (about 2-3 s once per process) so that the first
+ * entrance context does not pay for it. Call at server start-up, not awaited on the request path.
+ */
+export async function warmUpProver(): Promise<void> {
+  await provePredicate(generateServiceKey(), {
+    value: '2000-01-01',
+    authId: 'warm-up',
+    predicate: { type: 'age_over', minimum_age: 18 },
+    date: '2026-01-01',
+  });
 }
