@@ -173,6 +173,7 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
 
   it('looks right on a phone-sized screen', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
+    await page.evaluate('window.scrollTo(0, 0)');
     const overflow = await page.evaluate(
       'document.documentElement.scrollWidth - document.documentElement.clientWidth',
     );
@@ -210,6 +211,32 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     await page.getByLabel('Kiosk code').fill(fresh.claim_code);
     await page.getByRole('button', { name: 'Sign in with code' }).click();
     await expect.poll(() => page.locator('#claim-code-error').textContent()).toContain('not valid');
+  });
+
+  it('works with the keyboard alone, with a visible focus ring', async () => {
+    const created = await api('POST', '/api/v1/mpc/users/create', { 'x-api-key': cafe.api_key }, {});
+    const code = await createClaimCode(hx.t.ctx, hx.t.ctx.database.db, created.json().data.user_id);
+    const kb = await hx.newPage();
+    await kb.goto(`${hx.base}/portal`);
+    await kb.waitForSelector('html[data-ready="portal"]');
+    const focused = () =>
+      kb.evaluate(
+        '(() => { const e = document.activeElement; const s = getComputedStyle(e); return [e.id || e.className || e.tagName, s.outlineStyle, s.outlineWidth]; })()',
+      );
+    await kb.keyboard.press('Tab');
+    expect(await focused()).toEqual(['skip', 'solid', '3px']);
+    await kb.keyboard.press('Tab'); // the skip link's target comes next: the kiosk code field
+    expect((await focused())[0]).toBe('claim-code');
+    await kb.keyboard.type(code.claim_code);
+    await kb.keyboard.press('Enter');
+    await expect.poll(async () => (await focused())[0]).toBe('app-title');
+    // the erase dialog opens and closes from the keyboard, focus goes into it and back
+    await kb.locator('#erase-open').focus();
+    await kb.keyboard.press('Enter');
+    await expect.poll(async () => (await focused())[0]).toBe('erase-confirm');
+    await kb.keyboard.press('Escape');
+    await expect.poll(() => kb.locator('#erase-dialog').isVisible()).toBe(false);
+    await kb.close();
   });
 
   it('produced no console errors and no CSP violations', () => {

@@ -3,6 +3,7 @@ import { TERMINAL_STATUSES } from '@palmid/shared/api/auth-contexts.ts';
 import type { AuthUpdated } from '@palmid/shared/ws/vendor.ts';
 import { h, replace } from '../lib/dom.ts';
 import { money, short, valueText, when } from '../lib/format.ts';
+import { vendorApi } from './vendor.ts';
 
 interface Row {
   auth_id: string;
@@ -76,9 +77,42 @@ export function applyUpdate(u: AuthUpdated): void {
   }
 }
 
+function cancelButton(r: Row) {
+  const b = h(
+    'button',
+    { type: 'button', class: 'link', 'aria-label': `Cancel context ${short(r.auth_id)}` },
+    'Cancel',
+  );
+  b.addEventListener('click', async () => {
+    b.disabled = true;
+    try {
+      // the socket delivers the resulting `cancelled` update like any other change
+      await vendorApi(`/api/v1/auth/${r.auth_id}/cancel`, { method: 'POST' });
+    } catch (err) {
+      b.disabled = false;
+      b.after(h('span', { class: 'field-error', role: 'alert' }, ` ${(err as Error).message}`));
+    }
+  });
+  return b;
+}
+
 function resultCell(r: Row) {
   const res = r.auth_result;
-  if (!res) return h('span', { class: 'muted' }, r.status === 'scanning' ? 'waiting for a palm…' : '—');
+  if (!res)
+    return h(
+      'div',
+      {},
+      h(
+        'p',
+        { class: 'muted' },
+        r.status === 'scanning'
+          ? 'waiting for a palm…'
+          : r.status === 'pending'
+            ? 'waiting for a kiosk…'
+            : '—',
+      ),
+      r.status === 'pending' || r.status === 'scanning' ? cancelButton(r) : null,
+    );
   const attrs = Object.entries(res.attributes);
   return h(
     'div',

@@ -56,7 +56,7 @@ function renderBudget(): void {
             h('th', { scope: 'row' }, name),
             h('td', {}, String(b.remaining)),
             h('td', {}, `${b.limit}`),
-            h('td', {}, when(b.resetAt.getTime())),
+            h('td', {}, b.resetAt.toLocaleTimeString('en-GB')),
           ),
         ),
   );

@@ -1,7 +1,7 @@
 import type { AttributeItem } from '@palmid/shared/api/attributes.ts';
 import { CATALOGUE, type CatalogueEntry } from '../../server/src/modules/attributes/catalogue.ts';
 import { announce, h, replace, setFieldError } from '../lib/dom.ts';
-import { valueText, when, words } from '../lib/format.ts';
+import { day, valueText, when, words } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';
 import { userApi, vendorName } from './session.ts';
 
@@ -127,11 +127,13 @@ function factList(items: AttributeItem[], describe: (i: AttributeItem) => string
           { 'data-attribute': i.name },
           i.encrypted
             ? 'encrypted by you'
-            : i.name === 'registration_date' || i.name === 'last_auth'
-              ? i.value
-                ? when(String(i.value))
-                : 'never'
-              : valueText(i.value),
+            : i.name === 'registration_date'
+              ? day(String(i.value))
+              : i.name === 'last_auth'
+                ? i.value
+                  ? when(String(i.value))
+                  : 'never'
+                : valueText(i.value),
           note ? h('span', { class: 'muted' }, ` — ${note}`) : null,
           i.status !== 'valid' ? h('span', { class: 'badge warn' }, i.status.replace(/_/g, ' ')) : null,
         ),

@@ -1,0 +1,137 @@
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPvs } from '../../server/src/modules/pvs/service.ts';
+import { seedVendor } from '../../server/src/testing.ts';
+import { HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness, startKiosk } from './harness.ts';
+
+const TEMPLATE = Buffer.from('console-browser-test-palm-0001').toString('base64');
+
+describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
+  let hx: Harness;
+  let page: Page;
+  let shop: { vendor_id: string; api_key: string };
+  let kiosk: { close(): void } | undefined;
+
+  beforeAll(async () => {
+    hx = await startHarness();
+    shop = await seedVendor(hx.t.ctx, 'Demo Shop');
+    const created = await hx.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/mpc/users/create',
+      headers: { 'x-api-key': shop.api_key },
+      payload: { attributes: { email: 'grace@example.org' }, palms: [{ hand: 'right', template: TEMPLATE }] },
+    });
+    const user = created.json().data as { user_token: string };
+    const consent = await hx.t.app.inject({
+      method: 'POST',
+      url: '/v1/consents',
+      headers: { authorization: `Bearer ${user.user_token}` },
+      payload: {
+        vendor_id: shop.vendor_id,
+        attributes: [{ name: 'email', purpose: 'receipt', retention_days: 0 }],
+      },
+    });
+    expect(consent.statusCode).toBe(201);
+    page = await hx.newPage();
+    await page.goto(`${hx.base}/console`);
+    await page.waitForSelector('html[data-ready="console"]');
+  });
+  afterAll(async () => {
+    kiosk?.close();
+    await hx?.close();
+  });
+
+  it('refuses a wrong key inline and keeps no key anywhere but memory', async () => {
+    await page.getByLabel('API key').fill('sk_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.locator('#api-key-error').textContent()).toContain('not accepted');
+
+    await page.getByLabel('API key').fill(shop.api_key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Vendor console', level: 1 }).waitFor();
+    await expect.poll(() => page.locator('#vendor-name').textContent()).toBe('Demo Shop');
+    await expect.poll(() => page.locator('#live-state').getAttribute('data-state')).toBe('live');
+    expect(await page.locator('#kiosks').textContent()).toBe('0');
+    expect(await page.getByLabel('API key').inputValue()).toBe('');
+    const stored = await page.evaluate(
+      'JSON.stringify([localStorage.length, sessionStorage.length, document.cookie, location.href])',
+    );
+    expect(stored).toBe(JSON.stringify([0, 0, '', `${hx.base}/console`]));
+    // the rate-limit budget comes from the status call's headers
+    await expect
+      .poll(() => page.locator('#budget tr[data-bucket="Status"]').textContent())
+      .toMatch(/Status\d+100/);
+  });
+
+  it('shows a created payment context go from pending to completed, live, and its ledger decoded', async () => {
+    await page.getByLabel('Amount (in cents)').fill('0');
+    await page.getByRole('button', { name: 'Create payment context' }).click();
+    await expect.poll(() => page.locator('#amount-error').textContent()).toContain('Too small');
+
+    await page.getByLabel('Amount (in cents)').fill('450');
+    await page.getByLabel('Attributes you would like (optional)').fill('email');
+    await page.getByRole('button', { name: 'Create payment context' }).click();
+    const row = page.locator('#contexts tr[data-auth-id]');
+    await row.waitFor();
+    const authId = (await row.getAttribute('data-auth-id'))!;
+    const status = page.locator(`#contexts tr[data-auth-id="${authId}"] .badge`);
+    await expect.poll(() => status.textContent()).toBe('pending');
+    expect(await row.textContent()).toContain('€4.50');
+
+    // a kiosk of this vendor comes online: the pending context is delivered to it and scanned
+    const pvs = await createPvs(hx.t.ctx.database.db, { name: 'till 1', vendorId: shop.vendor_id });
+    kiosk = await startKiosk(hx.base, pvs, TEMPLATE);
+    await expect.poll(() => status.textContent()).toBe('scanning');
+    await expect.poll(() => status.textContent(), { timeout: 5000 }).toBe('completed');
+    const text = (await row.textContent()) ?? '';
+    expect(text).toContain('Paid by');
+    expect(text).toContain('email: grace@example.org');
+    const log = (await page.locator('#context-log').textContent()) ?? '';
+    expect(log.indexOf('scanning')).toBeLessThan(log.indexOf('completed'));
+
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await expect.poll(() => page.locator('#kiosks').textContent()).toBe('1');
+
+    await row.getByRole('button', { name: /Show ledger/ }).click();
+    const tx = page.locator(`#ledger-table tr[data-context-id="${authId}"]`);
+    await tx.waitFor();
+    const txText = (await tx.textContent()) ?? '';
+    expect(txText).toContain('payment of 450');
+    expect(txText).toContain('pseudonym');
+    expect(txText).toContain('ok');
+    await expect
+      .poll(() => page.locator('#budget tr[data-bucket="Ledger"]').textContent())
+      .toMatch(/Ledger\d+50/);
+    await page.screenshot({ path: join(SCREENSHOT_DIR, 'console.png'), fullPage: true });
+  });
+
+  it('cancels a pending context from its row', async () => {
+    kiosk?.close();
+    kiosk = undefined;
+    await page.getByLabel('Amount (in cents)').fill('999');
+    await page.getByLabel('Attributes you would like (optional)').fill('');
+    await page.getByRole('button', { name: 'Create payment context' }).click();
+    const row = page.locator('#contexts tr[data-auth-id]', { hasText: '€9.99' });
+    await row.waitFor();
+    await expect.poll(() => row.locator('.badge').textContent()).toBe('pending');
+    await row.getByRole('button', { name: /Cancel context/ }).click();
+    await expect.poll(() => row.locator('.badge').textContent()).toBe('cancelled');
+  });
+
+  it('validates the ledger id before asking the server', async () => {
+    await page.getByLabel('Ledger id').fill('not-hex');
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await expect.poll(() => page.locator('#ledger-id-error').textContent()).toContain('64 hex');
+  });
+
+  it('signs out and forgets the key: the live socket closes', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    expect(await page.locator('#sign-in').isVisible()).toBe(true);
+    expect(await page.locator('#contexts tr[data-auth-id]').count()).toBe(0);
+  });
+
+  it('produced no console errors and no CSP violations', () => {
+    expect(hx.problems.filter((p) => !/status of 40[01]/.test(p))).toEqual([]);
+  });
+});
