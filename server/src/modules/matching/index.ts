@@ -1,68 +1,9 @@
-import { distanceToScore, PACKED_WORDS, packedDistance, packInto } from '@palmid/shared/palm/match.ts';
-import { decodeTemplate } from '@palmid/shared/palm/template.ts';
-import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
-import type { Gallery, GalleryEntry, IdentifyHit, Matcher } from './types.ts';
-
-export type { Gallery, GalleryEntry, IdentifyHit, Matcher } from './types.ts';
-
-/** 1:1 comparison over the shared template format, with the calibrated threshold. */
-export function createMatcher(threshold = MATCH_THRESHOLD): Matcher {
-  return {
-    validate(template) {
-      decodeTemplate(template);
-    },
-    verify(a, b) {
-      const pa = new Uint32Array(PACKED_WORDS);
-      const pb = new Uint32Array(PACKED_WORDS);
-      packInto(decodeTemplate(a), pa, 0);
-      packInto(decodeTemplate(b), pb, 0);
-      const score = distanceToScore(packedDistance(pa, 0, pb, 0));
-      return { score, match: score >= threshold };
-    },
-  };
-}
-
-/**
- * Exhaustive gallery: every enrolled template packed in one contiguous array and compared in turn.
- * Exact, and the reference for an indexed gallery.
- */
-export function createGallery(_matcher: Matcher, threshold = MATCH_THRESHOLD): Gallery {
-  let packed = new Uint32Array(PACKED_WORDS * 64);
-  const entries: { palmId: string; userId: string }[] = [];
-  return {
-    add(entry: GalleryEntry) {
-      const t = decodeTemplate(entry.template);
-      if ((entries.length + 1) * PACKED_WORDS > packed.length) {
-        const grown = new Uint32Array(packed.length * 2);
-        grown.set(packed);
-        packed = grown;
-      }
-      packInto(t, packed, entries.length * PACKED_WORDS);
-      entries.push({ palmId: entry.palmId, userId: entry.userId });
-    },
-    removeUser(userId: string) {
-      for (let i = entries.length - 1; i >= 0; i--) {
-        if (entries[i]!.userId !== userId) continue;
-        const last = entries.length - 1;
-        if (i !== last) {
-          packed.copyWithin(i * PACKED_WORDS, last * PACKED_WORDS, (last + 1) * PACKED_WORDS);
-          entries[i] = entries[last]!;
-        }
-        entries.pop();
-      }
-    },
-    identify(template: Uint8Array): IdentifyHit | null {
-      const probe = new Uint32Array(PACKED_WORDS);
-      packInto(decodeTemplate(template), probe, 0);
-      let best: IdentifyHit | null = null;
-      for (let i = 0; i < entries.length; i++) {
-        const score = distanceToScore(packedDistance(probe, 0, packed, i * PACKED_WORDS));
-        if (score >= threshold && (!best || score > best.score)) best = { ...entries[i]!, score };
-      }
-      return best;
-    },
-    get size() {
-      return entries.length;
-    },
-  };
-}
+export { createExhaustiveGallery } from './exhaustive.ts';
+export {
+  createGallery,
+  createMatcher,
+  type GalleryOptions,
+  type MatcherOptions,
+  MemoryGallery,
+} from './gallery.ts';
+export type { Gallery, GalleryEntry, Hand, IdentifyHit, Matcher } from './types.ts';
