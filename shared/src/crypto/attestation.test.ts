@@ -104,6 +104,13 @@ describe('verified-attribute attestations', () => {
     });
   });
 
+  it('accepts attestations under any registered key of a verifier (key rotation)', () => {
+    const next = { ...generateVerifierKey('ver_kyc') };
+    const both = [...registry(kyc), ...registry(next)];
+    expect(verifyAttestation(attest({}, next), both, NOW, { subject: USER }).ok).toBe(true);
+    expect(verifyAttestation(attest({}, kyc), both, NOW, { subject: USER }).ok).toBe(true);
+  });
+
   it('refuses a tampered payload', () => {
     const [h, p, s] = attest().split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(p, 'base64url').toString());

@@ -165,11 +165,11 @@ export function verifyAttestation(
     return fail('malformed', 'header or payload is not base64url JSON');
   }
 
-  const verifier = [...trustedVerifiers].find((v) => v.verifierId === payload.iss);
-  if (!verifier) return fail('unknown_issuer', `no registered verifier ${payload.iss}`);
-  if (jwkThumbprint(verifier.publicKey) !== header.kid) {
-    return fail('unknown_issuer', `key ${header.kid} is not registered for ${payload.iss}`);
-  }
+  // A verifier may be registered with several keys (rotation): the header's kid picks one.
+  const candidates = [...trustedVerifiers].filter((v) => v.verifierId === payload.iss);
+  if (candidates.length === 0) return fail('unknown_issuer', `no registered verifier ${payload.iss}`);
+  const verifier = candidates.find((v) => jwkThumbprint(v.publicKey) === header.kid);
+  if (!verifier) return fail('unknown_issuer', `key ${header.kid} is not registered for ${payload.iss}`);
   let signatureOk = false;
   try {
     const key = createPublicKey({ key: { ...verifier.publicKey }, format: 'jwk' });

@@ -28,7 +28,7 @@ async function idToken(claims: JWTPayload = {}, opts: { key?: PrivateKey; kid?: 
   })
     .setProtectedHeader({ alg: opts.alg ?? 'ES256', kid: opts.kid ?? 'k1' })
     .setIssuer((claims.iss as string | undefined) ?? ISSUER)
-    .setAudience((claims.aud as string | undefined) ?? CLIENT)
+    .setAudience((claims.aud as string | string[] | undefined) ?? CLIENT)
     .setSubject('user-42')
     .setIssuedAt((claims.iat as number | undefined) ?? nowS - 10)
     .setExpirationTime((claims.exp as number | undefined) ?? nowS + 3600)
@@ -92,6 +92,13 @@ describe('OIDC ID-token import', () => {
   ] as const)('refuses with %s', async (reason, claims, extra) => {
     const result = await verifyIdToken(await idToken(claims as JWTPayload), { ...options(), ...extra });
     expect(result).toMatchObject({ ok: false, reason });
+  });
+
+  it('requires azp to be this client when the token has several audiences', async () => {
+    const shared = await idToken({ aud: [CLIENT, 'other-client'] });
+    expect(await verifyIdToken(shared, options())).toMatchObject({ ok: false, reason: 'wrong_audience' });
+    const authorised = await idToken({ aud: [CLIENT, 'other-client'], azp: CLIENT });
+    expect(await verifyIdToken(authorised, options())).toMatchObject({ ok: true });
   });
 
   it('refuses a token without nonce when one was sent', async () => {

@@ -219,6 +219,13 @@ export async function verifyIdToken(token: string, opts: VerifyIdTokenOptions): 
   } catch (err) {
     return { ok: false, ...failure(err) };
   }
+  // OIDC Core 3.1.3.7: with several audiences, the authorised party must be us.
+  const audiences = typeof opts.audience === 'string' ? [opts.audience] : opts.audience;
+  if (Array.isArray(payload.aud) && payload.aud.length > 1) {
+    if (typeof payload.azp !== 'string' || !audiences.includes(payload.azp)) {
+      return { ok: false, reason: 'wrong_audience', detail: 'several audiences and azp is not this client' };
+    }
+  }
   if (opts.nonce !== undefined) {
     if (typeof payload.nonce !== 'string' || !sameString(payload.nonce, opts.nonce)) {
       return {
