@@ -1,0 +1,429 @@
+/**
+ * HTTP load on the main vendor routes (autocannon), side by side in one run:
+ *   - a bare Fastify baseline (same process model, JSON in/out, nothing else),
+ *   - palmid on SQLite, one instance,
+ *   - palmid on PostgreSQL, one instance,
+ *   - palmid on PostgreSQL + Redis, two instances behind a round-robin proxy on loopback
+ *     (and the bare baseline behind the same proxy, to show what the proxy itself costs).
+ * Ratios are req/s against the bare baseline of the same method (GET or POST).
+ *
+ *   npm run bench -- http                 # 5 s per route
+ *   npm run bench -- http --duration 10 --connections 64
+ *   npm run bench -- http --quick         # 2 s per route, for a smoke run
+ *
+ * Every server runs in its own process; PostgreSQL and Redis are throwaway instances (test/support).
+ * Targets whose dependency is missing are skipped with a note. Writes bench/results/http.json.
+ *
+ * Rate limits: the contract's limits (100/min per key on these routes) would turn a load test into a 429
+ * test, so the bench server process builds its context with the same `RateLimits` class (memory or Redis,
+ * same code path per request) but with very high budgets. This is done in this file only: there is no
+ * configuration key that raises production limits.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { postgresUnavailable, startPostgres, type TestPostgres } from '../test/support/postgres.ts';
+import { redisUnavailable, startRedis, type TestRedis } from '../test/support/redis.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const TSX = join(HERE, '..', 'node_modules', '.bin', 'tsx');
+const SELF = fileURLToPath(import.meta.url);
+
+// ---------------------------------------------------------------------------------------------------------
+// Child modes: a server (palmid or bare) or the round-robin proxy. Each prints `READY <port>` when listening.
+
+async function servePalmid(): Promise<void> {
+  const { loadConfig } = await import('../server/src/config.ts');
+  const { createContext } = await import('../server/src/bootstrap.ts');
+  const { startServer } = await import('../server/src/server.ts');
+  const { RateLimits, RATE_LIMITS } = await import('../server/src/plugins/app/rate-limit.ts');
+  const { ExactGallery, ExactMatcher } = await import('../server/src/testing.ts');
+  const { createVendor } = await import('../server/src/modules/vendors/service.ts');
+  const config = loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', PALMID_LOG_LEVEL: 'warn' });
+  // These routes never match palms; the test matcher avoids loading the ONNX feature graph.
+  const matcher = new ExactMatcher();
+  const ctx = await createContext(config, { matcher, gallery: new ExactGallery() });
+  const high = Object.fromEntries(
+    Object.entries(RATE_LIMITS).map(([bucket, windows]) => [
+      bucket,
+      windows.map((w) => ({ points: 1_000_000_000, duration: w.duration })),
+    ]),
+  ) as unknown as typeof RATE_LIMITS;
+  ctx.rateLimits = new RateLimits(ctx.redis, high);
+  const server = await startServer(ctx);
+  if (process.env.BENCH_SEED === '1') {
+    const v = await createVendor(ctx.database.db, { name: 'Bench Vendor', scopes: ['auth', 'users'] });
+    process.stdout.write(`VENDOR ${v.api_key}\n`);
+  }
+  process.stdout.write(`READY ${server.port}\n`);
+  process.on('SIGTERM', () => void server.stop().then(() => process.exit(0)));
+}
+
+async function serveBare(): Promise<void> {
+  const Fastify = (await import('fastify')).default;
+  const app = Fastify({ logger: false });
+  app.get('/health', async () => ({ status: 'ok', version: 'bare' }));
+  app.post('/echo', async (req, reply) => {
+    reply.code(201);
+    return { success: true, data: { received: req.body }, meta: { request_id: req.id } };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  process.stdout.write(`READY ${(app.server.address() as { port: number }).port}\n`);
+  process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
+}
+
+async function serveProxy(ports: number[]): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  let next = 0;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const port = ports[next++ % ports.length]!;
+    const upstream = request(
+      { host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers, agent },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
+    upstream.on('error', () => {
+      res.writeHead(502).end();
+    });
+    req.pipe(upstream);
+  });
+  server.keepAliveTimeout = 10_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  process.stdout.write(`READY ${(server.address() as { port: number }).port}\n`);
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Orchestrator.
+
+interface Child {
+  proc: ChildProcess;
+  port: number;
+  lines: string[];
+  stop(): Promise<void>;
+}
+
+function startChild(mode: string[], env: Record<string, string> = {}): Promise<Child> {
+  const proc = spawn(TSX, [SELF, ...mode], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let err = '';
+  proc.stderr?.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${mode.join(' ')} did not start:\n${err}`)), 60_000);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${mode.join(' ')} exited with ${code}:\n${err}`));
+    });
+    let buf = '';
+    proc.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      for (;;) {
+        const i = buf.indexOf('\n');
+        if (i < 0) break;
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        lines.push(line);
+        const m = /^READY (\d+)$/.exec(line);
+        if (m) {
+          clearTimeout(timer);
+          proc.removeAllListeners('exit');
+          resolve({
+            proc,
+            port: Number(m[1]),
+            lines,
+            stop: () =>
+              new Promise<void>((r) => {
+                if (proc.exitCode !== null) return r();
+                const kill = setTimeout(() => proc.kill('SIGKILL'), 5000);
+                proc.once('exit', () => {
+                  clearTimeout(kill);
+                  r();
+                });
+                proc.kill('SIGTERM');
+              }),
+          });
+        }
+      }
+    });
+  });
+}
+
+function rssMb(pid: number | undefined): number | null {
+  if (!pid) return null;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+interface RouteSpec {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+}
+
+interface Target {
+  name: string;
+  port: number;
+  routes: RouteSpec[];
+  headers: Record<string, string>;
+  pids: (number | undefined)[];
+}
+
+interface Row {
+  target: string;
+  route: string;
+  req_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  non_2xx: number;
+  errors: number;
+  /** Bare Fastify, same method, measured right before this target. */
+  baseline_req_per_s: number;
+  vs_baseline: number | null;
+  rss_mb: number | null;
+}
+
+function cannon(
+  port: number,
+  route: RouteSpec,
+  headers: Record<string, string>,
+  duration: number,
+  connections: number,
+) {
+  return autocannon({
+    url: `http://127.0.0.1:${port}${route.path}`,
+    method: route.method,
+    headers: { ...headers, ...(route.body ? { 'content-type': 'application/json' } : {}) },
+    ...(route.body ? { body: route.body } : {}),
+    connections,
+    duration,
+  });
+}
+
+async function api(port: number, method: string, path: string, key: string, body?: unknown) {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { 'x-api-key': key, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return (await res.json()) as { data: Record<string, unknown> };
+}
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+async function orchestrate(): Promise<void> {
+  const quick = process.argv.includes('--quick');
+  const duration = arg('duration', quick ? 2 : 5);
+  const connections = arg('connections', 32);
+  const children: Child[] = [];
+  const notes: string[] = [];
+  let pg: TestPostgres | undefined;
+  let redis: TestRedis | undefined;
+  const tmp = mkdtempSync(join(tmpdir(), 'palmid-bench-'));
+  const masterKey = randomBytes(32).toString('hex');
+  const spawnChild = async (mode: string[], env: Record<string, string> = {}) => {
+    const c = await startChild(mode, env);
+    children.push(c);
+    return c;
+  };
+
+  const pgWhy = postgresUnavailable();
+  const redisWhy = redisUnavailable();
+  if (pgWhy) notes.push(`postgres targets skipped: ${pgWhy}`);
+  if (redisWhy) notes.push(`two-instance target skipped: ${redisWhy}`);
+
+  try {
+    if (!pgWhy) pg = await startPostgres();
+    if (!redisWhy && pg) redis = await startRedis();
+
+    const bareGet: RouteSpec = { name: 'GET /health', method: 'GET', path: '/health' };
+    const barePost: RouteSpec = {
+      name: 'POST /echo',
+      method: 'POST',
+      path: '/echo',
+      body: JSON.stringify({ auth_context: { type: 'payment', amount: 1250 } }),
+    };
+    const targets: Target[] = [];
+    const bare = await spawnChild(['--serve-bare']);
+    targets.push({
+      name: 'fastify-bare',
+      port: bare.port,
+      routes: [bareGet, barePost],
+      headers: {},
+      pids: [bare.proc.pid],
+    });
+
+    const palmid = async (name: string, instances: Child[], viaPort: number) => {
+      const key = /^VENDOR (\S+)$/.exec(instances[0]!.lines.find((l) => l.startsWith('VENDOR')) ?? '')?.[1];
+      if (!key) throw new Error(`${name}: no vendor key`);
+      const created = await api(viaPort, 'POST', '/api/v1/auth/create', key, {
+        auth_context: { type: 'login', expires_in_s: 3600 },
+      });
+      const authId = created.data.auth_id as string;
+      targets.push({
+        name,
+        port: viaPort,
+        headers: { 'x-api-key': key },
+        pids: instances.map((c) => c.proc.pid),
+        routes: [
+          { name: 'GET /health', method: 'GET', path: '/health' },
+          { name: 'GET /api/v1/status', method: 'GET', path: '/api/v1/status' },
+          {
+            name: 'POST /api/v1/auth/create',
+            method: 'POST',
+            path: '/api/v1/auth/create',
+            body: JSON.stringify({ auth_context: { type: 'payment', amount: 1250, expires_in_s: 3600 } }),
+          },
+          { name: 'GET /api/v1/auth/:id/status', method: 'GET', path: `/api/v1/auth/${authId}/status` },
+        ],
+      });
+    };
+
+    const common = { PALMID_MASTER_KEY: masterKey, PALMID_ENV: 'development', PALMID_SIM: '0' };
+    const sqlite = await spawnChild(['--serve-palmid'], {
+      ...common,
+      DATABASE_URL: `sqlite:${join(tmp, 'bench.db')}`,
+      BENCH_SEED: '1',
+    });
+    await palmid('palmid-sqlite', [sqlite], sqlite.port);
+
+    if (pg) {
+      const one = await spawnChild(['--serve-palmid'], {
+        ...common,
+        DATABASE_URL: await pg.createDatabase('bench_single'),
+        BENCH_SEED: '1',
+      });
+      await palmid('palmid-postgres', [one], one.port);
+    }
+    if (pg && redis) {
+      const url = await pg.createDatabase('bench_cluster');
+      const env = { ...common, DATABASE_URL: url, REDIS_URL: redis.url };
+      const a = await spawnChild(['--serve-palmid'], { ...env, BENCH_SEED: '1' });
+      const b = await spawnChild(['--serve-palmid'], env);
+      const proxy = await spawnChild(['--proxy', `${a.port},${b.port}`]);
+      await palmid('palmid-pg-redis-x2', [a, b, proxy], proxy.port);
+      const bareB = await spawnChild(['--serve-bare']);
+      const bareProxy = await spawnChild(['--proxy', `${bare.port},${bareB.port}`]);
+      targets.push({
+        name: 'fastify-bare-x2',
+        port: bareProxy.port,
+        routes: [bareGet, barePost],
+        headers: {},
+        pids: [bare.proc.pid, bareB.proc.pid, bareProxy.proc.pid],
+      });
+    }
+
+    // The machine may be shared: each target is measured next to a fresh run of the bare baseline, and its
+    // ratios use that adjacent baseline, so load that drifts during the run skews both sides alike.
+    const rows: Row[] = [];
+    const bareTarget = targets[0]!;
+    const measure = async (t: Target, r: RouteSpec) => {
+      const res = await cannon(t.port, r, t.headers, duration, connections);
+      process.stderr.write(`  ${t.name} ${r.name}: ${Math.round(res.requests.average)} req/s\n`);
+      return res;
+    };
+    for (const t of targets.slice(1)) {
+      await cannon(t.port, t.routes[0]!, t.headers, 1, connections); // warm-up: JIT, pools, plans
+      await cannon(bareTarget.port, bareGet, {}, 1, connections);
+      const baseline = {
+        GET: Math.round((await measure(bareTarget, bareGet)).requests.average),
+        POST: Math.round((await measure(bareTarget, barePost)).requests.average),
+      };
+      for (const r of t.routes) {
+        const res = await measure(t, r);
+        const rps = Math.round(res.requests.average);
+        rows.push({
+          target: t.name,
+          route: r.name,
+          req_per_s: rps,
+          p50_ms: res.latency.p50,
+          p99_ms: res.latency.p99,
+          non_2xx: res.non2xx,
+          errors: res.errors + res.timeouts,
+          baseline_req_per_s: baseline[r.method],
+          vs_baseline: baseline[r.method] ? Math.round((rps / baseline[r.method]) * 1000) / 1000 : null,
+          rss_mb: t.pids.reduce<number | null>((sum, pid) => {
+            const v = rssMb(pid);
+            return v === null ? sum : (sum ?? 0) + v;
+          }, null),
+        });
+      }
+    }
+
+    const header = [
+      'target',
+      'route',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'non-2xx',
+      'errors',
+      'bare req/s',
+      'vs bare',
+      'RSS MB',
+    ];
+    const table = rows.map((r) => [
+      r.target,
+      r.route,
+      String(r.req_per_s),
+      String(r.p50_ms),
+      String(r.p99_ms),
+      String(r.non_2xx),
+      String(r.errors),
+      String(r.baseline_req_per_s),
+      r.vs_baseline === null ? '-' : r.vs_baseline.toFixed(3),
+      r.rss_mb === null ? '-' : String(r.rss_mb),
+    ]);
+    const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
+    const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+    const out = [
+      line(header),
+      `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,
+      ...table.map(line),
+    ].join('\n');
+    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`;
+    process.stdout.write(
+      `\nHTTP load, ${duration} s per route, ${connections} connections, ${machine}\n${out}\n` +
+        `vs bare: req/s divided by bare Fastify's req/s (same method: GET /health or POST /echo), measured just before.\n` +
+        `RSS MB: resident memory of the target's processes (both instances and the proxy for x2) after the run.\n` +
+        (notes.length ? `${notes.map((n) => `note: ${n}`).join('\n')}\n` : ''),
+    );
+    const resultsDir = join(HERE, 'results');
+    mkdirSync(resultsDir, { recursive: true });
+    writeFileSync(
+      join(resultsDir, 'http.json'),
+      `${JSON.stringify({ date: new Date().toISOString(), machine, duration_s: duration, connections, notes, rows }, null, 2)}\n`,
+    );
+    process.stdout.write(`wrote ${join('bench', 'results', 'http.json')}\n`);
+  } finally {
+    for (const c of children.reverse()) await c.stop();
+    await redis?.stop();
+    await pg?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+const mode = process.argv[2];
+if (mode === '--serve-palmid') await servePalmid();
+else if (mode === '--serve-bare') await serveBare();
+else if (mode === '--proxy') await serveProxy(process.argv[3]!.split(',').map(Number));
+else await orchestrate();

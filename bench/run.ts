@@ -1,0 +1,52 @@
+/**
+ * `npm run bench [-- <name> [args…]]`: runs one benchmark (`bench/<name>.ts`) or, without a name, every
+ * registered one in turn. Each prints its own table and writes JSON under bench/results/.
+ *
+ *   npm run bench                 # all
+ *   npm run bench -- http --quick # one, with its own flags
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const TSX = join(HERE, '..', 'node_modules', '.bin', 'tsx');
+
+/** name → what it measures. A registered bench whose file is absent is skipped with a note. */
+const BENCHES: Record<string, string> = {
+  http: 'vendor routes under load: SQLite, PostgreSQL, two instances behind round-robin, vs bare Fastify',
+  palm: '1:N identification latency at 1M templates, memory per template',
+  zk: 'zero-knowledge age proof generation and verification',
+};
+
+function run(name: string, args: string[]): number {
+  const file = join(HERE, `${name}.ts`);
+  if (!existsSync(file)) {
+    process.stderr.write(`bench ${name}: ${file} not present, skipped\n`);
+    return 0;
+  }
+  process.stdout.write(`\n== bench ${name}: ${BENCHES[name] ?? ''}\n`);
+  const res = spawnSync(TSX, [file, ...args], { stdio: 'inherit' });
+  return res.status ?? 1;
+}
+
+const [name, ...args] = process.argv.slice(2);
+if (name === '--help' || name === '-h') {
+  process.stdout.write(
+    `usage: npm run bench [-- <name> [args…]]\n${Object.entries(BENCHES)
+      .map(([n, d]) => `  ${n.padEnd(6)} ${d}`)
+      .join('\n')}\n`,
+  );
+  process.exit(0);
+}
+if (name) {
+  if (!(name in BENCHES) && !existsSync(join(HERE, `${name}.ts`))) {
+    process.stderr.write(`unknown bench '${name}' (known: ${Object.keys(BENCHES).join(', ')})\n`);
+    process.exit(2);
+  }
+  process.exit(run(name, args));
+}
+let failed = 0;
+for (const n of Object.keys(BENCHES)) if (run(n, []) !== 0) failed++;
+process.exit(failed ? 1 : 0);
