@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
+import { rotateKey } from '../../server/src/modules/vendors/service.ts';
 import { seedVendor } from '../../server/src/testing.ts';
 import { HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness, startKiosk } from './harness.ts';
 
@@ -67,7 +68,7 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
   it('shows a created payment context go from pending to completed, live, and its ledger decoded', async () => {
     await page.getByLabel('Amount (in cents)').fill('0');
     await page.getByRole('button', { name: 'Create payment context' }).click();
-    await expect.poll(() => page.locator('#amount-error').textContent()).toContain('Too small');
+    await expect.poll(() => page.locator('#amount-error').textContent()).toContain('at least 1');
 
     await page.getByLabel('Amount (in cents)').fill('450');
     await page.getByLabel('Attributes you would like (optional)').fill('email');
@@ -129,6 +130,16 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     expect(await page.locator('#sign-in').isVisible()).toBe(true);
     expect(await page.locator('#contexts tr[data-auth-id]').count()).toBe(0);
+  });
+
+  it('ends the session when the key is rotated elsewhere', async () => {
+    await page.getByLabel('API key').fill(shop.api_key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.locator('#vendor-name').textContent()).toBe('Demo Shop');
+    await rotateKey(hx.t.ctx.database.db, shop.vendor_id);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await expect.poll(() => page.locator('#notice').textContent()).toContain('no longer accepted');
+    expect(await page.locator('#sign-in').isVisible()).toBe(true);
   });
 
   it('produced no console errors and no CSP violations', () => {

@@ -236,6 +236,12 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     await expect.poll(async () => (await focused())[0]).toBe('erase-confirm');
     await kb.keyboard.press('Escape');
     await expect.poll(() => kb.locator('#erase-dialog').isVisible()).toBe(false);
+    // the account is erased elsewhere: the next call ends the session visibly
+    const token = created.json().data.user_token as string;
+    await api('DELETE', '/v1/gdpr/delete-me', { authorization: `Bearer ${token}` });
+    await kb.getByRole('button', { name: 'Refresh activity' }).click();
+    await expect.poll(() => kb.locator('#notice').textContent()).toContain('Your session ended');
+    expect(await kb.locator('#sign-in').isVisible()).toBe(true);
     await kb.close();
   });
 

@@ -8,7 +8,7 @@ import { ApiError } from '../lib/http.ts';
 import { addCreated, applyUpdate, clearContexts, onLedgerLink, unfinished } from './contexts.ts';
 import { prefillLedger, wireLedger } from './ledger.ts';
 import { LiveSocket, type LiveState } from './socket.ts';
-import { currentKey, onBudget, rateBudgets, useKey, vendorApi } from './vendor.ts';
+import { currentKey, onBudget, onKeyRefused, rateBudgets, useKey, vendorApi } from './vendor.ts';
 
 const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -178,8 +178,13 @@ function wireCreate(): void {
     const checked = authContextInputSchema.safeParse(input);
     if (!checked.success) {
       const issue = checked.error.issues[0]!;
-      const target = byId(FIELDS[String(issue.path[0])] ?? 'amount');
-      setFieldError(target, issue.message);
+      const field = String(issue.path[0]);
+      const target = byId(FIELDS[field] ?? 'amount');
+      const friendly: Record<string, string> = {
+        amount: 'Enter a whole number of cents, at least 1.',
+        currency: 'Enter a three-letter ISO 4217 code such as EUR.',
+      };
+      setFieldError(target, friendly[field] ?? issue.message);
       target.focus();
       return;
     }
@@ -221,6 +226,11 @@ function wireCreate(): void {
 }
 
 onBudget(renderBudget);
+onKeyRefused(() => {
+  if (byId('app').hidden) return; // a wrong key on the sign-in form is reported there
+  signOut('The API key is no longer accepted (revoked or rotated). Sign in again.');
+  byId('main').focus();
+});
 onLedgerLink((ledgerId) => {
   prefillLedger(ledgerId);
   byId<HTMLFormElement>('ledger-form').requestSubmit();

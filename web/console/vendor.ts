@@ -32,6 +32,13 @@ export function onBudget(fn: () => void): void {
   listeners.add(fn);
 }
 
+let onRefused: () => void = () => undefined;
+
+/** Called when the API stops accepting the key mid-session (revoked or rotated elsewhere). */
+export function onKeyRefused(fn: () => void): void {
+  onRefused = fn;
+}
+
 export async function vendorApi<T>(
   path: string,
   init: { method?: string; body?: unknown; raw?: boolean } = {},
@@ -43,6 +50,7 @@ export async function vendorApi<T>(
   } catch (err) {
     const response = (err as { response?: Response }).response;
     if (response) record(path, response);
+    if (response?.status === 401 && apiKey !== null) onRefused();
     throw err;
   }
 }

@@ -185,6 +185,9 @@ export function wireGrantForm(): void {
     }
   });
   document.getElementById('show-all-consents')!.addEventListener('change', () => {
-    void renderConsents();
+    renderConsents().catch((err: unknown) => {
+      if (!(err instanceof ApiError && err.status === 401))
+        formStatus(document.getElementById('consents')!, (err as Error).message, 'error');
+    });
   });
 }

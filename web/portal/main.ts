@@ -5,7 +5,7 @@ import { ApiError, call } from '../lib/http.ts';
 import { downloadExport, renderAudit } from './activity.ts';
 import { renderAttributes } from './attributes.ts';
 import { fillGrantForm, renderConsents, wireGrantForm } from './consents.ts';
-import { rememberVendors, signedIn, signIn, signOut, userApi } from './session.ts';
+import { onSessionExpired, rememberVendors, signedIn, signIn, signOut, userApi } from './session.ts';
 
 const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -114,12 +114,26 @@ function wireSignIn(): void {
   });
 }
 
+/** Runs a background refresh; a 401 has already ended the session, anything else is said plainly. */
+function background(work: Promise<unknown>, what: string): void {
+  work.catch((err: unknown) => {
+    if (err instanceof ApiError && err.status === 401) return;
+    notice(`${what} failed: ${err instanceof Error ? err.message : 'unknown error'}`, 'bad');
+  });
+}
+
 function wireData(): void {
   byId('refresh-audit').addEventListener('click', () => {
-    void renderAudit().then(() => announce('Activity refreshed.'));
+    background(
+      renderAudit().then(() => announce('Activity refreshed.')),
+      'Refreshing the activity',
+    );
   });
   byId('export').addEventListener('click', () => {
-    void downloadExport().then(() => (signedIn() ? renderAudit() : undefined));
+    background(
+      downloadExport().then(() => (signedIn() ? renderAudit() : undefined)),
+      'Refreshing the activity',
+    );
   });
   const dialog = byId<HTMLDialogElement>('erase-dialog');
   const confirmInput = byId<HTMLInputElement>('erase-confirm');
@@ -158,6 +172,12 @@ function wireData(): void {
   });
 }
 
+onSessionExpired(() => {
+  if (byId('app').hidden) return; // a wrong token on the sign-in form is reported there
+  showSignedOut();
+  notice('Your session ended (the token expired or was revoked). Sign in again.', 'bad');
+  byId('main').focus();
+});
 wireSignIn();
 wireGrantForm();
 wireData();

@@ -1,5 +1,5 @@
 import type { VendorPublic } from '@palmid/shared/api/vendors.ts';
-import { call, type Reply } from '../lib/http.ts';
+import { ApiError, call, type Reply } from '../lib/http.ts';
 
 /**
  * The signed-in user's token lives in this module only: not in storage, cookies or the URL. Closing or
@@ -25,8 +25,23 @@ export function authHeader(): Record<string, string> {
   return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
-export function userApi<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<Reply<T>> {
-  return call<T>(path, authHeader(), init);
+let onExpired: () => void = () => undefined;
+
+/** Called when the API stops accepting the token mid-session (expired, or erased elsewhere). */
+export function onSessionExpired(fn: () => void): void {
+  onExpired = fn;
+}
+
+export async function userApi<T>(
+  path: string,
+  init: { method?: string; body?: unknown } = {},
+): Promise<Reply<T>> {
+  try {
+    return await call<T>(path, authHeader(), init);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401 && token !== null) onExpired();
+    throw err;
+  }
 }
 
 export function rememberVendors(list: VendorPublic[]): void {
