@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { FirmwareSimulator, type SimulatorOptions, testPatternSource } from '@palmid/firmware-sim';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryTransport } from '../transport/memory.ts';
@@ -271,9 +274,10 @@ describe('ScannerDriver over the in-memory link', () => {
     expect(err.message).toMatch(/unplugged/);
   });
 
-  it('records traffic both ways through a RecordingTransport', async () => {
+  it('records traffic both ways through a RecordingTransport, also as JSON lines in a file', async () => {
     const device = new FirmwareSimulator({ source: testPatternSource });
-    const rec = new RecordingTransport(new MemoryTransport(() => device.connectMemory()));
+    const file = join(mkdtempSync(join(tmpdir(), 'palmid-rec-')), 'trace.jsonl');
+    const rec = new RecordingTransport(new MemoryTransport(() => device.connectMemory()), file);
     const scanner = new ScannerDriver(rec);
     cleanups.push(async () => {
       await scanner.close();
@@ -283,5 +287,11 @@ describe('ScannerDriver over the in-memory link', () => {
     expect(Buffer.from(rec.bytes('tx')).toString('hex')).toBe('a5010100007dd362'); // GET_INFO, seq 1
     expect(rec.bytes('rx')[1]).toBe(0x81);
     expect(rec.entries[0]?.dir).toBe('open');
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.dir)).toEqual(rec.entries.map((e) => e.dir));
+    expect(lines.find((l) => l.dir === 'tx')?.data).toBe('a5010100007dd362');
   });
 });

@@ -189,6 +189,61 @@ describe('HidTransport', () => {
   });
 });
 
+describe('HID scanner end to end', () => {
+  it('captures from the simulator with the stream carried in HID reports', async () => {
+    const sim = new FirmwareSimulator({
+      source: testPatternSource,
+      autoPresent: { identity: 'h', hand: 'right' },
+      captureMs: 10,
+      autoPresentDelayMs: 1,
+    });
+    cleanups.push(() => sim.stop());
+    // The scanner's USB side: unwrap output reports into the link, wrap the link's bytes into input reports.
+    const opener = async (): Promise<HidDeviceLike> => {
+      const link = sim.connectMemory();
+      const data: Array<(b: Buffer) => void> = [];
+      link.onData((bytes) => {
+        for (let off = 0; off < bytes.length; off += 63) {
+          const n = Math.min(63, bytes.length - off);
+          const report = Buffer.alloc(HID_REPORT_SIZE);
+          report[0] = n;
+          Buffer.from(bytes.subarray(off, off + n)).copy(report, 1);
+          for (const l of data) l(report);
+        }
+      });
+      const dev: HidDeviceLike = {
+        async write(report) {
+          const r = [...report];
+          expect(r).toHaveLength(HID_REPORT_SIZE);
+          expect(r[0]).toBe(0);
+          link.write(Uint8Array.from(r.slice(2, 2 + r[1]!)));
+          return r.length;
+        },
+        async close() {
+          link.close();
+        },
+        on(event: 'data' | 'error', l: never) {
+          if (event === 'data') data.push(l);
+          return dev;
+        },
+      };
+      return dev;
+    };
+    const driver = new ScannerDriver(new HidTransport({ vendorId: 0x1209, productId: 0xa1d5 }, opener));
+    cleanups.push(() => driver.close());
+    expect((await driver.connect()).model).toMatch(/PV-320/);
+    const img = await driver.capture();
+    const want = await testPatternSource.render({
+      identity: 'h',
+      hand: 'right',
+      capture: 0,
+      width: 320,
+      height: 240,
+    });
+    expect(Buffer.from(img.data).equals(Buffer.from(want.data))).toBe(true);
+  });
+});
+
 describe('TcpTransport', () => {
   it('drives the simulator over TCP; refused connections are explained', async () => {
     const sim = new FirmwareSimulator({
