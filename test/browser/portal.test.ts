@@ -219,13 +219,13 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     const kb = await hx.newPage();
     await kb.goto(`${hx.base}/portal`);
     await kb.waitForSelector('html[data-ready="portal"]');
-    const focused = () =>
-      kb.evaluate(
+    const focused = async () =>
+      (await kb.evaluate(
         '(() => { const e = document.activeElement; const s = getComputedStyle(e); return [e.id || e.className || e.tagName, s.outlineStyle, s.outlineWidth]; })()',
-      );
+      )) as string[];
     await kb.keyboard.press('Tab');
     expect(await focused()).toEqual(['skip', 'solid', '3px']);
-    await kb.keyboard.press('Tab'); // the skip link's target comes next: the kiosk code field
+    await kb.keyboard.press('Tab'); // then the first field of the page: the kiosk code
     expect((await focused())[0]).toBe('claim-code');
     await kb.keyboard.type(code.claim_code);
     await kb.keyboard.press('Enter');
