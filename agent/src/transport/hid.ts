@@ -31,30 +31,49 @@ export type HidOpener = (target: HidTarget) => Promise<HidDeviceLike>;
 
 type NodeHid = typeof import('node-hid');
 
+function hidUnavailable(err: unknown): TransportError {
+  return new TransportError(
+    'UNAVAILABLE',
+    'USB HID support unavailable: node-hid could not be loaded — install libusb (Debian/Ubuntu: ' +
+      `sudo apt-get install libusb-1.0-0) or use a serial scanner. Cause: ${err instanceof Error ? err.message : String(err)}`,
+  );
+}
+
+/** The native library is missing (not: the device could not be opened). */
+const isLoadFailure = (err: unknown) =>
+  /libusb|cannot open shared object|Could not locate the bindings|NODE_MODULE_VERSION|dlopen/i.test(
+    err instanceof Error ? err.message : String(err),
+  );
+
 /** node-hid is native and needs libusb/hidraw; load it only when HID is actually used. */
 export async function loadNodeHid(): Promise<NodeHid> {
   try {
     const mod = (await import('node-hid')) as NodeHid & { default?: NodeHid };
     return mod.default ?? mod;
   } catch (err) {
-    throw new TransportError(
-      'UNAVAILABLE',
-      'USB HID support unavailable: node-hid could not be loaded — install libusb (Debian/Ubuntu: ' +
-        `sudo apt-get install libusb-1.0-0) or use a serial scanner. Cause: ${err instanceof Error ? err.message : String(err)}`,
-    );
+    throw hidUnavailable(err);
   }
 }
 
 const defaultOpener: HidOpener = async (target) => {
   const hid = await loadNodeHid();
-  return 'path' in target
-    ? hid.HIDAsync.open(target.path)
-    : hid.HIDAsync.open(target.vendorId, target.productId);
+  try {
+    return 'path' in target
+      ? await hid.HIDAsync.open(target.path)
+      : await hid.HIDAsync.open(target.vendorId, target.productId);
+  } catch (err) {
+    // node-hid loads its native binding on first use, so a missing libusb shows up here.
+    throw isLoadFailure(err) ? hidUnavailable(err) : err;
+  }
 };
 
 export async function listHidDevices(): Promise<HidDeviceInfo[]> {
   const hid = await loadNodeHid();
-  return hid.devicesAsync();
+  try {
+    return await hid.devicesAsync();
+  } catch (err) {
+    throw isLoadFailure(err) ? hidUnavailable(err) : err;
+  }
 }
 
 const hex4 = (n: number) => n.toString(16).padStart(4, '0');

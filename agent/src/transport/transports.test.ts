@@ -7,7 +7,7 @@ const MockBinding = SerialPortMock.binding;
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScannerDriver } from '../driver/scanner-driver.ts';
 import { formatDeviceSpec, parseDeviceSpec } from './device-spec.ts';
-import { HID_REPORT_SIZE, type HidDeviceLike, HidTransport, loadNodeHid } from './hid.ts';
+import { HID_REPORT_SIZE, type HidDeviceLike, HidTransport, listHidDevices } from './hid.ts';
 import { SerialTransport } from './serial.ts';
 import { TcpTransport } from './tcp.ts';
 import { TransportError } from './transport.ts';
@@ -175,16 +175,19 @@ describe('HidTransport', () => {
   });
 
   it('node-hid is loaded lazily; without libusb the error says how to fix it', async () => {
-    const outcome = await loadNodeHid().then(
-      (hid) => ({ ok: true as const, hid }),
+    const outcome = await listHidDevices().then(
+      (devices) => ({ ok: true as const, devices }),
       (err: unknown) => ({ ok: false as const, err }),
     );
     if (outcome.ok) {
-      expect(typeof outcome.hid.HIDAsync.open).toBe('function');
+      // libusb present (as on CI): enumeration works, whatever is plugged in.
+      expect(Array.isArray(outcome.devices)).toBe(true);
     } else {
       expect(outcome.err).toBeInstanceOf(TransportError);
       expect(outcome.err).toMatchObject({ code: 'UNAVAILABLE' });
-      expect((outcome.err as Error).message).toMatch(/libusb-1\.0-0/);
+      expect((outcome.err as Error).message).toMatch(
+        /install libusb .*libusb-1\.0-0\) or use a serial scanner/,
+      );
     }
   });
 });
