@@ -1,15 +1,41 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastifyWebsocket from '@fastify/websocket';
+import { errorEnvelope } from '@palmid/shared/envelope.ts';
+import { DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';
 import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
-import { registerErrorHandling } from './plugins/app/errors.ts';
+import { registerErrorHandling, sendError } from './plugins/app/errors.ts';
 import { ROUTE_MODULES } from './routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
+
+/**
+ * Slow-loris defence: headers must arrive within 15 s and a whole request (headers and body) within 30 s;
+ * idle keep-alive sockets close after 10 s. Node checks the deadlines every `connectionsCheckingInterval`.
+ * WebSocket connections are upgraded out of these limits (they have their own ping/pong liveness check).
+ */
+export const HTTP_TIMEOUTS = {
+  headersTimeout: 15_000,
+  requestTimeout: 30_000,
+  keepAliveTimeout: 10_000,
+  connectionsCheckingInterval: 2_000,
+};
+
+/** A raw error envelope for answers written before a request exists (malformed HTTP, oversized headers). */
+function rawErrorEnvelope(reason: string): string {
+  return JSON.stringify(
+    errorEnvelope(
+      'INVALID_REQUEST',
+      DEFAULT_MESSAGES.INVALID_REQUEST,
+      { reason },
+      { request_id: crypto.randomUUID(), timestamp: new Date().toISOString() },
+    ),
+  );
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -20,10 +46,47 @@ declare module 'fastify' {
 /** Builds the HTTP application without listening (tests use `app.inject`, server.ts listens). */
 export async function buildApp(
   ctx: AppContext,
-  opts: { logger?: FastifyServerOptions['logger'] } = {},
+  opts: { logger?: FastifyServerOptions['logger']; timeouts?: Partial<typeof HTTP_TIMEOUTS> } = {},
 ): Promise<FastifyInstance> {
+  const timeouts = { ...HTTP_TIMEOUTS, ...opts.timeouts };
   const app = Fastify({
     logger: opts.logger ?? false,
+    requestTimeout: timeouts.requestTimeout,
+    keepAliveTimeout: timeouts.keepAliveTimeout,
+    http: {
+      headersTimeout: timeouts.headersTimeout,
+      requestTimeout: timeouts.requestTimeout,
+      connectionsCheckingInterval: timeouts.connectionsCheckingInterval,
+    },
+    // Malformed URLs and over-long path parameters get the SPEC error envelope, not Fastify's own body.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('X-Request-Id', request.id);
+      const reason = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'param_too_long' : 'bad_url';
+      void sendError(
+        reply,
+        'INVALID_REQUEST',
+        DEFAULT_MESSAGES.INVALID_REQUEST,
+        { field: 'path', reason },
+        400,
+      );
+    },
+    // Errors before a request exists (bad HTTP, oversized headers, header timeout): an envelope, then close.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const reason =
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? 'headers_too_large'
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? 'timeout'
+            : 'malformed_http';
+      const body = rawErrorEnvelope(reason);
+      if (socket.writable) {
+        socket.write(
+          `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      }
+      socket.destroy(err);
+    },
     bodyLimit: BODY_LIMIT,
     trustProxy: false,
     requestIdHeader: false,
