@@ -84,6 +84,28 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendError(reply, 'INTERNAL_ERROR', DEFAULT_MESSAGES.INTERNAL_ERROR, {}, 500);
   });
 
+  // Safety net: an error answer that left a plugin with an empty body (e.g. @fastify/websocket's 404 for a
+  // plain GET on a socket route) still gets the SPEC envelope.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode < 400 || request.method === 'HEAD') return payload;
+    if (payload !== undefined && payload !== null && payload !== '') return payload;
+    const status = reply.statusCode;
+    const code: ErrorCode =
+      status === 404
+        ? 'NOT_FOUND'
+        : status === 401
+          ? 'UNAUTHORIZED'
+          : status === 403
+            ? 'FORBIDDEN'
+            : status === 429
+              ? 'RATE_LIMITED'
+              : status >= 500
+                ? 'INTERNAL_ERROR'
+                : 'INVALID_REQUEST';
+    reply.type('application/json; charset=utf-8');
+    return JSON.stringify(errorEnvelope(code, DEFAULT_MESSAGES[code], {}, meta(request)));
+  });
+
   app.setNotFoundHandler((request, reply) =>
     sendError(
       reply,
