@@ -270,6 +270,17 @@ describe('set membership proof', () => {
     });
   });
 
+  it('refuses to prove statements a verifier could not parse', async () => {
+    const predicate = { type: 'in_set' as const, ...set };
+    await expect(provePredicate(key, { value: 'gold', authId: 'has spaces', predicate })).rejects.toThrow(
+      /auth_id/,
+    );
+    const nine = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'gold'];
+    await expect(
+      provePredicate(key, { value: 'gold', authId: AUTH_ID, predicate: { ...predicate, values: nine } }),
+    ).rejects.toThrow();
+  });
+
   it('gives no proof for a value outside the set', async () => {
     await expect(
       provePredicate(key, {

@@ -10,7 +10,7 @@ import {
   ZK_FORMAT,
 } from './encoding.ts';
 import { generateServiceKey, type ServiceKeyPair, signBytes } from './keys.ts';
-import type { Predicate, PredicateProof, Statement } from './schema.ts';
+import { type Predicate, type PredicateProof, type Statement, StatementSchema } from './schema.ts';
 import { predicateAttribute, publicSignals, signedPayload } from './signals.ts';
 
 export class ZkPredicateFalseError extends Error {
@@ -57,7 +57,13 @@ export async function provePredicate(key: ServiceKeyPair, req: ProveRequest): Pr
   const { predicate, value } = req;
   if (!holds(predicate, value, date)) throw new ZkPredicateFalseError(predicate);
   const attribute = predicateAttribute(predicate);
-  const statement: Statement = { auth_id: req.authId, date, predicate, kid: key.publicKey.kid };
+  // Refuse here what a verifier would refuse as malformed (e.g. an auth id with spaces, 9 set values).
+  const statement: Statement = StatementSchema.parse({
+    auth_id: req.authId,
+    date,
+    predicate,
+    kid: key.publicKey.kid,
+  });
   const salt = freshSalt();
   const expected = publicSignals(statement, '0');
   const input = {
