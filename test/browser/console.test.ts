@@ -13,6 +13,7 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
   let page: Page;
   let shop: { vendor_id: string; api_key: string };
   let kiosk: { close(): void } | undefined;
+  let completedId = '';
 
   beforeAll(async () => {
     hx = await startHarness();
@@ -76,6 +77,7 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     const row = page.locator('#contexts tr[data-auth-id]');
     await row.waitFor();
     const authId = (await row.getAttribute('data-auth-id'))!;
+    completedId = authId;
     const status = page.locator(`#contexts tr[data-auth-id="${authId}"] .badge`);
     await expect.poll(() => status.textContent()).toBe('pending');
     expect(await row.textContent()).toContain('€4.50');
@@ -136,6 +138,13 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     await page.getByLabel('API key').fill(shop.api_key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.locator('#vendor-name').textContent()).toBe('Demo Shop');
+    // a context from before (or from the vendor's backend) can be followed by id over the socket
+    await expect.poll(() => page.locator('#live-state').getAttribute('data-state')).toBe('live');
+    await page.getByLabel('Context id').fill(completedId);
+    await page.getByRole('button', { name: 'Follow' }).click();
+    await expect
+      .poll(() => page.locator(`#contexts tr[data-auth-id="${completedId}"] .badge`).textContent())
+      .toBe('completed');
     await rotateKey(hx.t.ctx.database.db, shop.vendor_id);
     await page.getByRole('button', { name: 'Refresh' }).click();
     await expect.poll(() => page.locator('#notice').textContent()).toContain('no longer accepted');

@@ -38,6 +38,8 @@ export async function startHarness(): Promise<Harness> {
   const profile = mkdtempSync(join(tmpdir(), 'palmid-chromium-'));
   const downloads = mkdtempSync(join(tmpdir(), 'palmid-downloads-'));
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  // the pages are bundled on first request: do that while Chromium starts
+  const warm = t.app.inject({ url: '/portal' });
   const browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
@@ -55,6 +57,7 @@ export async function startHarness(): Promise<Harness> {
       '--disable-sync',
     ],
   });
+  await warm;
   const problems: string[] = [];
   return {
     t,

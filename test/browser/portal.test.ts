@@ -112,6 +112,21 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     ).toBeNull();
     const stored = await api('GET', '/v1/attributes/phone', { authorization: `Bearer ${user.user_token}` });
     expect(stored.json().data.value).toBe('+4915112345678');
+
+    // clearing a field and saving removes the attribute
+    const name = page.locator('#user-attributes').getByLabel('Name', { exact: true });
+    await name.fill('Ada');
+    await page.locator('form[data-attribute="name"]').getByRole('button', { name: 'Save' }).click();
+    await page.locator('form[data-attribute="name"] .form-status').waitFor();
+    await page.locator('#user-attributes').getByLabel('Name', { exact: true }).fill('');
+    await page.locator('form[data-attribute="name"]').getByRole('button', { name: 'Save' }).click();
+    await expect
+      .poll(
+        async () =>
+          (await api('GET', '/v1/attributes/name', { authorization: `Bearer ${user.user_token}` }))
+            .statusCode,
+      )
+      .toBe(404);
   });
 
   it('grants a consent, shows the vendor reading it in words, then revokes it', async () => {
