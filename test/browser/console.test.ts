@@ -4,7 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { rotateKey } from '../../server/src/modules/vendors/service.ts';
 import { seedVendor } from '../../server/src/testing.ts';
-import { HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness, startKiosk } from './harness.ts';
+import {
+  eventually,
+  HAVE_CHROMIUM,
+  type Harness,
+  SCREENSHOT_DIR,
+  startHarness,
+  startKiosk,
+} from './harness.ts';
 
 const TEMPLATE = Buffer.from('console-browser-test-palm-0001').toString('base64');
 
@@ -47,13 +54,13 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
   it('refuses a wrong key inline and keeps no key anywhere but memory', async () => {
     await page.getByLabel('API key').fill('sk_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.locator('#api-key-error').textContent()).toContain('not accepted');
+    await eventually(() => page.locator('#api-key-error').textContent()).toContain('not accepted');
 
     await page.getByLabel('API key').fill(shop.api_key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Vendor console', level: 1 }).waitFor();
-    await expect.poll(() => page.locator('#vendor-name').textContent()).toBe('Demo Shop');
-    await expect.poll(() => page.locator('#live-state').getAttribute('data-state')).toBe('live');
+    await eventually(() => page.locator('#vendor-name').textContent()).toBe('Demo Shop');
+    await eventually(() => page.locator('#live-state').getAttribute('data-state')).toBe('live');
     expect(await page.locator('#kiosks').textContent()).toBe('0');
     expect(await page.getByLabel('API key').inputValue()).toBe('');
     const stored = await page.evaluate(
@@ -61,15 +68,15 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     );
     expect(stored).toBe(JSON.stringify([0, 0, '', `${hx.base}/console`]));
     // the rate-limit budget comes from the status call's headers
-    await expect
-      .poll(() => page.locator('#budget tr[data-bucket="Status"]').textContent())
-      .toMatch(/Status\d+100/);
+    await eventually(() => page.locator('#budget tr[data-bucket="Status"]').textContent()).toMatch(
+      /Status\d+100/,
+    );
   });
 
   it('shows a created payment context go from pending to completed, live, and its ledger decoded', async () => {
     await page.getByLabel('Amount (in cents)').fill('0');
     await page.getByRole('button', { name: 'Create payment context' }).click();
-    await expect.poll(() => page.locator('#amount-error').textContent()).toContain('at least 1');
+    await eventually(() => page.locator('#amount-error').textContent()).toContain('at least 1');
 
     await page.getByLabel('Amount (in cents)').fill('450');
     await page.getByLabel('Attributes you would like (optional)').fill('email');
@@ -79,14 +86,14 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     const authId = (await row.getAttribute('data-auth-id'))!;
     completedId = authId;
     const status = page.locator(`#contexts tr[data-auth-id="${authId}"] .badge`);
-    await expect.poll(() => status.textContent()).toBe('pending');
+    await eventually(() => status.textContent()).toBe('pending');
     expect(await row.textContent()).toContain('€4.50');
 
     // a kiosk of this vendor comes online: the pending context is delivered to it and scanned
     const pvs = await createPvs(hx.t.ctx.database.db, { name: 'till 1', vendorId: shop.vendor_id });
     kiosk = await startKiosk(hx.base, pvs, TEMPLATE);
-    await expect.poll(() => status.textContent()).toBe('scanning');
-    await expect.poll(() => status.textContent(), { timeout: 5000 }).toBe('completed');
+    await eventually(() => status.textContent()).toBe('scanning');
+    await eventually(() => status.textContent()).toBe('completed');
     const text = (await row.textContent()) ?? '';
     expect(text).toContain('Paid by');
     expect(text).toContain('email: grace@example.org');
@@ -94,7 +101,7 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     expect(log.indexOf('scanning')).toBeLessThan(log.indexOf('completed'));
 
     await page.getByRole('button', { name: 'Refresh' }).click();
-    await expect.poll(() => page.locator('#kiosks').textContent()).toBe('1');
+    await eventually(() => page.locator('#kiosks').textContent()).toBe('1');
 
     await row.getByRole('button', { name: /Show ledger/ }).click();
     const tx = page.locator(`#ledger-table tr[data-context-id="${authId}"]`);
@@ -103,9 +110,9 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     expect(txText).toContain('payment of 450');
     expect(txText).toContain('pseudonym');
     expect(txText).toContain('ok');
-    await expect
-      .poll(() => page.locator('#budget tr[data-bucket="Ledger"]').textContent())
-      .toMatch(/Ledger\d+50/);
+    await eventually(() => page.locator('#budget tr[data-bucket="Ledger"]').textContent()).toMatch(
+      /Ledger\d+50/,
+    );
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'console.png'), fullPage: true });
   });
 
@@ -117,15 +124,15 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     await page.getByRole('button', { name: 'Create payment context' }).click();
     const row = page.locator('#contexts tr[data-auth-id]', { hasText: '€9.99' });
     await row.waitFor();
-    await expect.poll(() => row.locator('.badge').textContent()).toBe('pending');
+    await eventually(() => row.locator('.badge').textContent()).toBe('pending');
     await row.getByRole('button', { name: /Cancel context/ }).click();
-    await expect.poll(() => row.locator('.badge').textContent()).toBe('cancelled');
+    await eventually(() => row.locator('.badge').textContent()).toBe('cancelled');
   });
 
   it('validates the ledger id before asking the server', async () => {
     await page.getByLabel('Ledger id').fill('not-hex');
     await page.getByRole('button', { name: 'Look up' }).click();
-    await expect.poll(() => page.locator('#ledger-id-error').textContent()).toContain('64 hex');
+    await eventually(() => page.locator('#ledger-id-error').textContent()).toContain('64 hex');
   });
 
   it('signs out and forgets the key: the live socket closes', async () => {
@@ -137,17 +144,17 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
   it('ends the session when the key is rotated elsewhere', async () => {
     await page.getByLabel('API key').fill(shop.api_key);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.locator('#vendor-name').textContent()).toBe('Demo Shop');
+    await eventually(() => page.locator('#vendor-name').textContent()).toBe('Demo Shop');
     // a context from before (or from the vendor's backend) can be followed by id over the socket
-    await expect.poll(() => page.locator('#live-state').getAttribute('data-state')).toBe('live');
+    await eventually(() => page.locator('#live-state').getAttribute('data-state')).toBe('live');
     await page.getByLabel('Context id').fill(completedId);
     await page.getByRole('button', { name: 'Follow' }).click();
-    await expect
-      .poll(() => page.locator(`#contexts tr[data-auth-id="${completedId}"] .badge`).textContent())
-      .toBe('completed');
+    await eventually(() =>
+      page.locator(`#contexts tr[data-auth-id="${completedId}"] .badge`).textContent(),
+    ).toBe('completed');
     await rotateKey(hx.t.ctx.database.db, shop.vendor_id);
     await page.getByRole('button', { name: 'Refresh' }).click();
-    await expect.poll(() => page.locator('#notice').textContent()).toContain('no longer accepted');
+    await eventually(() => page.locator('#notice').textContent()).toContain('no longer accepted');
     expect(await page.locator('#sign-in').isVisible()).toBe(true);
   });
 

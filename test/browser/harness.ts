@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
+import { expect } from 'vitest';
 import WebSocket from 'ws';
 import { createTestApp, type TestApp } from '../../server/src/testing.ts';
 
@@ -18,6 +19,9 @@ export const SCREENSHOT_DIR =
   process.env.UPDATE_SCREENSHOTS === '1'
     ? join(import.meta.dirname, '../../docs/img')
     : join(tmpdir(), 'palmid-screenshots');
+
+/** expect.poll with room for a loaded CI machine (the default gives up after 1 s). */
+export const eventually = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 10_000, interval: 50 });
 
 export interface Harness {
   t: TestApp;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
 import { createClaimCode } from '../../server/src/modules/users/service.ts';
 import { seedVendor } from '../../server/src/testing.ts';
-import { HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness } from './harness.ts';
+import { eventually, HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness } from './harness.ts';
 
 const TEMPLATE = Buffer.from('portal-browser-test-palm-0001').toString('base64');
 
@@ -67,7 +67,7 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
   it('refuses a wrong token inline, then signs in with the right one', async () => {
     await page.getByLabel('User token').fill('ut_wrong');
     await page.getByRole('button', { name: 'Sign in with token' }).click();
-    await expect.poll(() => page.locator('#user-token-error').textContent()).toContain('not valid');
+    await eventually(() => page.locator('#user-token-error').textContent()).toContain('not valid');
     expect(await page.getByLabel('User token').getAttribute('aria-invalid')).toBe('true');
 
     await page.getByLabel('User token').fill(user.user_token);
@@ -120,13 +120,10 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     await page.locator('form[data-attribute="name"] .form-status').waitFor();
     await page.locator('#user-attributes').getByLabel('Name', { exact: true }).fill('');
     await page.locator('form[data-attribute="name"]').getByRole('button', { name: 'Save' }).click();
-    await expect
-      .poll(
-        async () =>
-          (await api('GET', '/v1/attributes/name', { authorization: `Bearer ${user.user_token}` }))
-            .statusCode,
-      )
-      .toBe(404);
+    await eventually(
+      async () =>
+        (await api('GET', '/v1/attributes/name', { authorization: `Bearer ${user.user_token}` })).statusCode,
+    ).toBe(404);
   });
 
   it('grants a consent, shows the vendor reading it in words, then revokes it', async () => {
@@ -134,7 +131,7 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     await page.getByLabel('Shop', { exact: true }).selectOption({ label: 'Cafe X' });
     await page.locator('#grant-attr-email').check();
     await page.getByRole('button', { name: 'Give access' }).click();
-    await expect.poll(() => page.locator('#grant-purpose-error').textContent()).toContain('Say what');
+    await eventually(() => page.locator('#grant-purpose-error').textContent()).toContain('Say what');
 
     await page.getByLabel('Purpose').fill('send the receipt');
     await page.getByLabel('May keep it for (days)').fill('30');
@@ -159,19 +156,19 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     );
     expect(auth.json().data.auth_result.attributes.email).toBe('ada@example.org');
     await page.getByRole('button', { name: 'Refresh activity' }).click();
-    await expect
-      .poll(() => page.locator('#audit').textContent())
-      .toMatch(/Cafe X read your email on \d{1,2} \w{3} \d{4}/);
+    await eventually(() => page.locator('#audit').textContent()).toMatch(
+      /Cafe X read your email on \d{1,2} \w{3} \d{4}/,
+    );
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'portal.png'), fullPage: true });
 
     await page.getByRole('button', { name: "Revoke Cafe X's access to email" }).click();
-    await expect
-      .poll(() => page.locator('#consents').textContent())
-      .toContain('No shop may see any of your details.');
+    await eventually(() => page.locator('#consents').textContent()).toContain(
+      'No shop may see any of your details.',
+    );
     const active = await api('GET', '/v1/consents', { authorization: `Bearer ${user.user_token}` });
     expect(active.json().data.consents).toEqual([]);
     await page.getByLabel('Also show revoked and expired permissions').check();
-    await expect.poll(() => page.locator('#consents').textContent()).toContain('revoked on');
+    await eventually(() => page.locator('#consents').textContent()).toContain('revoked on');
   });
 
   it('downloads the GDPR export as a JSON file', async () => {
@@ -183,7 +180,7 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     const body = JSON.parse(readFileSync((await download.path())!, 'utf8'));
     expect(body.data.user.user_id).toBe(user.user_id);
     expect(body.data.attributes.map((a: { name: string }) => a.name)).toContain('phone');
-    await expect.poll(() => page.locator('#data-status').textContent()).toContain('Downloaded');
+    await eventually(() => page.locator('#data-status').textContent()).toContain('Downloaded');
   });
 
   it('looks right on a phone-sized screen', async () => {
@@ -203,13 +200,13 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     await dialog.waitFor();
     await dialog.getByLabel('Type ERASE to confirm').fill('erase');
     await dialog.getByRole('button', { name: 'Erase everything' }).click();
-    await expect.poll(() => page.locator('#erase-confirm-error').textContent()).toContain('Type ERASE');
+    await eventually(() => page.locator('#erase-confirm-error').textContent()).toContain('Type ERASE');
     const still = await api('GET', '/v1/attributes', { authorization: `Bearer ${user.user_token}` });
     expect(still.statusCode).toBe(200);
 
     await dialog.getByLabel('Type ERASE to confirm').fill('ERASE');
     await dialog.getByRole('button', { name: 'Erase everything' }).click();
-    await expect.poll(() => page.locator('#notice').textContent()).toContain('Your account was erased');
+    await eventually(() => page.locator('#notice').textContent()).toContain('Your account was erased');
     expect(await page.locator('#sign-in').isVisible()).toBe(true);
     const after = await api('GET', '/v1/attributes', { authorization: `Bearer ${user.user_token}` });
     expect(after.statusCode).toBe(401);
@@ -225,7 +222,7 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Kiosk code').fill(fresh.claim_code);
     await page.getByRole('button', { name: 'Sign in with code' }).click();
-    await expect.poll(() => page.locator('#claim-code-error').textContent()).toContain('not valid');
+    await eventually(() => page.locator('#claim-code-error').textContent()).toContain('not valid');
   });
 
   it('works with the keyboard alone, with a visible focus ring', async () => {
@@ -244,18 +241,18 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     expect((await focused())[0]).toBe('claim-code');
     await kb.keyboard.type(code.claim_code);
     await kb.keyboard.press('Enter');
-    await expect.poll(async () => (await focused())[0]).toBe('app-title');
+    await eventually(async () => (await focused())[0]).toBe('app-title');
     // the erase dialog opens and closes from the keyboard, focus goes into it and back
     await kb.locator('#erase-open').focus();
     await kb.keyboard.press('Enter');
-    await expect.poll(async () => (await focused())[0]).toBe('erase-confirm');
+    await eventually(async () => (await focused())[0]).toBe('erase-confirm');
     await kb.keyboard.press('Escape');
-    await expect.poll(() => kb.locator('#erase-dialog').isVisible()).toBe(false);
+    await eventually(() => kb.locator('#erase-dialog').isVisible()).toBe(false);
     // the account is erased elsewhere: the next call ends the session visibly
     const token = created.json().data.user_token as string;
     await api('DELETE', '/v1/gdpr/delete-me', { authorization: `Bearer ${token}` });
     await kb.getByRole('button', { name: 'Refresh activity' }).click();
-    await expect.poll(() => kb.locator('#notice').textContent()).toContain('Your session ended');
+    await eventually(() => kb.locator('#notice').textContent()).toContain('Your session ended');
     expect(await kb.locator('#sign-in').isVisible()).toBe(true);
     await kb.close();
   });
