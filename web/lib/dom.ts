@@ -53,7 +53,7 @@ export function setFieldError(input: HTMLElement, message: string | null): void 
   let box = document.getElementById(id);
   if (!box) {
     box = h('p', { id, class: 'field-error' });
-    input.closest('.field')?.append(box) ?? input.after(box);
+    input.after(box); // right under the field, where the eye already is
   }
   box.textContent = message ?? '';
   box.hidden = !message;
