@@ -13,6 +13,7 @@ export const SCANNER_ERROR_CODES = [
   'CAPTURE_FAILED', // palm removed, device lost the capture, …
   'CORRUPT_IMAGE', // image checksum mismatch
   'ABORTED',
+  'BUSY', // a capture is already running
 ] as const;
 export type ScannerErrorCode = (typeof SCANNER_ERROR_CODES)[number];
 

@@ -250,6 +250,23 @@ describe('ScannerDriver over the in-memory link', () => {
     expect(err.code).toBe('ABORTED');
   });
 
+  it('refuses a second capture while one is running', async () => {
+    const { scanner } = setup({ captureMs: 100 });
+    await scanner.connect();
+    const first = scanner.capture();
+    const err = await failure(scanner.capture());
+    expect(err.code).toBe('BUSY');
+    await expect(first).resolves.toMatchObject({ width: 320 });
+  });
+
+  it('a capture asked for while connecting waits for the connection', async () => {
+    const { scanner } = setup();
+    const connecting = scanner.connect();
+    const img = await scanner.capture();
+    expect(img.data.length).toBe(76_800);
+    await connecting;
+  });
+
   it('reports palm events and device refusals', async () => {
     const { scanner, device } = setup();
     await scanner.connect();

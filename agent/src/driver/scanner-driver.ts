@@ -81,6 +81,7 @@ export class ScannerDriver extends EventEmitter {
   private lastDeviceError: { code: number; message: string } | undefined;
   private imageReadyWaiter: (() => void) | undefined;
   private palmPresent = false;
+  private capturing = false;
   private readonly opts: Required<Omit<DriverOptions, 'chunkSize'>> & { chunkSize: number | undefined };
 
   constructor(
@@ -137,7 +138,7 @@ export class ScannerDriver extends EventEmitter {
     if (this.current === 'closed') throw new ScannerError('NOT_CONNECTED', 'driver was closed');
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.off('reconnected', onUp);
+        this.off('state', onState);
         reject(
           new ScannerError(
             'NOT_CONNECTED',
@@ -145,11 +146,14 @@ export class ScannerDriver extends EventEmitter {
           ),
         );
       }, timeoutMs);
-      const onUp = (info: DeviceInfo) => {
+      const onState = (state: DriverState) => {
+        if (state !== 'connected' && state !== 'closed') return;
         clearTimeout(timer);
-        resolve(info);
+        this.off('state', onState);
+        if (state === 'connected' && this.deviceInfo) resolve(this.deviceInfo);
+        else reject(new ScannerError('NOT_CONNECTED', 'driver was closed'));
       };
-      this.once('reconnected', onUp);
+      this.on('state', onState);
     });
   }
 
@@ -181,7 +185,18 @@ export class ScannerDriver extends EventEmitter {
     await this.request({ kind: 'RESET' }, 'RESET_DONE', 'while resetting');
   }
 
+  /** One capture at a time: the device has one sensor and one image buffer. */
   async capture(options: CaptureOptions = {}): Promise<CaptureResult> {
+    if (this.capturing) throw new ScannerError('BUSY', 'a capture is already running on this scanner');
+    this.capturing = true;
+    try {
+      return await this.captureOnce(options);
+    } finally {
+      this.capturing = false;
+    }
+  }
+
+  private async captureOnce(options: CaptureOptions): Promise<CaptureResult> {
     const started = Date.now();
     const timeoutMs = options.timeoutMs ?? this.opts.captureTimeoutMs;
     const deadline = started + timeoutMs;
