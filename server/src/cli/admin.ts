@@ -3,6 +3,7 @@ import { AppError } from '@palmid/shared/errors.ts';
 import { Command, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { Keyring, loadMasterKey } from '../crypto/keyring.ts';
+import { rotateMasterKey } from '../crypto/rotate-master.ts';
 import { type Database, openDatabase } from '../db/index.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
 import { createPvs, listPvs, revokePvs } from '../modules/pvs/service.ts';
@@ -198,6 +199,35 @@ audit
         : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
     );
     if (!res.ok) process.exitCode = 1;
+  });
+
+const keys = program.command('keys').description('master key operations');
+keys
+  .command('rotate-master')
+  .description(
+    'move everything the master key protects to a new key (docs/deployment.md §4); stop every server first, then start them with the new key',
+  )
+  .requiredOption(
+    '--new-key-file <path>',
+    'file holding the new master key (64 hex); a fresh key is generated there (mode 0600) if the file does not exist',
+  )
+  .option('--batch <n>', 'rows per transaction', '500')
+  .action(async (opts: { newKeyFile: string; batch: string }) => {
+    const res = await withStore(async (s) => {
+      const oldKey = loadMasterKey(s.config.PALMID_MASTER_KEY, s.config.PALMID_KEY_FILE);
+      const newKey = loadMasterKey(undefined, opts.newKeyFile);
+      const report = await rotateMasterKey(s.database.db, oldKey, newKey, {
+        batchSize: Math.max(1, Number(opts.batch) || 500),
+      });
+      return { ...report, new_key_file: opts.newKeyFile };
+    });
+    print(
+      res,
+      (r: typeof res) =>
+        `master key rotated: ${r.users.rewrapped} data key(s) re-wrapped (${r.users.already} already, ${r.users.erased} erased), ` +
+        `${r.results.resealed} auth result(s) and ${r.idempotency.resealed} kiosk answer(s) re-sealed, audit head ${r.audit.resigned ? 're-signed' : 'unsigned (empty log)'}.\n` +
+        `Start the servers with the key in ${r.new_key_file} (PALMID_KEY_FILE or PALMID_MASTER_KEY), then destroy the old key.`,
+    );
   });
 
 export async function main(argv: string[]): Promise<void> {
