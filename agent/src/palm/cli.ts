@@ -18,7 +18,8 @@ import { extractRoiTemplate } from './roi-template.ts';
 function int(name: string, min: number, max: number) {
   return (v: string) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer in [${min}, ${max}]`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`${name} must be an integer in [${min}, ${max}]`);
     return n;
   };
 }
@@ -43,7 +44,11 @@ async function extractTemplate(path: string, roi: boolean): Promise<Uint8Array> 
   const image = await readImage(path);
   if (roi) return extractRoiTemplate(image);
   const r = await processCapture(image);
-  if (!r.ok) throw new AppError('INVALID_REQUEST', `${path}: ${r.message} (${r.reason})`, { field: 'image', reason: r.reason });
+  if (!r.ok)
+    throw new AppError('INVALID_REQUEST', `${path}: ${r.message} (${r.reason})`, {
+      field: 'image',
+      reason: r.reason,
+    });
   return r.template;
 }
 
@@ -54,7 +59,9 @@ export function buildCli(): Command {
 
   program
     .command('synth')
-    .description('render synthetic NIR hand frames as <out>/<identity>_<hand>/<capture>.png (an eval dataset)')
+    .description(
+      'render synthetic NIR hand frames as <out>/<identity>_<hand>/<capture>.png (an eval dataset)',
+    )
     .argument('[out]', 'output directory', 'synth-palms')
     .option('--identities <n>', 'number of identities', int('identities', 1, 100000), 20)
     .option('--captures <n>', 'captures per hand', int('captures', 1, 1000), 5)
@@ -63,28 +70,54 @@ export function buildCli(): Command {
     .option('--width <px>', 'frame width', int('width', 32, 2000), 320)
     .option('--height <px>', 'frame height', int('height', 32, 2000), 240)
     .option('--seed <prefix>', 'identity name prefix', 'id')
-    .action(async (out: string, o: { identities: number; captures: number; hand: string; attack?: string; width: number; height: number; seed: string }) => {
-      if (!['left', 'right', 'both'].includes(o.hand)) throw new InvalidArgumentError('--hand must be left, right or both');
-      if (o.attack !== undefined && o.attack !== 'print' && o.attack !== 'screen') throw new InvalidArgumentError('--attack must be print or screen');
-      const hands = o.hand === 'both' ? (['left', 'right'] as const) : ([o.hand] as Array<'left' | 'right'>);
-      const total = o.identities * hands.length * o.captures;
-      const bar = progress(total);
-      for (let i = 0; i < o.identities; i++) {
-        for (const hand of hands) {
-          const identity = `${o.seed}${String(i + 1).padStart(4, '0')}`;
-          const dir = join(out, `${identity}_${hand}`);
-          await mkdir(dir, { recursive: true });
-          for (let c = 1; c <= o.captures; c++) {
-            const spec = { identity, hand, capture: c, width: o.width, height: o.height };
-            const f = await renderPalm(o.attack ? { ...spec, attack: o.attack as Attack } : spec);
-            await sharp(f.data, { raw: { width: f.width, height: f.height, channels: 1 } }).png().toFile(join(dir, `${c}.png`));
-            bar?.increment();
+    .action(
+      async (
+        out: string,
+        o: {
+          identities: number;
+          captures: number;
+          hand: string;
+          attack?: string;
+          width: number;
+          height: number;
+          seed: string;
+        },
+      ) => {
+        if (!['left', 'right', 'both'].includes(o.hand))
+          throw new InvalidArgumentError('--hand must be left, right or both');
+        if (o.attack !== undefined && o.attack !== 'print' && o.attack !== 'screen')
+          throw new InvalidArgumentError('--attack must be print or screen');
+        const hands =
+          o.hand === 'both' ? (['left', 'right'] as const) : ([o.hand] as Array<'left' | 'right'>);
+        const total = o.identities * hands.length * o.captures;
+        const bar = progress(total);
+        for (let i = 0; i < o.identities; i++) {
+          for (const hand of hands) {
+            const identity = `${o.seed}${String(i + 1).padStart(4, '0')}`;
+            const dir = join(out, `${identity}_${hand}`);
+            await mkdir(dir, { recursive: true });
+            for (let c = 1; c <= o.captures; c++) {
+              const spec = { identity, hand, capture: c, width: o.width, height: o.height };
+              const f = await renderPalm(o.attack ? { ...spec, attack: o.attack as Attack } : spec);
+              await sharp(f.data, { raw: { width: f.width, height: f.height, channels: 1 } })
+                .png()
+                .toFile(join(dir, `${c}.png`));
+              bar?.increment();
+            }
           }
         }
-      }
-      bar?.stop();
-      console.log(JSON.stringify({ out, identities: o.identities, hands: hands.length, captures: o.captures, images: total }));
-    });
+        bar?.stop();
+        console.log(
+          JSON.stringify({
+            out,
+            identities: o.identities,
+            hands: hands.length,
+            captures: o.captures,
+            images: total,
+          }),
+        );
+      },
+    );
 
   program
     .command('extract')
@@ -110,7 +143,9 @@ export function buildCli(): Command {
         result = { ok: true, hand: r.hand, quality: r.quality, liveness: r.liveness, bytes: template.length };
       }
       if (o.out) await writeFile(o.out, template);
-      console.log(JSON.stringify({ ...result, template: o.out ? o.out : Buffer.from(template).toString('base64') }));
+      console.log(
+        JSON.stringify({ ...result, template: o.out ? o.out : Buffer.from(template).toString('base64') }),
+      );
     });
 
   program
@@ -123,7 +158,13 @@ export function buildCli(): Command {
       const ta = await templateFrom(a, o.roi ?? false);
       const tb = await templateFrom(b, o.roi ?? false);
       const score = compareTemplates(ta, tb);
-      console.log(JSON.stringify({ score: Number(score.toFixed(4)), match: score >= MATCH_THRESHOLD, threshold: MATCH_THRESHOLD }));
+      console.log(
+        JSON.stringify({
+          score: Number(score.toFixed(4)),
+          match: score >= MATCH_THRESHOLD,
+          threshold: MATCH_THRESHOLD,
+        }),
+      );
     });
 
   program
@@ -133,47 +174,63 @@ export function buildCli(): Command {
     .option('--roi', 'images are already-cropped palm ROIs (any size)')
     .option('--json', 'print only the JSON report')
     .option('--plot <png>', 'write the DET curve to a PNG file')
-    .option('--max-impostors <n>', 'cap on impostor comparisons (sampled evenly beyond it)', int('max-impostors', 1, 1e9), 5_000_000)
-    .action(async (dir: string, o: { roi?: boolean; json?: boolean; plot?: string; maxImpostors: number }) => {
-      const dataset = await listDataset(dir);
-      const total = dataset.subjects.reduce((n, s) => n + s.files.length, 0);
-      const bar = o.json ? null : progress(total);
-      let stage = 'extract';
-      const { report, extra } = await evaluate(
-        dataset,
-        async (file) => {
-          try {
-            return { template: await extractTemplate(file, o.roi ?? false) };
-          } catch (err) {
-            if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
-            throw err;
-          }
-        },
-        {
-          maxImpostorPairs: o.maxImpostors,
-          onProgress: (s, done, all) => {
-            if (!bar) return;
-            if (s !== stage) {
-              stage = s;
-              bar.start(all, 0);
+    .option(
+      '--max-impostors <n>',
+      'cap on impostor comparisons (sampled evenly beyond it)',
+      int('max-impostors', 1, 1e9),
+      5_000_000,
+    )
+    .action(
+      async (dir: string, o: { roi?: boolean; json?: boolean; plot?: string; maxImpostors: number }) => {
+        const dataset = await listDataset(dir);
+        const total = dataset.subjects.reduce((n, s) => n + s.files.length, 0);
+        const bar = o.json ? null : progress(total);
+        let stage = 'extract';
+        const { report, extra } = await evaluate(
+          dataset,
+          async (file) => {
+            try {
+              return { template: await extractTemplate(file, o.roi ?? false) };
+            } catch (err) {
+              if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
+              throw err;
             }
-            bar.update(done);
           },
-        },
-      );
-      bar?.stop();
-      if (o.plot) await writeDetPlot(o.plot, [{ label: dir, points: extra.det, eer: report.eer }]);
-      if (!o.json && extra.failures.length > 0) {
-        console.error(`${extra.failures.length} image(s) failed to enrol (excluded): ${extra.failures.slice(0, 5).map((f) => `${f.file}: ${f.reason}`).join('; ')}`);
-      }
-      console.log(JSON.stringify(report, null, o.json ? undefined : 2));
-    });
+          {
+            maxImpostorPairs: o.maxImpostors,
+            onProgress: (s, done, all) => {
+              if (!bar) return;
+              if (s !== stage) {
+                stage = s;
+                bar.start(all, 0);
+              }
+              bar.update(done);
+            },
+          },
+        );
+        bar?.stop();
+        if (o.plot) await writeDetPlot(o.plot, [{ label: dir, points: extra.det, eer: report.eer }]);
+        if (!o.json && extra.failures.length > 0) {
+          console.error(
+            `${extra.failures.length} image(s) failed to enrol (excluded): ${extra.failures
+              .slice(0, 5)
+              .map((f) => `${f.file}: ${f.reason}`)
+              .join('; ')}`,
+          );
+        }
+        console.log(JSON.stringify(report, null, o.json ? undefined : 2));
+      },
+    );
   return program;
 }
 
 function progress(total: number): SingleBar | null {
   if (!process.stderr.isTTY) return null;
-  const bar = new SingleBar({ stream: process.stderr, format: '{bar} {value}/{total} {eta_formatted}', clearOnComplete: true });
+  const bar = new SingleBar({
+    stream: process.stderr,
+    format: '{bar} {value}/{total} {eta_formatted}',
+    clearOnComplete: true,
+  });
   bar.start(total, 0);
   return bar;
 }
