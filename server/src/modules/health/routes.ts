@@ -36,7 +36,7 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/api/v1/status',
     {
-      config: { auth: 'vendor', rate: 'status' },
+      config: { auth: 'vendor', scope: 'auth', rate: 'status' },
       schema: {
         tags: ['health'],
         summary: 'System status for a vendor',
