@@ -73,7 +73,7 @@ function awaitAuthFrame(ctx: AppContext, socket: WebSocket, log: FastifyBaseLogg
     clearTimeout(deadline);
     const parsed = isBinary ? undefined : parseFrame(data.toString());
     const frame = parsed?.kind === 'request' ? parsed.frame : undefined;
-    if (!frame || frame.method !== 'auth') {
+    if (frame?.method !== 'auth') {
       refuse(frame?.id ?? null, 'auth_required', "The first frame must be 'auth' with params.api_key");
       return;
     }
