@@ -1,5 +1,5 @@
 // Public API of palmid's zero-knowledge predicate proofs (docs/zk-proofs.md).
-export { releaseZkResources, VERIFICATION_KEY } from './artifacts.ts';
+export { releaseZkResources, useSingleThreadedEngine, VERIFICATION_KEY } from './artifacts.ts';
 export { ageCutoff, isAtLeastAge, utcDate } from './encoding.ts';
 export {
   deriveServiceKey,

@@ -106,3 +106,7 @@ declare module 'circom_runtime' {
     options?: { memorySize?: number },
   ): Promise<WitnessCalculator>;
 }
+
+declare module 'ffjavascript' {
+  export function buildBn128(singleThread?: boolean): Promise<{ terminate(): Promise<void> }>;
+}

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
-import { releaseZkResources } from './artifacts.ts';
+import { releaseZkResources, useSingleThreadedEngine } from './artifacts.ts';
 import { parseServicePublicKey } from './keys.ts';
 import type { ServicePublicKey } from './schema.ts';
 import { type VerifyExpectations, verifyPredicateProof } from './verify.ts';
@@ -122,6 +122,7 @@ export function verifyProofCommand(
         setExitCode(2);
         return;
       }
+      await useSingleThreadedEngine();
       const result = await verifyPredicateProof(proofDoc, expect);
       await releaseZkResources();
       if (opts.json) console.log(JSON.stringify(result, null, 2));
