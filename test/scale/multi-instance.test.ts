@@ -1,3 +1,4 @@
+import { expireOverdue } from '@palmid/server/modules/auth-contexts/service.ts';
 import { createPvs } from '@palmid/server/modules/pvs/service.ts';
 import { type ExactGallery, seedVendor } from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
@@ -113,6 +114,21 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     await eventually(() => held(1) === 0);
     expect(held(0)).toBe(0);
     expect(await identifyOnB()).toMatchObject({ success: false, reason: 'no_match' });
+  });
+
+  it('a context expires once although every instance sweeps', async () => {
+    const v = await seedVendor(A().ctx, 'Expiring Vendor');
+    const created = await A().app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/create',
+      headers: { 'x-api-key': v.api_key },
+      payload: { auth_context: { type: 'login', expires_in_s: 1 } },
+    });
+    const authId = created.json().data.auth_id as string;
+    await new Promise((r) => setTimeout(r, 1100));
+    const [a, b] = await Promise.all([expireOverdue(A().ctx), expireOverdue(B().ctx)]);
+    // Only the sweeper that made the change reports it, so the vendor is notified once.
+    expect([...a, ...b].filter((row) => row.id === authId)).toHaveLength(1);
   });
 
   it('a kiosk on A serves a context created on B whose vendor listens on B', async () => {

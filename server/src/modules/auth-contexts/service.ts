@@ -134,14 +134,17 @@ async function expireIfDue(ctx: AppContext, db: Db, row: ContextRow): Promise<Co
   return row;
 }
 
-/** Moves a non-terminal context to a terminal state with no identified user (cancel, expiry). */
-async function finishWithoutUser(
+/**
+ * The compare-and-set behind `finishWithoutUser`: the new row if this call made the change, undefined if
+ * another request (or another server instance) changed the context first.
+ */
+async function tryFinishWithoutUser(
   ctx: AppContext,
   db: Db,
   row: ContextRow,
   status: 'cancelled' | 'expired',
   reason: FailureReason,
-): Promise<ContextRow> {
+): Promise<ContextRow | undefined> {
   const now = ctx.now();
   const result: AuthResult = {
     success: false,
@@ -150,7 +153,18 @@ async function finishWithoutUser(
     timestamp: new Date(now).toISOString(),
     reason,
   };
-  const updated = await transition(ctx, db, row, status, result, null, now);
+  return transition(ctx, db, row, status, result, null, now);
+}
+
+/** Moves a non-terminal context to a terminal state with no identified user (cancel, expiry). */
+async function finishWithoutUser(
+  ctx: AppContext,
+  db: Db,
+  row: ContextRow,
+  status: 'cancelled' | 'expired',
+  reason: FailureReason,
+): Promise<ContextRow> {
+  const updated = await tryFinishWithoutUser(ctx, db, row, status, reason);
   return (
     updated ??
     ((await db
@@ -230,9 +244,10 @@ export async function expireOverdue(ctx: AppContext): Promise<ContextRow[]> {
     .limit(500)
     .execute();
   const changed: ContextRow[] = [];
+  // Every instance sweeps; only the one whose compare-and-set wins reports (and so notifies) the change.
   for (const row of due) {
-    const done = await finishWithoutUser(ctx, db, row, 'expired', 'expired');
-    if (done.status === 'expired') changed.push(done);
+    const done = await tryFinishWithoutUser(ctx, db, row, 'expired', 'expired');
+    if (done) changed.push(done);
   }
   return changed;
 }
