@@ -105,7 +105,7 @@ describe.skipIf(!HAVE_SOCAT)('technician CLI against the simulator CLI (separate
       const timer = setTimeout(() => reject(new Error(`simulator did not start:\n${simOutput}`)), 20_000);
       const onData = (d: Buffer) => {
         simOutput += d.toString();
-        const m = /device ready: (serial:\S+)/.exec(simOutput);
+        const m = /device ready: (serial:\S+)\n.*try: npm run agent -- doctor --device \S+\n/.exec(simOutput);
         if (m) {
           clearTimeout(timer);
           resolvePath(m[1]!);
