@@ -23,7 +23,7 @@ function readJson(path: string): unknown {
   return JSON.parse(text);
 }
 
-/** The proof document, also when given a whole auth status response or auth_result; and its auth_id. */
+/** The proof document, also inside a saved status response, `auth.updated` message or auth_result; and its auth_id. */
 export function extractProof(doc: unknown): { proof: unknown; authId?: string } {
   let node: unknown = doc;
   let authId: string | undefined;
@@ -31,7 +31,7 @@ export function extractProof(doc: unknown): { proof: unknown; authId?: string } 
     if (typeof node.format === 'string')
       return authId === undefined ? { proof: node } : { proof: node, authId };
     if (typeof node.auth_id === 'string') authId = node.auth_id;
-    node = node.age_proof ?? node.data ?? node.auth_result ?? node.attributes;
+    node = node.age_proof ?? node.data ?? node.params ?? node.auth_result ?? node.attributes;
   }
   return { proof: doc };
 }
