@@ -50,7 +50,7 @@ describe('health and status', () => {
     expect(body.data).toMatchObject({
       status: 'ok',
       environment: 'development',
-      database: { kind: 'sqlite', ok: true },
+      database: { kind: t.ctx.database.kind, ok: true },
       pvs: { connected: 0 },
       vendor: { name: 'Cafe X', mode: 'test' },
     });
