@@ -6,6 +6,7 @@
  *   npx tsx shared/scripts/zk-setup.ts                  # dev setup: one OS-random contribution per phase
  *   npx tsx shared/scripts/zk-setup.ts --deterministic  # reproducible, INSECURE (toxic waste is public)
  *   npx tsx shared/scripts/zk-setup.ts --out /tmp/x     # write somewhere else (e.g. to diff)
+ *   npx tsx shared/scripts/zk-setup.ts --check          # only recompile: exit 1 if the artifacts are stale
  *
  * This is a one-party setup: whoever runs it could keep the toxic waste and forge proofs. snarkjs
  * discards its contribution randomness, which is good enough for development and sandbox. Production
@@ -20,7 +21,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { curves, powersOfTau, zKey } from 'snarkjs';
 
 const CIRCUIT = 'palmid_predicate';
@@ -42,6 +43,7 @@ function sha256(path: string): string {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const deterministic = args.includes('--deterministic');
+  const check = args.includes('--check');
   const outIdx = args.indexOf('--out');
   const outDir =
     outIdx >= 0 && args[outIdx + 1] ? resolve(args[outIdx + 1]!) : join(sharedDir, 'src/zk/artifacts');
@@ -73,6 +75,21 @@ async function main(): Promise<void> {
     const constraints = Number(/non-linear constraints: (\d+)/.exec(compileOut)?.[1] ?? Number.NaN);
     const r1cs = join(work, `${CIRCUIT}.r1cs`);
     const wasm = join(work, `${CIRCUIT}_js`, `${CIRCUIT}.wasm`);
+
+    if (check) {
+      // circom output is deterministic: a different witness generator means the circuit (or the
+      // compiler) changed since the artifacts were made.
+      const manifest = JSON.parse(readFileSync(join(outDir, 'manifest.json'), 'utf8'));
+      const fresh = sha256(wasm);
+      const shipped = createHash('sha256')
+        .update(gunzipSync(readFileSync(join(outDir, `${CIRCUIT}.wasm.gz`))))
+        .digest('hex');
+      if (fresh !== manifest.sha256?.wasm || fresh !== shipped) {
+        console.error('zk artifacts are stale: run `npx tsx shared/scripts/zk-setup.ts` and commit them');
+        process.exitCode = 1;
+      } else step('artifacts match the circuit');
+      return;
+    }
 
     const bn128 = await curves.getCurveFromName('bn128');
     const ptau0 = join(work, 'pot_0.ptau');
