@@ -9,6 +9,30 @@ export const LOCK_MS = 120_000;
 export class KioskLockout {
   readonly #failures = new Map<string, number[]>();
   readonly #lockedUntil = new Map<string, number>();
+  readonly #inFlight = new Map<string, number>();
+
+  /**
+   * Admits one attempt, or returns how many ms to wait. Attempts still in flight count as possible failures,
+   * so a burst of parallel identify requests cannot slip past the counter before the first one is recorded.
+   * An admitted attempt must be settled exactly once.
+   */
+  admit(pvsId: string, now: number): number {
+    const locked = this.lockedFor(pvsId, now);
+    if (locked > 0) return locked;
+    const recent = (this.#failures.get(pvsId) ?? []).filter((t) => t > now - WINDOW_MS).length;
+    const inFlight = this.#inFlight.get(pvsId) ?? 0;
+    if (recent + inFlight >= MAX_FAILURES) return 1000;
+    this.#inFlight.set(pvsId, inFlight + 1);
+    return 0;
+  }
+
+  /** Ends an admitted attempt: `failed` true/false records the outcome, undefined records nothing. */
+  settle(pvsId: string, failed: boolean | undefined, now: number): void {
+    const inFlight = (this.#inFlight.get(pvsId) ?? 1) - 1;
+    if (inFlight > 0) this.#inFlight.set(pvsId, inFlight);
+    else this.#inFlight.delete(pvsId);
+    if (failed !== undefined) this.record(pvsId, failed, now);
+  }
 
   lockedFor(pvsId: string, now: number): number {
     const until = this.#lockedUntil.get(pvsId) ?? 0;

@@ -179,45 +179,51 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
 
         identify: async (params, id) => {
           const now = ctx.now();
-          const locked = lockout.lockedFor(pvs.id, now);
+          const locked = lockout.admit(pvs.id, now);
           if (locked > 0) {
             throw new AppError('RATE_LIMITED', 'This kiosk is locked after repeated failed matches', {
               reason: 'kiosk_locked',
               retry_after_s: Math.ceil(locked / 1000),
             });
           }
-          const key = `pvs:${pvs.id}:identify:${id}`;
-          const previous = await recallAnswer(ctx, ctx.database.db, key);
-          if (previous) return previous as { status: string; auth_result: never };
-          const template = params.template === undefined ? undefined : decodeTemplate(params.template);
-          const resolution = await ctx.database.db.transaction().execute(async (trx) => {
-            const row = await loadContext(ctx, trx, params.auth_id);
-            if (!row || !servesContext(pvs, row)) {
-              throw new AppError('NOT_FOUND', 'Authentication context not found', {
-                field: 'auth_id',
-                reason: 'unknown',
-              });
-            }
-            const res = await resolveWithPalm(
-              ctx,
-              trx,
-              row,
-              { template, hand: params.hand, liveness: params.liveness },
-              caller,
-            );
-            const answer = { status: res.row.status, auth_result: res.result };
-            await rememberAnswer(ctx, trx, key, answer);
-            return res;
-          });
-          const reason = resolution.result.reason;
-          lockout.record(pvs.id, reason === 'no_match' || reason === 'liveness_failed', now);
-          publishUpdate(ctx, resolution.row, resolution.result);
-          ctx.events.publish('scan.cancel', {
-            vendorId: resolution.row.vendor_id,
-            pvsId: resolution.row.pvs_id,
-            authId: resolution.row.id,
-          });
-          return { status: resolution.row.status, auth_result: resolution.result };
+          // An admitted attempt counts as in flight until settled, so parallel identifies cannot outrun the lock.
+          let failed: boolean | undefined;
+          try {
+            const key = `pvs:${pvs.id}:identify:${id}`;
+            const previous = await recallAnswer(ctx, ctx.database.db, key);
+            if (previous) return previous as { status: string; auth_result: never };
+            const template = params.template === undefined ? undefined : decodeTemplate(params.template);
+            const resolution = await ctx.database.db.transaction().execute(async (trx) => {
+              const row = await loadContext(ctx, trx, params.auth_id);
+              if (!row || !servesContext(pvs, row)) {
+                throw new AppError('NOT_FOUND', 'Authentication context not found', {
+                  field: 'auth_id',
+                  reason: 'unknown',
+                });
+              }
+              const res = await resolveWithPalm(
+                ctx,
+                trx,
+                row,
+                { template, hand: params.hand, liveness: params.liveness },
+                caller,
+              );
+              const answer = { status: res.row.status, auth_result: res.result };
+              await rememberAnswer(ctx, trx, key, answer);
+              return res;
+            });
+            const reason = resolution.result.reason;
+            failed = reason === 'no_match' || reason === 'liveness_failed';
+            publishUpdate(ctx, resolution.row, resolution.result);
+            ctx.events.publish('scan.cancel', {
+              vendorId: resolution.row.vendor_id,
+              pvsId: resolution.row.pvs_id,
+              authId: resolution.row.id,
+            });
+            return { status: resolution.row.status, auth_result: resolution.result };
+          } finally {
+            lockout.settle(pvs.id, failed, now);
+          }
         },
       },
       log,
