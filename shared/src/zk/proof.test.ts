@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { zKey } from 'snarkjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { computeWitness, provingKey, releaseZkResources, VERIFICATION_KEY } from './artifacts.ts';
@@ -143,6 +144,41 @@ describe('age proof', () => {
       valid: false,
       reason: 'bad_signature',
     });
+  });
+
+  it('never accepts a document with any one field changed, and never throws', async () => {
+    // Every leaf except public_signals (an informative copy the verifier does not use).
+    const leaves: (string | number)[][] = [];
+    const walk = (node: unknown, path: (string | number)[]) => {
+      if (node !== null && typeof node === 'object') {
+        for (const [k, v] of Object.entries(node))
+          if (k !== 'public_signals') walk(v, [...path, Array.isArray(node) ? Number(k) : k]);
+      } else leaves.push(path);
+    };
+    walk(ageProof, []);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...leaves),
+        fc.oneof(
+          fc.string(),
+          fc.integer(),
+          fc.constant('1'),
+          fc.constant('0'),
+          fc.bigInt({ min: 0n, max: 2n ** 254n }).map(String),
+        ),
+        async (path, replacement) => {
+          const doc = JSON.parse(JSON.stringify(ageProof));
+          let parent = doc;
+          for (const k of path.slice(0, -1)) parent = parent[k];
+          const last = path[path.length - 1] as string | number;
+          fc.pre(String(parent[last]) !== String(replacement));
+          parent[last] = replacement;
+          const result = await verifyPredicateProof(doc, expectations());
+          expect(result.valid).toBe(false);
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 
   it('rejects stale statements and garbage', async () => {
