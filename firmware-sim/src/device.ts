@@ -435,6 +435,19 @@ export class FirmwareSimulator extends EventEmitter {
     this.cancelCapture();
     this.setState(CAPTURE_STATE.CAPTURING);
     const id = this.captureId;
+    // The frame is read out while the progress runs, so a slow render (a loaded host) shows as a slow
+    // sensor that keeps moving, never as a stalled one.
+    const key = `${palm.identity}|${palm.hand}|${palm.attack ?? ''}`;
+    const capture = this.captureCounts.get(key) ?? 0;
+    this.captureCounts.set(key, capture + 1);
+    const rendering = this.source.render({ ...palm, capture, width: this.width, height: this.height }).then(
+      (frame) => ({ frame }),
+      (err: unknown) => ({ err }),
+    );
+    let rendered: { frame?: { width: number; height: number; data: Uint8Array }; err?: unknown } | undefined;
+    void rendering.then((r) => {
+      rendered = r;
+    });
     const steps = 5;
     let step = 0;
     const tick = () => {
@@ -442,28 +455,31 @@ export class FirmwareSimulator extends EventEmitter {
       // A stuck sensor stops delivering lines part-way through; the status never reaches READY.
       if (this.has('stuck-sensor') && this.progress >= 40) return;
       step += 1;
-      this.progress = Math.min(90, step * 20);
+      this.progress = step <= steps - 1 ? step * 20 : Math.min(99, 80 + step - steps + 1);
       if (step < steps) {
         this.captureLater(tick, this.captureMs / steps);
         return;
       }
-      void this.finishCapture(id, palm);
+      if (!rendered) {
+        // read-out still running: creep towards 99 % at most every 200 ms
+        this.captureLater(tick, Math.max(200, this.captureMs / steps));
+        return;
+      }
+      this.finishCapture(id, rendered);
     };
     this.captureLater(tick, this.captureMs / steps);
   }
 
-  private async finishCapture(id: number, palm: Presentation): Promise<void> {
-    const key = `${palm.identity}|${palm.hand}|${palm.attack ?? ''}`;
-    const capture = this.captureCounts.get(key) ?? 0;
-    this.captureCounts.set(key, capture + 1);
-    let frame: { width: number; height: number; data: Uint8Array };
-    try {
-      frame = await this.source.render({ ...palm, capture, width: this.width, height: this.height });
-    } catch (err) {
+  private finishCapture(
+    id: number,
+    r: { frame?: { width: number; height: number; data: Uint8Array }; err?: unknown },
+  ): void {
+    if (!r.frame) {
       if (this.captureId === id)
-        this.failCapture(DEVICE_ERROR.SENSOR_FAULT, `sensor read-out failed: ${String(err)}`);
+        this.failCapture(DEVICE_ERROR.SENSOR_FAULT, `sensor read-out failed: ${String(r.err)}`);
       return;
     }
+    const frame = r.frame;
     if (this.captureId !== id || this.state !== CAPTURE_STATE.CAPTURING || !this.plugged) return;
     const data = this.expose(frame.data);
     this.image = { captureId: id, width: frame.width, height: frame.height, data, crc: crc32(data) };

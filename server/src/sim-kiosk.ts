@@ -3,7 +3,6 @@ import { fileURLToPath } from 'node:url';
 import { DEMO_IDENTITY } from './demo.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const TSX = `${ROOT}node_modules/.bin/tsx`;
 
 export interface SimKiosk {
   stop(): Promise<void>;
@@ -34,8 +33,18 @@ export async function startSimKiosk(
   dataDir: string,
 ): Promise<SimKiosk> {
   const sim = spawn(
-    TSX,
-    [`${ROOT}firmware-sim/src/cli.ts`, '--tcp', '0', '--control', '0', '--palm', `${DEMO_IDENTITY}:right`],
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      `${ROOT}firmware-sim/src/cli.ts`,
+      '--tcp',
+      '0',
+      '--control',
+      '0',
+      '--palm',
+      `${DEMO_IDENTITY}:right`,
+    ],
     {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -52,7 +61,7 @@ export async function startSimKiosk(
     });
     sim.once('exit', (code) => reject(new Error(`the firmware simulator exited (${code})`)));
   });
-  const agent = spawn(TSX, [`${ROOT}agent/src/cli/main.ts`, 'run'], {
+  const agent = spawn(process.execPath, ['--import', 'tsx', `${ROOT}agent/src/cli/main.ts`, 'run'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {

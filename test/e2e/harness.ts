@@ -9,27 +9,30 @@ import WebSocket from 'ws';
  * loopback, driven through their public interfaces (HTTP, WebSocket, CLI, the simulator's control port).
  */
 const ROOT = new URL('../../', import.meta.url).pathname;
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 
 export interface Proc {
   child: ChildProcess;
   output: string[];
+  stdout: string[];
   waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
 export function start(script: string, args: string[], env: Record<string, string> = {}, name = script): Proc {
-  const child = spawn(TSX, [join(ROOT, script), ...args], {
+  // node --import tsx (not the tsx wrapper): a signal, SIGKILL included, reaches the program itself.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
+  const stdout: string[] = [];
   const waiters: { re: RegExp; resolve: (m: RegExpExecArray) => void }[] = [];
-  const onData = (chunk: Buffer) => {
+  const onData = (chunk: Buffer, isStdout: boolean) => {
     for (const line of chunk.toString('utf8').split('\n')) {
       if (!line) continue;
       output.push(line);
+      if (isStdout) stdout.push(line);
       if (process.env.E2E_VERBOSE) process.stderr.write(`[${name}] ${line}\n`);
       for (const w of [...waiters]) {
         const m = w.re.exec(line);
@@ -40,12 +43,13 @@ export function start(script: string, args: string[], env: Record<string, string
       }
     }
   };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
+  child.stdout?.on('data', (c: Buffer) => onData(c, true));
+  child.stderr?.on('data', (c: Buffer) => onData(c, false));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return {
     child,
     output,
+    stdout,
     waitFor(re, timeoutMs = 30_000) {
       for (const line of output) {
         const m = re.exec(line);
@@ -91,10 +95,15 @@ export async function run(
     ),
   ]);
   if (code !== 0) throw new Error(`${script} ${args.join(' ')} exited ${code}:\n${p.output.join('\n')}`);
-  return p.output.join('\n');
+  return p.stdout.join('\n');
 }
 
 export function lastJson<T>(text: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    // several lines: take the last one that parses
+  }
   const lines = text.split('\n').filter((l) => l.trim().startsWith('{'));
   for (let i = lines.length - 1; i >= 0; i--) {
     try {

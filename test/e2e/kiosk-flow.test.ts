@@ -48,6 +48,12 @@ describe('kiosk end to end', () => {
     return agent.waitFor(/connected to /, 60_000);
   };
 
+  /** The previous person withdraws the hand; the next one walks up when the scanner is armed. */
+  const walkUp = async (who: Record<string, unknown>) => {
+    await sim.post('/remove');
+    await sim.autoPresent(who);
+  };
+
   const createContext = async (ctx: Record<string, unknown>) => {
     const res = await api(server.base, 'POST', '/api/v1/auth/create', {
       key: vendor.api_key,
@@ -80,7 +86,7 @@ describe('kiosk end to end', () => {
   });
 
   it('enrols at the kiosk and redeems the claim code for a user token', async () => {
-    await sim.autoPresent({ identity: 'alice', hand: 'right' });
+    await walkUp({ identity: 'alice', hand: 'right' });
     const out = await run(
       'agent/src/cli/main.ts',
       ['enroll', '--hands', 'right', '--samples', '2', '--json'],
@@ -121,7 +127,7 @@ describe('kiosk end to end', () => {
   it('vendor payment: the palm is presented and the vendor receives exactly the consented attributes', async () => {
     await startAgent();
     vws = await VendorSocket.open(server.base, vendor.api_key);
-    await sim.autoPresent({ identity: 'alice', hand: 'right' });
+    await walkUp({ identity: 'alice', hand: 'right' });
     const authId = await createContext({
       type: 'payment',
       amount: 1250,
@@ -150,21 +156,21 @@ describe('kiosk end to end', () => {
   }, 60_000);
 
   it('an unknown palm ends in no_match', async () => {
-    await sim.autoPresent({ identity: 'stranger', hand: 'left' });
+    await walkUp({ identity: 'stranger', hand: 'right' });
     const authId = await createContext({ type: 'login' });
     const done = await vws.until(authId, ['completed', 'failed']);
     expect(done.auth_result).toMatchObject({ success: false, reason: 'no_match' });
   }, 60_000);
 
   it('a printed photo of an enrolled palm ends in liveness_failed', async () => {
-    await sim.autoPresent({ identity: 'alice', hand: 'right', attack: 'print' });
+    await walkUp({ identity: 'alice', hand: 'right', attack: 'print' });
     const authId = await createContext({ type: 'login' });
     const done = await vws.until(authId, ['completed', 'failed']);
     expect(done.auth_result).toMatchObject({ success: false, reason: 'liveness_failed' });
   }, 60_000);
 
   it('a required attribute without consent ends in consent_missing', async () => {
-    await sim.autoPresent({ identity: 'alice', hand: 'right' });
+    await walkUp({ identity: 'alice', hand: 'right' });
     const authId = await createContext({
       type: 'payment',
       amount: 100,
@@ -175,7 +181,7 @@ describe('kiosk end to end', () => {
   }, 60_000);
 
   it('cancel while the kiosk waits for a palm, and expiry', async () => {
-    await sim.autoPresent({ off: true });
+    await walkUp({ off: true });
     const a = await createContext({ type: 'login' });
     await vws.until(a, ['scanning']);
     const cancel = await api(server.base, 'POST', `/api/v1/auth/${a}/cancel`, { key: vendor.api_key });
@@ -186,7 +192,7 @@ describe('kiosk end to end', () => {
   }, 60_000);
 
   it('server restart mid-flow: the agent reconnects and a context created while it was away completes', async () => {
-    await sim.autoPresent({ off: true });
+    await walkUp({ off: true });
     await server.stop('SIGKILL');
     server = await startServer({ ...serverEnv, PORT: String(server.port) });
     const reconnects = () => agent!.output.filter((l) => /connected to /.test(l)).length;
@@ -196,7 +202,7 @@ describe('kiosk end to end', () => {
     expect(reconnects()).toBeGreaterThan(before);
     vws.close();
     vws = await VendorSocket.open(server.base, vendor.api_key);
-    await sim.autoPresent({ identity: 'alice', hand: 'right' });
+    await walkUp({ identity: 'alice', hand: 'right' });
     const authId = await createContext({ type: 'login' });
     const done = await vws.until(authId, ['completed', 'failed']);
     expect(done.status).toBe('completed');
@@ -209,7 +215,7 @@ describe('kiosk end to end', () => {
     const del = await api(server.base, 'DELETE', '/v1/gdpr/delete-me', { token: userToken });
     expect(del.status).toBe(200);
     expect((await api(server.base, 'GET', '/v1/attributes', { token: userToken })).status).toBe(401);
-    await sim.autoPresent({ identity: 'alice', hand: 'right' });
+    await walkUp({ identity: 'alice', hand: 'right' });
     const authId = await createContext({ type: 'login' });
     const done = await vws.until(authId, ['completed', 'failed']);
     expect(done.auth_result).toMatchObject({ reason: 'no_match' });

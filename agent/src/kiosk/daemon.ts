@@ -27,7 +27,10 @@ export interface Outcome {
 export interface KioskOptions {
   /** Attempts at a usable capture per context before giving up (the context then expires). */
   maxAttempts?: number;
-  /** Consecutive presentation-attack verdicts after which the attempt is reported as liveness_failed. */
+  /**
+   * Presentation-attack verdicts within one context after which it is reported as liveness_failed.
+   * Default 1: an attacker must not get several tries at the detector within one transaction.
+   */
   livenessStrikes?: number;
   /** Pause between a rejected capture and the next prompt. */
   repromptMs?: number;
@@ -58,7 +61,7 @@ export class KioskDaemon extends EventEmitter {
     this.#link = link;
     this.#opts = {
       maxAttempts: opts.maxAttempts ?? 6,
-      livenessStrikes: opts.livenessStrikes ?? 2,
+      livenessStrikes: opts.livenessStrikes ?? 1,
       repromptMs: opts.repromptMs ?? 300,
       display: opts.display ?? (() => undefined),
     };
@@ -132,8 +135,6 @@ export class KioskDaemon extends EventEmitter {
             if (strikes >= this.#opts.livenessStrikes) {
               return await this.#identify(req, attempts, { liveness: 0, quality: 0, hand: 'right' });
             }
-          } else {
-            strikes = 0;
           }
           say(`${processed.message}. Please hold your palm flat, 5 cm above the scanner.`);
           await sleep(this.#opts.repromptMs);
