@@ -18,6 +18,7 @@ const BENCHES: Record<string, string> = {
   http: 'vendor routes under load: SQLite, PostgreSQL, two instances behind round-robin, vs bare Fastify',
   palm: '1:N identification latency at 1M templates, memory per template',
   zk: 'zero-knowledge age proof generation and verification',
+  reliability: 'fuzzing, SIGKILL crash safety, audit tampering, access control and abuse (long variants)',
 };
 
 function run(name: string, args: string[]): number {
