@@ -17,6 +17,7 @@ export interface Cluster {
   /** ws://127.0.0.1:<port> of each instance. */
   bases: string[];
   store: 'postgres' | 'sqlite';
+  redisUrl: string;
   stop(): Promise<void>;
 }
 
@@ -51,6 +52,7 @@ export async function startCluster(n = 2): Promise<Cluster> {
     instances,
     bases,
     store: pg ? 'postgres' : 'sqlite',
+    redisUrl: redis.url,
     async stop() {
       for (const t of instances) await t.close();
       await pg?.stop();

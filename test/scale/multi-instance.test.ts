@@ -1,7 +1,9 @@
 import { expireOverdue } from '@palmid/server/modules/auth-contexts/service.ts';
 import { createPvs } from '@palmid/server/modules/pvs/service.ts';
+import { addPalm, createUser, eraseUser } from '@palmid/server/modules/users/service.ts';
 import { type ExactGallery, seedVendor } from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Cluster, clusterUnavailable, eventually, FrameClient, startCluster } from './cluster.ts';
 
@@ -116,6 +118,32 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     expect(await identifyOnB()).toMatchObject({ success: false, reason: 'no_match' });
   });
 
+  it('changes missed while cut off from Redis are caught up from the store after reconnecting', async () => {
+    const held = (n: 0 | 1, userId: string) =>
+      (c.instances[n]!.ctx.gallery as ExactGallery).entries.filter((e) => e.userId === userId).length;
+    // Written to the store without any event: as if the event had been published during the outage.
+    const db = A().ctx.database.db;
+    const user = await db.transaction().execute(async (trx) => {
+      const u = await createUser(A().ctx, trx, null);
+      await addPalm(A().ctx, trx, u.id, u.dataKey, {
+        hand: 'left',
+        template: new Uint8Array(Buffer.from('missed-event-palm-000001')),
+      });
+      return u;
+    });
+    expect(held(1, user.id)).toBe(0);
+    const admin = new Redis(c.redisUrl);
+    try {
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'); // every instance's subscriber drops and reconnects
+      await eventually(() => held(1, user.id) === 1 && held(0, user.id) === 1);
+      await db.transaction().execute((trx) => eraseUser(A().ctx, trx, user.id));
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      await eventually(() => held(1, user.id) === 0 && held(0, user.id) === 0);
+    } finally {
+      admin.disconnect();
+    }
+  });
+
   it('a context expires once although every instance sweeps', async () => {
     const v = await seedVendor(A().ctx, 'Expiring Vendor');
     const created = await A().app.inject({
@@ -160,7 +188,8 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
       method: 'POST',
       url: '/api/v1/auth/create',
       headers: { 'x-api-key': v.api_key },
-      payload: { auth_context: { type: 'payment', amount: 450 } },
+      // Addressed to the kiosk on A: the unbound enrolment kiosk on B would otherwise compete for it.
+      payload: { auth_context: { type: 'payment', amount: 450, pvs_id: kiosk.pvs_id } },
     });
     const authId = created.json().data.auth_id as string;
     const req = await k.next((f) => f.method === 'scan.request');

@@ -36,6 +36,12 @@ export interface EventHub {
   readonly instanceId: string;
   publish<K extends keyof HubEvents>(topic: K, payload: HubEvents[K]): void;
   subscribe<K extends keyof HubEvents>(topic: K, listener: HubListener<K>): () => void;
+  /**
+   * Called after the hub lost its link to the other instances and got it back, with the time (Unix ms) the
+   * link was lost: events of other instances published in between were missed, and state kept in step by
+   * events (the gallery) must catch up from the database. A local hub never loses anything.
+   */
+  onResync(listener: (lostAt: number) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -71,7 +77,24 @@ export class LocalEventHub implements EventHub {
     return () => this.#emitter.off(topic, listener);
   }
 
+  onResync(listener: (lostAt: number) => void): () => void {
+    this.#emitter.on(RESYNC, listener);
+    return () => this.#emitter.off(RESYNC, listener);
+  }
+
+  protected resynced(lostAt: number): void {
+    for (const listener of this.#emitter.listeners(RESYNC) as ((t: number) => void)[]) {
+      try {
+        listener(lostAt);
+      } catch (err) {
+        this.#onError(err, RESYNC);
+      }
+    }
+  }
+
   async close(): Promise<void> {
     this.#emitter.removeAllListeners();
   }
 }
+
+const RESYNC = 'hub.resync';

@@ -7,14 +7,17 @@ import { type EventMeta, HUB_TOPICS, type HubEvents, LocalEventHub } from './eve
  * messages coming back from Redis with this instance's id are dropped, so every listener sees every event
  * exactly once, with `meta.origin` naming the instance that published it.
  *
- * Pub/sub is fire-and-forget: an instance that is disconnected from Redis misses events. Vendor sockets and
- * kiosks recover through their own re-sync (`subscribe`, backlog on `hello`); see docs/deployment.md.
+ * Pub/sub is fire-and-forget: an instance that is disconnected from Redis misses events. After the
+ * subscriber reconnects, `onResync` listeners get the time the link was lost (the gallery catches up from the
+ * database); vendor sockets and kiosks recover through their own re-sync (`subscribe`, backlog on `hello`).
  */
 export interface RedisEventHubOptions {
   /** Channel prefix; instances that should talk to each other must share it. */
   prefix?: string;
   onError?: (err: unknown, topic: string) => void;
 }
+
+const RESUBSCRIBE_GRACE_MS = 200;
 
 interface Envelope {
   o: string;
@@ -37,6 +40,20 @@ export class RedisEventHub extends LocalEventHub {
       options.onError ??
       ((err, topic) => process.emitWarning(`redis event hub (${topic}): ${(err as Error)?.message}`));
     sub.on('message', (channel: string, message: string) => this.#receive(channel, message));
+    // ioredis reconnects and resubscribes by itself; what was published meanwhile is gone, so listeners
+    // are told to catch up (a little after 'ready', once the resubscription has surely gone through).
+    let lostAt: number | undefined;
+    sub.on('close', () => {
+      lostAt ??= Date.now();
+    });
+    sub.on('ready', () => {
+      if (lostAt === undefined || this.#closed) return;
+      const since = lostAt;
+      lostAt = undefined;
+      setTimeout(() => {
+        if (!this.#closed) this.resynced(since);
+      }, RESUBSCRIBE_GRACE_MS).unref();
+    });
   }
 
   /**

@@ -291,14 +291,44 @@ export function syncGalleryWithPeers(
   onError: (err: unknown) => void,
 ): () => void {
   let chain: Promise<unknown> = ready.catch(() => undefined);
-  return ctx.events.subscribe('gallery.changed', (e, meta) => {
-    if (meta.origin === ctx.events.instanceId) return;
+  const then = (step: () => unknown) => {
     // Serialised per instance: an add followed quickly by a remove must not be applied out of order.
-    chain = chain
-      .then(async () => {
-        if (e.action === 'remove') ctx.gallery.removeUser(e.userId);
-        else await loadUserPalms(ctx, e.userId);
-      })
-      .catch(onError);
+    chain = chain.then(step).catch(onError);
+  };
+  const offChanged = ctx.events.subscribe('gallery.changed', (e, meta) => {
+    if (meta.origin === ctx.events.instanceId) return;
+    then(async () => {
+      if (e.action === 'remove') ctx.gallery.removeUser(e.userId);
+      else await loadUserPalms(ctx, e.userId);
+    });
   });
+  const offResync = ctx.events.onResync((lostAt) => then(() => catchUpGallery(ctx, lostAt - CLOCK_SKEW_MS)));
+  return () => {
+    offChanged();
+    offResync();
+  };
+}
+
+/** Margin for clocks of different instances (palm and erasure times are written by whichever instance). */
+const CLOCK_SKEW_MS = 60_000;
+
+/**
+ * Applies to this instance's gallery every enrolment and erasure the database recorded since `since`
+ * (Unix ms): used when events from other instances may have been missed. Idempotent.
+ */
+export async function catchUpGallery(
+  ctx: AppContext,
+  since: number,
+): Promise<{ removed: number; loaded: number }> {
+  const db = ctx.database.db;
+  const erased = await db.selectFrom('users').select('id').where('erased_at', '>=', since).execute();
+  for (const u of erased) ctx.gallery.removeUser(u.id);
+  const changed = await db
+    .selectFrom('palms')
+    .select('user_id')
+    .distinct()
+    .where('created_at', '>=', since)
+    .execute();
+  for (const p of changed) await loadUserPalms(ctx, p.user_id);
+  return { removed: erased.length, loaded: changed.length };
 }
