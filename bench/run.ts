@@ -18,6 +18,7 @@ const BENCHES: Record<string, string> = {
   http: 'vendor routes under load: SQLite, PostgreSQL, two instances behind round-robin, vs bare Fastify',
   palm: '1:N identification latency at 1M templates, memory per template',
   zk: 'zero-knowledge age proof generation and verification',
+  e2e: 'end-to-end latency, context created → vendor notified, real processes (p50/p95 over 100 runs)',
   reliability: 'fuzzing, SIGKILL crash safety, audit tampering, access control and abuse (long variants)',
 };
 
