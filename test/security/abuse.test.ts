@@ -12,7 +12,7 @@ import { createTestApp, seedUser, type TestApp } from '../../server/src/testing.
  * Abuse over real sockets: rate limits under 200 concurrent clients, kiosk lockout after repeated failed
  * matches, oversized WebSocket frames, slow-loris headers and bodies, oversized headers.
  */
-export const abuseFigures: Record<string, unknown> = {};
+const abuseFigures: Record<string, unknown> = {};
 
 describe('abuse', () => {
   let t: TestApp;

@@ -22,7 +22,7 @@ interface Attempt {
   expect: number;
 }
 
-export const refusals: { attempted: number; refused: number } = { attempted: 0, refused: 0 };
+const refusals: { attempted: number; refused: number } = { attempted: 0, refused: 0 };
 
 describe('access control (OWASP API Top 10 2023)', () => {
   let t: TestApp;
