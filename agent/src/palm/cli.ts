@@ -12,6 +12,7 @@ import { listDataset } from './dataset.ts';
 import { writeDetPlot } from './det-plot.ts';
 import { evaluate } from './evaluate.ts';
 import { readImage } from './image-io.ts';
+import { evaluatePad } from './pad-eval.ts';
 import { processCapture } from './pipeline.ts';
 import { extractRoiTemplate } from './roi-template.ts';
 
@@ -221,6 +222,22 @@ export function buildCli(): Command {
         console.log(JSON.stringify(report, null, o.json ? undefined : 2));
       },
     );
+  program
+    .command('pad')
+    .description('presentation-attack detection on synthetic captures: APCER / BPCER (ISO/IEC 30107-3)')
+    .option(
+      '--identities <n>',
+      'bona fide captures (and as many print and screen attacks)',
+      int('identities', 1, 100000),
+      200,
+    )
+    .option('--seed <prefix>', 'identity name prefix', 'pad')
+    .action(async (o: { identities: number; seed: string }) => {
+      const bar = progress(o.identities * 3);
+      const report = await evaluatePad(o.identities, o.seed, (done) => bar?.update(done));
+      bar?.stop();
+      console.log(JSON.stringify(report, null, 2));
+    });
   return program;
 }
 

@@ -18,7 +18,7 @@ export interface PalmCode {
  * runner-up, relative to the response energy, so fragile points (flat skin, crossings) are masked.
  * `responses` is SCALES × ORIENTATIONS planes of GRID² floats.
  */
-export function encodeResponses(responses: Float32Array, offset = 0): PalmCode {
+export function encodeResponses(responses: Float32Array, offset = 0, keep = MASK_KEEP): PalmCode {
   const cells = GRID * GRID;
   const code = new Uint32Array(CODE_PLANES * GRID);
   const mask = new Uint32Array(GRID);
@@ -49,7 +49,7 @@ export function encodeResponses(responses: Float32Array, offset = 0): PalmCode {
     }
   }
   const sorted = Float32Array.from(margin).sort();
-  const cut = sorted[Math.floor((1 - MASK_KEEP) * cells)]!;
+  const cut = sorted[Math.min(cells - 1, Math.floor((1 - keep) * cells))]!;
   for (let i = 0; i < cells; i++) if (margin[i]! >= cut) mask[i >> 5] = mask[i >> 5]! | (1 << (i & 31));
   return { code, mask, signature: signatureOf(winners.subarray(SCALES.length > 1 ? cells : 0), mask) };
 }

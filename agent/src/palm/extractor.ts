@@ -8,12 +8,16 @@ export const DEFAULT_MODEL_PATH = fileURLToPath(new URL('../../models/palm-featu
 export class FeatureExtractor {
   private constructor(private readonly session: ort.InferenceSession) {}
 
-  static async create(modelPath = DEFAULT_MODEL_PATH): Promise<FeatureExtractor> {
-    const session = await ort.InferenceSession.create(modelPath, {
+  static async create(model: string | Uint8Array = DEFAULT_MODEL_PATH): Promise<FeatureExtractor> {
+    const options: ort.InferenceSession.SessionOptions = {
       intraOpNumThreads: 1,
       interOpNumThreads: 1,
       graphOptimizationLevel: 'all',
-    });
+    };
+    const session =
+      typeof model === 'string'
+        ? await ort.InferenceSession.create(model, options)
+        : await ort.InferenceSession.create(model, options);
     return new FeatureExtractor(session);
   }
 

@@ -9,9 +9,9 @@ export interface GaborScale {
   sigma: number;
 }
 
-/** Two scales: fine creases and coarse lines / veins. */
-export const SCALES: readonly GaborScale[] = [{ sigma: 2.0 }, { sigma: 3.1 }];
-export const KERNEL_SIZE = 21;
+/** Two scales (σ in px of the 64 px working image): creases and principal lines / veins. */
+export const SCALES: readonly GaborScale[] = [{ sigma: 2.8 }, { sigma: 5.0 }];
+export const KERNEL_SIZE = 31;
 
 const DELTA = 1.5; // half-amplitude bandwidth in octaves
 const KAPPA = Math.sqrt(2 * Math.log(2)) * ((2 ** DELTA + 1) / (2 ** DELTA - 1));
@@ -53,10 +53,11 @@ export function gaborKernel(sigma: number, theta: number, size = KERNEL_SIZE): F
 }
 
 /** All kernels, scale-major: index = scale * ORIENTATIONS + orientation. */
-export function filterBank(): Float32Array[] {
+export function filterBank(scales: readonly GaborScale[] = SCALES, size = KERNEL_SIZE): Float32Array[] {
   const out: Float32Array[] = [];
-  for (const sc of SCALES) {
-    for (let o = 0; o < ORIENTATIONS; o++) out.push(gaborKernel(sc.sigma, (o * Math.PI) / ORIENTATIONS));
+  for (const sc of scales) {
+    for (let o = 0; o < ORIENTATIONS; o++)
+      out.push(gaborKernel(sc.sigma, (o * Math.PI) / ORIENTATIONS, size));
   }
   return out;
 }

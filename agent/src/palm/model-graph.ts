@@ -1,5 +1,5 @@
 import onnxProto from 'onnx-proto';
-import { filterBank, KERNEL_SIZE, ORIENTATIONS, SCALES } from './gabor.ts';
+import { filterBank, type GaborScale, KERNEL_SIZE, ORIENTATIONS, SCALES } from './gabor.ts';
 
 const { onnx } = onnxProto;
 
@@ -33,9 +33,9 @@ function int(name: string, value: number) {
  * ((x − local mean) / local std, a CLAHE-like equaliser) → Gabor bank (2 scales × 6 orientations,
  * stride 2) → responses N×12×32×32.
  */
-export function buildFeatureModel(): Uint8Array {
-  const bank = filterBank();
-  const weights = new Float32Array(bank.length * KERNEL_SIZE * KERNEL_SIZE);
+export function buildFeatureModel(scales: readonly GaborScale[] = SCALES, kernel = KERNEL_SIZE): Uint8Array {
+  const bank = filterBank(scales, kernel);
+  const weights = new Float32Array(bank.length * kernel * kernel);
   for (const [i, k] of bank.entries()) weights.set(k, i * k.length);
   const pad = (NORM_WINDOW - 1) / 2;
   const nodes = [
@@ -78,9 +78,10 @@ export function buildFeatureModel(): Uint8Array {
       input: ['normalised', 'gabor'],
       output: ['responses'],
       attribute: [
-        ints('kernel_shape', [KERNEL_SIZE, KERNEL_SIZE]),
+        ints('kernel_shape', [kernel, kernel]),
         ints('strides', [2, 2]),
-        ints('pads', [10, 10, 10, 10]),
+        // output sample i is centred on input 2i: 32 samples from 64
+        ints('pads', [(kernel - 1) / 2, (kernel - 1) / 2, (kernel - 1) / 2, (kernel - 1) / 2]),
       ],
     }),
   ];
@@ -88,7 +89,7 @@ export function buildFeatureModel(): Uint8Array {
     name: MODEL_VERSION,
     node: nodes,
     initializer: [
-      floatTensor('gabor', [bank.length, 1, KERNEL_SIZE, KERNEL_SIZE], weights),
+      floatTensor('gabor', [bank.length, 1, kernel, kernel], weights),
       floatTensor('floor', [1], [NORM_FLOOR]),
     ],
     input: [valueInfo('roi', ['N', 1, ROI_SIZE, ROI_SIZE])],

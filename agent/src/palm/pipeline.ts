@@ -41,7 +41,9 @@ export const LIMITS = {
   maxSaturated: 0.25,
   minRelativeRadius: 0.13,
   maxAnisotropy: 2.4,
-  minSharpness: 0.2,
+  minSharpness: 0.3,
+  /** below minSharpness, a directional smear means motion rather than defocus */
+  motionAnisotropy: 1.9,
 } as const;
 /** Liveness score (0–100) at or above which a capture counts as a live hand. */
 export const LIVENESS_THRESHOLD = 50;
@@ -93,7 +95,9 @@ export async function processCapture(frame: GrayImage): Promise<CaptureResult> {
   const responses = await extractor.responses([roi]);
   const sharpness = scaleEnergyRatio(responses);
   const measures: CaptureMeasures = { ...fm, anisotropy, sharpness };
-  if (sharpness < LIMITS.minSharpness) return reject('blurred', measures);
+  if (sharpness < LIMITS.minSharpness) {
+    return reject(anisotropy > LIMITS.motionAnisotropy ? 'moved' : 'blurred', measures);
+  }
   const liveness = livenessScore(measures);
   if (liveness < LIVENESS_THRESHOLD) return reject('liveness_failed', measures);
   const quality = qualityScore(measures);

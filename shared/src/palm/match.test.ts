@@ -8,6 +8,7 @@ import {
   packTemplate,
   ROW_WORDS,
   shiftedDistance,
+  tiledDistance,
 } from './match.ts';
 import { CODE_PLANES, encodeTemplate, GRID, type PalmTemplate, popcount32 } from './template.ts';
 
@@ -88,6 +89,21 @@ describe('palm matcher core', () => {
       // shiftedDistance rescales toward 0.5 when overlap is small; full-overlap masks keep it exact
       expect(Math.abs(d - 0.5)).toBeLessThanOrEqual(Math.abs(ref - 0.5) + 1e-9);
       expect(Math.sign(d - 0.5)).toBe(Math.sign(ref - 0.5) || Math.sign(d - 0.5));
+    }
+  });
+
+  it('tile-wise counting with no extra reach equals the global count at that shift', () => {
+    const a = packTemplate(randomTemplate(3));
+    const b = packTemplate(randomTemplate(4));
+    for (const [dx, dy] of [
+      [0, 0],
+      [2, -3],
+      [-1, 4],
+    ] as const) {
+      expect(tiledDistance(a, 0, b, 0, dx, dy, 0)).toBeCloseTo(shiftedDistance(a, 0, b, 0, dx, dy, 1), 12);
+      expect(tiledDistance(a, 0, b, 0, dx, dy, 2)).toBeLessThanOrEqual(
+        shiftedDistance(a, 0, b, 0, dx, dy, 1) + 1e-12,
+      );
     }
   });
 

@@ -10,6 +10,8 @@ export const PACKED_WORDS = GRID * ROW_WORDS;
 /** Typical count of jointly reliable points; fewer shared points pull the distance toward 0.5. */
 const REFERENCE_OVERLAP = 560;
 const MIN_OVERLAP = 160;
+/** How far (grid cells) each tile may move beyond the global shift. */
+export const TILE_REACH = 2;
 
 export interface MatchOptions {
   /** Largest coarse shift in grid cells (each cell is 4 px of a 128 px ROI). */
@@ -93,7 +95,122 @@ export function shiftedDistance(
   return 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, (n * rowStep) / REFERENCE_OVERLAP));
 }
 
-/** Smallest distance over shifts: coarse grid on half the rows, then ±1 refinement on all rows. */
+const tileBits = new Float64Array(16);
+const tileN = new Float64Array(16);
+const bestTileD = new Float64Array(16);
+const bestTileBits = new Float64Array(16);
+const bestTileN = new Float64Array(16);
+
+/**
+ * Tile-wise alignment over 4 × 4 tiles of 8 × 8 cells: each tile takes its own best shift within
+ * ±reach of the global one, absorbing the rotation, scale and skin deformation that one global
+ * translation cannot. An 8-column tile is one byte lane of a row word, so the fused bit count
+ * yields the four tiles of a row at once (byte-lane sums, widened to 16-bit lanes to accumulate).
+ */
+export function tiledDistance(
+  a: Uint32Array,
+  ao: number,
+  b: Uint32Array,
+  bo: number,
+  gx: number,
+  gy: number,
+  reach = TILE_REACH,
+): number {
+  bestTileD.fill(Number.POSITIVE_INFINITY);
+  bestTileBits.fill(0);
+  bestTileN.fill(0);
+  for (let dy = gy - reach; dy <= gy + reach; dy++) {
+    for (let dx = gx - reach; dx <= gx + reach; dx++) {
+      tileBits.fill(0);
+      tileN.fill(0);
+      const left = dx < 0 ? -dx : 0;
+      const right = Math.max(dx, 0);
+      for (let band = 0; band < 4; band++) {
+        let evenBits = 0;
+        let oddBits = 0;
+        let evenN = 0;
+        let oddN = 0;
+        const lo = Math.max(band * 8, -dy);
+        const hi = Math.min(band * 8 + 8, GRID - dy);
+        for (let r = lo; r < hi; r++) {
+          const ia = ao + r * ROW_WORDS;
+          const ib = bo + (r + dy) * ROW_WORDS;
+          const m = a[ia]! & ((b[ib]! >>> right) << left);
+          if (m === 0) continue;
+          let c = m - ((m >>> 1) & 0x55555555);
+          c = (c & 0x33333333) + ((c >>> 2) & 0x33333333);
+          c = (c + (c >>> 4)) & 0x0f0f0f0f;
+          evenN += c & 0x00ff00ff;
+          oddN += (c >>> 8) & 0x00ff00ff;
+          let x = (a[ia + 1]! ^ ((b[ib + 1]! >>> right) << left)) & m;
+          let y = (a[ia + 2]! ^ ((b[ib + 2]! >>> right) << left)) & m;
+          let z = (a[ia + 3]! ^ ((b[ib + 3]! >>> right) << left)) & m;
+          x -= (x >>> 1) & 0x55555555;
+          y -= (y >>> 1) & 0x55555555;
+          z -= (z >>> 1) & 0x55555555;
+          let s1 =
+            (x & 0x33333333) +
+            ((x >>> 2) & 0x33333333) +
+            (y & 0x33333333) +
+            ((y >>> 2) & 0x33333333) +
+            (z & 0x33333333) +
+            ((z >>> 2) & 0x33333333);
+          x = (a[ia + 4]! ^ ((b[ib + 4]! >>> right) << left)) & m;
+          y = (a[ia + 5]! ^ ((b[ib + 5]! >>> right) << left)) & m;
+          z = (a[ia + 6]! ^ ((b[ib + 6]! >>> right) << left)) & m;
+          x -= (x >>> 1) & 0x55555555;
+          y -= (y >>> 1) & 0x55555555;
+          z -= (z >>> 1) & 0x55555555;
+          let s2 =
+            (x & 0x33333333) +
+            ((x >>> 2) & 0x33333333) +
+            (y & 0x33333333) +
+            ((y >>> 2) & 0x33333333) +
+            (z & 0x33333333) +
+            ((z >>> 2) & 0x33333333);
+          s1 = (s1 & 0x0f0f0f0f) + ((s1 >>> 4) & 0x0f0f0f0f);
+          s2 = (s2 & 0x0f0f0f0f) + ((s2 >>> 4) & 0x0f0f0f0f);
+          const v = s1 + s2;
+          evenBits += v & 0x00ff00ff;
+          oddBits += (v >>> 8) & 0x00ff00ff;
+        }
+        const t = band * 4;
+        tileBits[t] = evenBits & 0xffff;
+        tileBits[t + 1] = oddBits & 0xffff;
+        tileBits[t + 2] = evenBits >>> 16;
+        tileBits[t + 3] = oddBits >>> 16;
+        tileN[t] = evenN & 0xffff;
+        tileN[t + 1] = oddN & 0xffff;
+        tileN[t + 2] = evenN >>> 16;
+        tileN[t + 3] = oddN >>> 16;
+      }
+      for (let t = 0; t < 16; t++) {
+        const n = tileN[t]!;
+        if (n < 8) continue;
+        const d = tileBits[t]! / n;
+        if (d < bestTileD[t]!) {
+          bestTileD[t] = d;
+          bestTileBits[t] = tileBits[t]!;
+          bestTileN[t] = n;
+        }
+      }
+    }
+  }
+  let bits = 0;
+  let n = 0;
+  for (let t = 0; t < 16; t++) {
+    bits += bestTileBits[t]!;
+    n += bestTileN[t]!;
+  }
+  if (n < MIN_OVERLAP) return 0.5;
+  const d = bits / (n * CODE_PLANES);
+  return 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, n / REFERENCE_OVERLAP));
+}
+
+/**
+ * Alignment search: a coarse global translation (step 2 cells over ±range, half the rows), then
+ * tile-wise refinement (each 8 × 8 tile within ±2 cells of it).
+ */
 export function packedDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: number, range = 4): number {
   let bestD = Number.POSITIVE_INFINITY;
   let bx = 0;
@@ -108,14 +225,7 @@ export function packedDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: n
       }
     }
   }
-  let best = 0.5;
-  for (let dy = by - 1; dy <= by + 1; dy++) {
-    for (let dx = bx - 1; dx <= bx + 1; dx++) {
-      const d = shiftedDistance(a, ao, b, bo, dx, dy, 1);
-      if (d < best) best = d;
-    }
-  }
-  return best;
+  return Math.min(0.5, tiledDistance(a, ao, b, bo, bx, by, TILE_REACH));
 }
 
 /** Exhaustive search over all shifts within ±range (reference for the coarse-to-fine search). */
