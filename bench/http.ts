@@ -252,7 +252,8 @@ async function orchestrate(): Promise<void> {
   if (redisWhy) notes.push(`two-instance target skipped: ${redisWhy}`);
 
   try {
-    if (!pgWhy) pg = await startPostgres();
+    // Durable (fsync on), like production and like SQLite's synchronous=FULL: commits cost the same on both.
+    if (!pgWhy) pg = await startPostgres({ durable: true });
     if (!redisWhy && pg) redis = await startRedis();
 
     const bareGet: RouteSpec = { name: 'GET /health', method: 'GET', path: '/health' };

@@ -6,7 +6,7 @@ import { freePort, waitFor } from './ports.ts';
 
 /**
  * A throwaway PostgreSQL for tests and benchmarks: Debian's `postgresql` binaries, a cluster initialised in
- * a temp dir, a random loopback port, the unix socket inside the temp dir, fsync off. Stopped and deleted
+ * a temp dir, a random loopback port, the unix socket inside the temp dir, fsync off unless `durable`. Stopped and deleted
  * by `stop()` (and, as a last resort, when the process exits).
  *
  * PostgreSQL refuses to run as root, so under root the server runs as the `postgres` OS user that the
@@ -62,7 +62,16 @@ function osUser(name: string): { uid: number; gid: number } | null {
   }
 }
 
-export async function startPostgres(): Promise<TestPostgres> {
+export interface StartOptions {
+  /**
+   * Keep PostgreSQL's crash safety (fsync, synchronous commit, full-page writes), as in production. Tests
+   * leave it off for speed; benchmarks turn it on so that commits cost what they cost in production (and
+   * compare fairly with SQLite, which runs with synchronous=FULL).
+   */
+  durable?: boolean;
+}
+
+export async function startPostgres(options: StartOptions = {}): Promise<TestPostgres> {
   const bin = findPostgresBin();
   if (!bin) throw new Error(postgresUnavailable() ?? 'PostgreSQL not found');
   const dir = mkdtempSync(join(tmpdir(), 'palmid-pg-'));
@@ -102,12 +111,9 @@ export async function startPostgres(): Promise<TestPostgres> {
       dir,
       '-c',
       'listen_addresses=127.0.0.1',
-      '-c',
-      'fsync=off',
-      '-c',
-      'synchronous_commit=off',
-      '-c',
-      'full_page_writes=off',
+      ...(options.durable
+        ? []
+        : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
       '-c',
       'max_connections=200',
       '-c',
