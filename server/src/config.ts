@@ -10,6 +10,42 @@ export type Environment = (typeof ENVIRONMENTS)[number];
 
 const portSchema = z.coerce.number().int().min(0).max(65535);
 
+/** One OpenID Connect issuer whose ID tokens `POST /v1/attributes/import` accepts (docs/user-api.md). */
+export const oidcIssuerSchema = z
+  .object({
+    issuer: z.string().url(),
+    audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+    /** A JWKS object, an http(s) URL, or a path to a JWKS JSON file. */
+    jwks: z.union([
+      z.string().min(1),
+      z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).passthrough(),
+    ]),
+    algorithms: z
+      .array(z.enum(['RS256', 'PS256', 'ES256', 'EdDSA']))
+      .min(1)
+      .optional(),
+  })
+  .strict();
+export type OidcIssuer = z.infer<typeof oidcIssuerSchema>;
+
+/** PALMID_OIDC_ISSUERS: a JSON array, or a path to a file holding one (config file: the array itself). */
+const oidcIssuersSchema = z
+  .union([z.string(), z.array(z.unknown())])
+  .transform((v, c) => {
+    if (Array.isArray(v)) return v;
+    const text = v.trim();
+    try {
+      return JSON.parse(text.startsWith('[') ? text : readFileSync(text, 'utf8')) as unknown;
+    } catch (err) {
+      c.addIssue({
+        code: 'custom',
+        message: `not a JSON array or a readable JSON file: ${(err as Error).message}`,
+      });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.array(oidcIssuerSchema));
+
 export const configSchema = z
   .object({
     PORT: portSchema.default(8080),
@@ -32,6 +68,7 @@ export const configSchema = z
     PALMID_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     PALMID_AUTH_TTL_S: z.coerce.number().int().min(1).max(3600).default(120),
     PALMID_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+    PALMID_OIDC_ISSUERS: oidcIssuersSchema.default([]),
   })
   .strict();
 

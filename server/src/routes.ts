@@ -11,6 +11,7 @@ import { pvsRoutes } from './modules/pvs/routes.ts';
 import { sessionRoutes } from './modules/session/routes.ts';
 import { mpcUserRoutes } from './modules/users/routes.ts';
 import { vendorDirectoryRoutes } from './modules/vendors/routes.ts';
+import { verificationRoutes } from './modules/verification/routes.ts';
 import { webRoutes } from './modules/web/routes.ts';
 
 /** Every route module, in one list: find an endpoint in modules/<domain>/routes.ts. */
@@ -28,4 +29,5 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   sessionRoutes,
   vendorDirectoryRoutes,
   webRoutes,
+  verificationRoutes,
 ];

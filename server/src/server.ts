@@ -3,6 +3,7 @@ import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';
 import type { AppContext } from './context.ts';
 import { expireOverdue, publishUpdate, readResult } from './modules/auth-contexts/service.ts';
+import { warmUpProverInBackground } from './modules/verification/zk.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -12,7 +13,15 @@ export interface RunningServer {
 }
 
 /** Listens, and runs the expiry sweeper (contexts expire on time even across restarts: deadlines are stored). */
-export async function startServer(ctx: AppContext): Promise<RunningServer> {
+export interface StartOptions {
+  /**
+   * Start the zero-knowledge prover in the background after listening (docs/zk-proofs.md). Default: on,
+   * except under NODE_ENV=test, where most servers never prove and the 2-5 s of CPU would slow the suite.
+   */
+  warmUpProver?: boolean;
+}
+
+export async function startServer(ctx: AppContext, opts: StartOptions = {}): Promise<RunningServer> {
   const app = await buildApp(ctx, {
     logger: {
       level: ctx.config.PALMID_LOG_LEVEL,
@@ -22,6 +31,12 @@ export async function startServer(ctx: AppContext): Promise<RunningServer> {
   const address = await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
   const port = (app.server.address() as { port: number }).port;
   app.log.info({ address }, `palmid listening on ${address}`);
+  if (opts.warmUpProver ?? process.env.NODE_ENV !== 'test') {
+    const started = Date.now();
+    void warmUpProverInBackground((err) => app.log.warn({ err }, 'zk prover warm-up failed')).then(() =>
+      app.log.info({ ms: Date.now() - started }, 'zk prover ready'),
+    );
+  }
 
   let sweeping = false;
   const sweep = async () => {

@@ -16,6 +16,13 @@ import {
   VENDOR_SCOPES,
   type VendorScope,
 } from '../modules/vendors/service.ts';
+import {
+  createVerifier,
+  listVerifiers,
+  parseVerifiedAttributes,
+  revokeVerifier,
+  VERIFIED_ATTRIBUTE_NAMES,
+} from '../modules/verification/store.ts';
 
 /**
  * Operator CLI on the server's database (`npm run admin -- <command>`). Same configuration keys as the
@@ -199,6 +206,55 @@ audit
         : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
     );
     if (!res.ok) process.exitCode = 1;
+  });
+
+const verifier = program
+  .command('verifier')
+  .description('registered verifiers that sign attestations of verified attributes (docs/user-api.md)');
+verifier
+  .command('create')
+  .description(
+    'register a verifier; prints its private key once (hand it to the issuer: only the public key is stored)',
+  )
+  .requiredOption('--name <name>', 'display name (e.g. the KYC provider)')
+  .option(
+    '--attributes <list>',
+    `comma-separated attributes it may attest (${VERIFIED_ATTRIBUTE_NAMES.join(',')})`,
+    'age_verified,identity_verified',
+  )
+  .action(async (o: { name: string; attributes: string }) => {
+    const attributes = parseVerifiedAttributes(o.attributes);
+    const res = await withStore((s) => createVerifier(s.database.db, { name: o.name, attributes }));
+    print(
+      res,
+      (r: typeof res) =>
+        `verifier ${r.verifier_id} (${r.name}; may attest ${r.attributes.join(', ')})\nkid: ${r.kid}\n` +
+        `private key (JWK): ${JSON.stringify(r.private_jwk)}\nGive the private key to the issuer now: it is shown only once and not stored.`,
+    );
+  });
+verifier
+  .command('list')
+  .description('list verifiers')
+  .action(async () => {
+    const rows = await withStore((s) => listVerifiers(s.database.db));
+    print(
+      rows,
+      (v: typeof rows) =>
+        v
+          .map(
+            (r) =>
+              `${r.verifier_id}  ${r.name}  ${r.attributes.join(',')}${r.revoked_at ? `  (revoked ${r.revoked_at})` : ''}`,
+          )
+          .join('\n') || '(no verifiers)',
+    );
+  });
+verifier
+  .command('revoke')
+  .description('revoke a verifier: its attestations are refused from now on')
+  .argument('<verifier_id>')
+  .action(async (id: string) => {
+    const res = await withStore((s) => revokeVerifier(s.database.db, id));
+    print(res, (r: typeof res) => `verifier ${r.verifier_id} revoked at ${r.revoked_at}`);
   });
 
 const keys = program.command('keys').description('master key operations');

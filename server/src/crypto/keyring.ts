@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { deriveServiceKey, type ServiceKeyPair } from '@palmid/shared/zk/keys.ts';
 
 /**
  * Envelope encryption: every user has a random 256-bit data key, stored only wrapped (AES-256-GCM) under
@@ -34,6 +35,7 @@ export function open(key: Uint8Array, sealed: Uint8Array, aad: string): Buffer {
 
 export class Keyring {
   readonly #master: Buffer;
+  #zkKey: ServiceKeyPair | undefined;
 
   constructor(masterKey: Uint8Array) {
     if (masterKey.length !== 32) throw new Error('master key must be 32 bytes');
@@ -43,6 +45,15 @@ export class Keyring {
   /** A purpose-bound sub-key of the master key (HKDF-SHA256), e.g. for audit MACs or auth results. */
   derive(purpose: string): Buffer {
     return Buffer.from(hkdfSync('sha256', this.#master, Buffer.alloc(0), `palmid:${purpose}`, 32));
+  }
+
+  /**
+   * The service's zero-knowledge proof key (Ed25519, HKDF of the master key; docs/zk-proofs.md): its public
+   * half is published at GET /api/v1/keys/zk. The seed never leaves this object except inside the KeyObject.
+   */
+  zkServiceKey(): ServiceKeyPair {
+    this.#zkKey ??= deriveServiceKey(this.#master);
+    return this.#zkKey;
   }
 
   newDataKey(userId: string): { dataKey: Buffer; wrapped: Buffer } {

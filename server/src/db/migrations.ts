@@ -186,6 +186,50 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .execute();
       },
     },
+    '0003_verification': {
+      // Registered verifiers (admin `verifier create`; only the public key is stored) and the openings of
+      // zero-knowledge proof commitments (sealed under the user's data key), owned by modules/verification.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('verifiers')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('public_jwk', 'text', (c) => c.notNull())
+          .addColumn('kid', 'text', (c) => c.notNull())
+          .addColumn('attributes', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('revoked_at', 'bigint')
+          .execute();
+        await db.schema
+          .createTable('zk_openings')
+          .addColumn('auth_id', 'text', (c) => c.notNull())
+          .addColumn('attribute', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('commitment', 'text', (c) => c.notNull())
+          .addColumn('opening_enc', bin, (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('zk_openings_pk', ['auth_id', 'attribute'])
+          .execute();
+        await db.schema.createIndex('zk_openings_user').on('zk_openings').column('user_id').execute();
+        // Accepted attestations, kept (sealed under the user's data key) to show a verified value's origin.
+        await db.schema
+          .createTable('attestations')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('attribute', 'text', (c) => c.notNull())
+          .addColumn('verifier_id', 'text', (c) => c.notNull())
+          .addColumn('token_enc', bin, (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('attestations_user').on('attestations').column('user_id').execute();
+        // Predicates a vendor asked for in an auth context (`predicates: [{type: "in_set", …}]`), as JSON.
+        await db.schema
+          .createTable('auth_context_predicates')
+          .addColumn('auth_id', 'text', (c) => c.primaryKey())
+          .addColumn('predicates', 'text', (c) => c.notNull())
+          .execute();
+      },
+    },
   };
 }
 

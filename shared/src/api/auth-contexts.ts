@@ -19,6 +19,32 @@ export type AuthType = (typeof AUTH_TYPES)[number];
 export type AuthStatus = (typeof AUTH_STATUSES)[number];
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 
+/** At most this many values in an `in_set` predicate (the proof circuit has 8 set slots). */
+export const MAX_PREDICATE_VALUES = 8;
+/** At most this many predicates per context (each costs a zero-knowledge proof, ≈ 0.2-0.3 s). */
+export const MAX_PREDICATES_PER_CONTEXT = 2;
+
+/**
+ * A predicate a vendor asks about an attribute instead of its value (docs/zk-proofs.md): the result holds
+ * `<attribute>_in_set: true|false` and, when true and `proof` is not false, `<attribute>_proof`, a
+ * zero-knowledge proof that the hidden value is one of `values`, bound to the context.
+ */
+export const inSetPredicateSchema = z
+  .object({
+    type: z.literal('in_set'),
+    attribute: attributeNameSchema.refine((a) => a !== 'date_of_birth', {
+      message: 'date_of_birth supports minimum_age only',
+    }),
+    values: z
+      .array(z.string().min(1).max(256))
+      .min(1)
+      .max(MAX_PREDICATE_VALUES)
+      .refine((v) => new Set(v).size === v.length, { message: 'a value is listed twice' }),
+    proof: z.boolean().optional(),
+  })
+  .strict();
+export type InSetPredicate = z.infer<typeof inSetPredicateSchema>;
+
 export const authContextInputSchema = z
   .object({
     type: z.enum(AUTH_TYPES),
@@ -32,6 +58,7 @@ export const authContextInputSchema = z
     attributes_optional: z.array(attributeNameSchema).max(MAX_ATTRIBUTES_PER_CONTEXT).optional(),
     pvs_id: uuidSchema.optional(),
     expires_in_s: z.number().int().min(1).max(3600).optional(),
+    predicates: z.array(inSetPredicateSchema).min(1).max(MAX_PREDICATES_PER_CONTEXT).optional(),
   })
   .strict()
   .superRefine((v, c) => {
@@ -60,6 +87,18 @@ export const authContextInputSchema = z
     const all = [...(v.attributes_required ?? []), ...(v.attributes_optional ?? [])];
     if (new Set(all).size !== all.length) {
       c.addIssue({ code: 'custom', path: ['attributes_optional'], message: 'an attribute is listed twice' });
+    }
+    const predicated = (v.predicates ?? []).map((p) => p.attribute);
+    if (new Set(predicated).size !== predicated.length) {
+      c.addIssue({ code: 'custom', path: ['predicates'], message: 'one predicate per attribute' });
+    }
+    const disclosed = predicated.find((a) => all.includes(a));
+    if (disclosed !== undefined) {
+      c.addIssue({
+        code: 'custom',
+        path: ['predicates'],
+        message: `${disclosed} is asked for by value and by predicate: ask for one`,
+      });
     }
     if (all.length > MAX_ATTRIBUTES_PER_CONTEXT) {
       c.addIssue({

@@ -18,6 +18,15 @@ import { type AuditEntry, appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
 import { getUser, touchLastAuth } from '../users/service.ts';
+import {
+  inSetName,
+  inSetProofName,
+  loadPredicates,
+  predicateConsented,
+  proveAge,
+  proveInSet,
+  savePredicates,
+} from '../verification/zk.ts';
 import { ageAttributeName, ageOnDate } from './age.ts';
 
 export type ContextRow = AuthContextsTable;
@@ -99,6 +108,7 @@ export async function createAuthContext(
     updated_at: now,
   };
   await db.insertInto('auth_contexts').values(row).execute();
+  if (input.predicates) await savePredicates(db, row.id, input.predicates);
   return row;
 }
 
@@ -329,6 +339,10 @@ export async function resolveWithPalm(
   const ageName = minAge === null ? null : ageAttributeName(minAge);
   const ageConsented = ageName !== null && (consents.has(ageName) || consents.has('date_of_birth'));
   if (ageConsented && !lookup.includes('date_of_birth')) lookup.push('date_of_birth');
+  // Zero-knowledge predicates (docs/zk-proofs.md): the value is read to prove, never disclosed.
+  const predicates = await loadPredicates(db, row.id);
+  for (const p of predicates)
+    if (predicateConsented(consents, p) && !lookup.includes(p.attribute)) lookup.push(p.attribute);
   const values = await readAttributeValues(ctx, db, user.id, lookup, now);
 
   const attributes: Record<string, unknown> = {};
@@ -382,10 +396,42 @@ export async function resolveWithPalm(
   // when it was requested by name and consented.
   if (!requested.includes('date_of_birth')) delete attributes.date_of_birth;
 
+  const predicateValues: { predicate: (typeof predicates)[number]; value: string }[] = [];
+  for (const p of predicates) {
+    const value = values.get(p.attribute);
+    const ok = predicateConsented(consents, p) && typeof value === 'string';
+    if (!ok) missing.push(inSetName(p.attribute));
+    else {
+      attributes[inSetName(p.attribute)] = p.values.includes(value);
+      if (p.values.includes(value) && p.proof !== false) predicateValues.push({ predicate: p, value });
+    }
+    delete attributes[p.attribute];
+    audit.push({
+      userId: user.id,
+      vendorId: vendor.id,
+      attributeName: p.attribute,
+      operation: 'READ',
+      result: ok ? 'SUCCESS' : 'DENIED',
+    });
+  }
+
   let outcome: { status: 'completed' | 'failed'; reason?: FailureReason };
   if (missing.length > 0) outcome = { status: 'failed', reason: 'consent_missing' };
   else if (ageOk === false) outcome = { status: 'failed', reason: 'underage' };
   else outcome = { status: 'completed' };
+
+  // Proofs only for a completed context (nothing is disclosed otherwise) and only of true statements:
+  // an underage user gets `age_over_N: false` and no proof.
+  if (outcome.status === 'completed') {
+    const work = { ctx, db, authId: row.id, userId: user.id, now };
+    const dob = values.get('date_of_birth');
+    if (minAge !== null && ageOk === true && requested.includes('age_proof') && typeof dob === 'string') {
+      const proof = await proveAge(work, dob, minAge);
+      if (proof) attributes.age_proof = proof;
+    }
+    for (const { predicate, value } of predicateValues)
+      attributes[inSetProofName(predicate.attribute)] = await proveInSet(work, predicate, value);
+  }
 
   const result: AuthResult =
     outcome.status === 'completed'

@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import {
+  generateVerifierKey,
+  isVerifiedAttribute,
+  jwkThumbprint,
+  type TrustedVerifier,
+  VERIFIED_ATTRIBUTES,
+  type VerifiedAttributeName,
+} from '@palmid/shared/crypto/attestation.ts';
+import { AppError } from '@palmid/shared/errors.ts';
+import type { ProveResult } from '@palmid/shared/zk/prove.ts';
+import type { Kysely, Transaction } from 'kysely';
+import type { Db } from '../../db/index.ts';
+import { sealFor } from '../users/service.ts';
+
+/**
+ * Tables of the verification module (migration 0003_verification). They are typed here rather than in
+ * db/schema.ts so that the module owns them; `tables(db)` widens a Db handle to see them.
+ */
+export interface VerifiersTable {
+  id: string;
+  name: string;
+  /** Ed25519 public JWK `{kty, crv, x}` as JSON; the private half is printed once and never stored. */
+  public_jwk: string;
+  /** RFC 7638 thumbprint of the key, the attestation header's `kid`. */
+  kid: string;
+  /** Comma-separated verified attribute names this verifier may attest. */
+  attributes: string;
+  created_at: number | bigint;
+  revoked_at: number | bigint | null;
+}
+
+export interface ZkOpeningsTable {
+  auth_id: string;
+  /** `date_of_birth` or the in_set attribute. */
+  attribute: string;
+  user_id: string;
+  commitment: string;
+  /** `{attribute, value, salt}` sealed under the user's data key (AAD names the context and attribute). */
+  opening_enc: Uint8Array;
+  created_at: number | bigint;
+}
+
+export interface AttestationsTable {
+  id: string;
+  user_id: string;
+  attribute: string;
+  verifier_id: string;
+  /** The compact JWS as submitted, sealed under the user's data key. */
+  token_enc: Uint8Array;
+  created_at: number | bigint;
+}
+
+interface VerificationTables {
+  attestations: AttestationsTable;
+  verifiers: VerifiersTable;
+  zk_openings: ZkOpeningsTable;
+}
+
+type VDb = Kysely<VerificationTables> | Transaction<VerificationTables>;
+const tables = (db: Db): VDb => db as unknown as VDb;
+
+export const VERIFIED_ATTRIBUTE_NAMES = Object.keys(VERIFIED_ATTRIBUTES) as VerifiedAttributeName[];
+
+export function parseVerifiedAttributes(text: string): VerifiedAttributeName[] {
+  const names = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (names.length === 0)
+    throw new AppError('INVALID_REQUEST', 'at least one attribute is required', {
+      field: 'attributes',
+      reason: 'empty',
+    });
+  for (const n of names) {
+    if (!isVerifiedAttribute(n))
+      throw new AppError(
+        'INVALID_REQUEST',
+        `'${n}' is not a verified attribute (allowed: ${VERIFIED_ATTRIBUTE_NAMES.join(', ')})`,
+        { field: 'attributes', reason: 'not_verified_kind' },
+      );
+  }
+  return [...new Set(names)] as VerifiedAttributeName[];
+}
+
+export interface CreatedVerifier {
+  verifier_id: string;
+  name: string;
+  attributes: VerifiedAttributeName[];
+  kid: string;
+  public_jwk: TrustedVerifier['publicKey'];
+  /** The private key, shown once to hand to the issuer; the service keeps only the public half. */
+  private_jwk: { kty: 'OKP'; crv: 'Ed25519'; x: string; d: string; kid: string; alg: 'EdDSA' };
+}
+
+export async function createVerifier(
+  db: Db,
+  input: { name: string; attributes: VerifiedAttributeName[] },
+  now: number = Date.now(),
+): Promise<CreatedVerifier> {
+  const id = `vrf_${randomUUID()}`;
+  const key = generateVerifierKey(id);
+  const jwk = key.privateKey.export({ format: 'jwk' });
+  await tables(db)
+    .insertInto('verifiers')
+    .values({
+      id,
+      name: input.name,
+      public_jwk: JSON.stringify(key.publicKey),
+      kid: key.kid,
+      attributes: input.attributes.join(','),
+      created_at: now,
+      revoked_at: null,
+    })
+    .execute();
+  return {
+    verifier_id: id,
+    name: input.name,
+    attributes: input.attributes,
+    kid: key.kid,
+    public_jwk: key.publicKey,
+    private_jwk: { kty: 'OKP', crv: 'Ed25519', x: jwk.x ?? '', d: jwk.d ?? '', kid: key.kid, alg: 'EdDSA' },
+  };
+}
+
+export interface VerifierInfo {
+  verifier_id: string;
+  name: string;
+  attributes: string[];
+  kid: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export async function listVerifiers(db: Db): Promise<VerifierInfo[]> {
+  const rows = await tables(db).selectFrom('verifiers').selectAll().orderBy('created_at').execute();
+  return rows.map((r) => ({
+    verifier_id: r.id,
+    name: r.name,
+    attributes: r.attributes.split(','),
+    kid: r.kid,
+    created_at: new Date(Number(r.created_at)).toISOString(),
+    revoked_at: r.revoked_at === null ? null : new Date(Number(r.revoked_at)).toISOString(),
+  }));
+}
+
+export async function revokeVerifier(db: Db, id: string, now: number = Date.now()) {
+  const row = await tables(db)
+    .selectFrom('verifiers')
+    .select(['revoked_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row) throw new AppError('NOT_FOUND', `No verifier ${id}`, { field: 'verifier_id', reason: 'unknown' });
+  if (row.revoked_at === null)
+    await tables(db).updateTable('verifiers').set({ revoked_at: now }).where('id', '=', id).execute();
+  const at = row.revoked_at === null ? now : Number(row.revoked_at);
+  return { verifier_id: id, revoked_at: new Date(at).toISOString() };
+}
+
+/** Registered verifiers in the shape `verifyAttestation` trusts (revoked ones included, with revokedAt). */
+export async function trustedVerifiers(db: Db): Promise<TrustedVerifier[]> {
+  const rows = await tables(db).selectFrom('verifiers').selectAll().execute();
+  return rows.map((r) => {
+    const publicKey = JSON.parse(r.public_jwk) as TrustedVerifier['publicKey'];
+    if (jwkThumbprint(publicKey) !== r.kid)
+      throw new Error(`verifier ${r.id}: stored kid does not match key`);
+    return {
+      verifierId: r.id,
+      publicKey,
+      attributes: r.attributes.split(',').filter(isVerifiedAttribute),
+      ...(r.revoked_at !== null ? { revokedAt: new Date(Number(r.revoked_at)).toISOString() } : {}),
+    };
+  });
+}
+
+/** Keeps a proof's commitment opening for disputes, sealed under the user's data key (crypto-shredded on erasure). */
+export async function saveOpening(
+  db: Db,
+  args: {
+    authId: string;
+    userId: string;
+    dataKey: Buffer;
+    commitment: string;
+    opening: ProveResult['opening'];
+    now: number;
+  },
+): Promise<void> {
+  await tables(db)
+    .insertInto('zk_openings')
+    .values({
+      auth_id: args.authId,
+      attribute: args.opening.attribute,
+      user_id: args.userId,
+      commitment: args.commitment,
+      opening_enc: sealFor(
+        args.dataKey,
+        args.userId,
+        `zk-opening:${args.authId}:${args.opening.attribute}`,
+        args.opening,
+      ),
+      created_at: args.now,
+    })
+    .execute();
+}
+
+export async function readOpenings(db: Db, authId: string) {
+  return tables(db).selectFrom('zk_openings').selectAll().where('auth_id', '=', authId).execute();
+}
+
+export async function saveAttestation(
+  db: Db,
+  args: {
+    userId: string;
+    attribute: string;
+    verifierId: string;
+    token: string;
+    dataKey: Buffer;
+    now: number;
+  },
+): Promise<void> {
+  const id = randomUUID();
+  await tables(db)
+    .insertInto('attestations')
+    .values({
+      id,
+      user_id: args.userId,
+      attribute: args.attribute,
+      verifier_id: args.verifierId,
+      token_enc: sealFor(args.dataKey, args.userId, `attestation:${id}`, args.token),
+      created_at: args.now,
+    })
+    .execute();
+}
