@@ -46,6 +46,10 @@ export class RedisEventHub extends LocalEventHub {
     sub.on('close', () => {
       lostAt ??= Date.now();
     });
+    // Connection errors repeat on every retry while Redis is away: report those of the first second only.
+    sub.on('error', (err: Error) => {
+      if (lostAt === undefined || Date.now() - lostAt < 1000) this.#report(err, 'subscriber');
+    });
     sub.on('ready', () => {
       if (lostAt === undefined || this.#closed) return;
       const since = lostAt;
