@@ -1,0 +1,333 @@
+import { createPrivateKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createAttestation, generateVerifierKey } from '@palmid/shared/crypto/attestation.ts';
+import {
+  deriveServiceKey,
+  generateServiceKey,
+  type PredicateProof,
+  parseServicePublicKey,
+  releaseZkResources,
+  type ServicePublicKey,
+  verifyPredicateProof,
+} from '@palmid/shared/zk/index.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
+import { writeAttribute } from '../attributes/service.ts';
+import { grantConsent } from '../consents/service.ts';
+import { addPalm, dataKeyOf, openFor } from '../users/service.ts';
+import { createVerifier, readOpenings, revokeVerifier } from './store.ts';
+import { proofTimings } from './zk.ts';
+
+/**
+ * Issue 6 end to end through the server's interfaces: entrance contexts with `age_proof` and `in_set`
+ * predicates, the published key, verified attributes from attestations. CONTRACT §7.
+ */
+const DAY = 86_400_000;
+const tpl = (s: string) => Buffer.from(`palm-template-${s}`.padEnd(24, '0')).toString('base64');
+
+describe('zero-knowledge proofs in the server flow', () => {
+  let t: TestApp;
+  const clock = Date.parse('2026-06-01T12:00:00Z');
+  let key: string;
+  let vendorId: string;
+  let serviceKey: ServicePublicKey;
+  const users: Record<string, { userId: string; token: string }> = {};
+
+  const api = (method: 'GET' | 'POST', url: string, body?: unknown) =>
+    t.app.inject({
+      method,
+      url,
+      headers: { 'x-api-key': key },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+  const asUser = (name: string, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) =>
+    t.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${users[name]!.token}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+  const entrance = async (who: string, context: Record<string, unknown>) => {
+    const res = await api('POST', '/api/v1/auth', {
+      auth_context: { type: 'entrance', ...context },
+      palm: { template: tpl(who) },
+    });
+    expect(res.statusCode).toBe(200);
+    return res.json().data as {
+      auth_id: string;
+      status: string;
+      auth_result: { success: boolean; reason?: string; attributes: Record<string, unknown> };
+    };
+  };
+
+  async function enrol(name: string, dob: string, consented: string[]) {
+    const u = await seedUser(t.ctx);
+    users[name] = u;
+    const db = t.ctx.database.db;
+    const dk = await dataKeyOf(t.ctx, db, u.userId);
+    const template = new Uint8Array(Buffer.from(tpl(name), 'base64'));
+    const palmId = await addPalm(t.ctx, db, u.userId, dk, { hand: 'right', template });
+    t.ctx.gallery.add({ palmId, userId: u.userId, hand: 'right', template });
+    await writeAttribute(t.ctx, db, u.userId, { name: 'date_of_birth', value: dob }, 'user', clock);
+    await grantConsent(
+      db,
+      u.userId,
+      {
+        vendor_id: vendorId,
+        attributes: consented.map((n) => ({ name: n, purpose: 'entry', retention_days: 0 })),
+      },
+      clock,
+    );
+  }
+
+  beforeAll(async () => {
+    t = await createTestApp({}, () => clock);
+    const v = await seedVendor(t.ctx, 'Club Z');
+    key = v.api_key;
+    vendorId = v.vendor_id;
+    // 25 years old; exactly one day short of 21 (turns 21 tomorrow); consented but no membership.
+    await enrol('alice', '2000-06-02', ['age_over_21', 'membership_status_in_set']);
+    await enrol('bob', '2005-06-02', ['age_over_21']);
+    await enrol('carol', '1990-01-01', []);
+  }, 60_000);
+  afterAll(async () => {
+    await t.close();
+    await releaseZkResources();
+  });
+
+  it('publishes the service key derived from the master key, without an API key', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/keys/zk' });
+    expect(res.statusCode).toBe(200);
+    serviceKey = parseServicePublicKey(res.json().data);
+    const master = Buffer.from(readFileSync(join(t.dir, 'master.key'), 'utf8').trim(), 'hex');
+    expect(serviceKey).toEqual(deriveServiceKey(master).publicKey);
+    expect(JSON.stringify(res.json())).not.toMatch(/"d"/);
+  });
+
+  let proof: PredicateProof;
+  let authId: string;
+
+  it('entrance with age_proof: age_over_21 and a proof that verifies offline; no birth date', async () => {
+    const data = await entrance('alice', { minimum_age: 21, attributes_optional: ['age_proof'] });
+    expect(data.status).toBe('completed');
+    expect(data.auth_result.attributes.age_over_21).toBe(true);
+    expect(JSON.stringify(data)).not.toContain('2000-06-02');
+    expect(JSON.stringify(data)).not.toContain('20000602');
+    proof = data.auth_result.attributes.age_proof as PredicateProof;
+    authId = data.auth_id;
+    expect(proof.statement).toMatchObject({
+      auth_id: authId,
+      predicate: { type: 'age_over', minimum_age: 21 },
+    });
+    const ok = await verifyPredicateProof(proof, {
+      serviceKey,
+      authId,
+      minimumAge: 21,
+      now: new Date(clock),
+    });
+    expect(ok).toMatchObject({ valid: true });
+    // The status endpoint returns the same proof.
+    const status = (await api('GET', `/api/v1/auth/${authId}/status`)).json().data;
+    expect(status.auth_result.attributes.age_proof).toEqual(proof);
+  }, 60_000);
+
+  it('keeps the commitment opening sealed under the user data key', async () => {
+    const db = t.ctx.database.db;
+    const [row] = await readOpenings(db, authId);
+    expect(row?.commitment).toBe(proof.commitment);
+    const dk = await dataKeyOf(t.ctx, db, users.alice!.userId);
+    const opening = openFor(dk, users.alice!.userId, `zk-opening:${authId}:date_of_birth`, row!.opening_enc);
+    expect(opening).toMatchObject({ attribute: 'date_of_birth', value: '2000-06-02' });
+    expect(Buffer.from(row!.opening_enc).toString('latin1')).not.toContain('2000-06-02');
+  });
+
+  it('tampered proof, other auth id, other N, other key all fail', async () => {
+    const now = new Date(clock);
+    const tampered = structuredClone(proof);
+    tampered.proof.pi_a[0] = (BigInt(tampered.proof.pi_a[0]!) + 1n).toString();
+    expect(await verifyPredicateProof(tampered, { serviceKey, authId, minimumAge: 21, now })).toMatchObject({
+      valid: false,
+    });
+    const other = await entrance('alice', { minimum_age: 21, attributes_optional: ['age_proof'] });
+    expect(
+      await verifyPredicateProof(proof, { serviceKey, authId: other.auth_id, minimumAge: 21, now }),
+    ).toMatchObject({
+      valid: false,
+      reason: 'auth_id_mismatch',
+    });
+    expect(await verifyPredicateProof(proof, { serviceKey, authId, minimumAge: 22, now })).toMatchObject({
+      valid: false,
+      reason: 'predicate_mismatch',
+    });
+    expect(
+      await verifyPredicateProof(proof, {
+        serviceKey: generateServiceKey().publicKey,
+        authId,
+        minimumAge: 21,
+        now,
+      }),
+    ).toMatchObject({ valid: false, reason: 'untrusted_service_key' });
+  }, 60_000);
+
+  it('a user aged N − 1 day gets age_over_N: false, underage, and no proof', async () => {
+    const data = await entrance('bob', { minimum_age: 21, attributes_optional: ['age_proof'] });
+    expect(data.status).toBe('failed');
+    expect(data.auth_result.reason).toBe('underage');
+    expect(data.auth_result.attributes).toEqual({ age_over_21: false });
+    expect(await readOpenings(t.ctx.database.db, data.auth_id)).toHaveLength(0);
+  });
+
+  it('no proof without consent, and none unless asked for', async () => {
+    const carol = await entrance('carol', { minimum_age: 18, attributes_optional: ['age_proof'] });
+    expect(carol.auth_result).toMatchObject({ success: false, reason: 'consent_missing' });
+    expect(carol.auth_result.attributes.age_proof).toBeUndefined();
+    const plain = await entrance('alice', { minimum_age: 21 });
+    expect(plain.auth_result.attributes).toEqual({ age_over_21: true });
+  });
+
+  it('validates predicates at creation', async () => {
+    const bad = [
+      { type: 'in_set', attribute: 'membership_status', values: [] },
+      {
+        type: 'in_set',
+        attribute: 'membership_status',
+        values: Array.from({ length: 9 }, (_, i) => `v${i}`),
+      },
+      { type: 'in_set', attribute: 'date_of_birth', values: ['x'] },
+      { type: 'range', attribute: 'membership_status', values: ['x'] },
+    ];
+    for (const p of bad) {
+      const res = await api('POST', '/api/v1/auth/create', {
+        auth_context: { type: 'entrance', predicates: [p] },
+      });
+      expect(res.statusCode, JSON.stringify(p)).toBe(400);
+    }
+    const both = await api('POST', '/api/v1/auth/create', {
+      auth_context: {
+        type: 'entrance',
+        attributes_optional: ['membership_status'],
+        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold'] }],
+      },
+    });
+    expect(both.statusCode).toBe(400);
+  });
+
+  describe('verified attributes and membership predicate', () => {
+    let issuer: Awaited<ReturnType<typeof createVerifier>>;
+    const signer = () => {
+      const k = generateVerifierKey(issuer.verifier_id);
+      return {
+        ...k,
+        kid: issuer.kid,
+        publicKey: issuer.public_jwk,
+        privateKey: createPrivateKey({ key: issuer.private_jwk, format: 'jwk' }),
+      };
+    };
+    const attest = (subject: string, value: string, validUntil = new Date(clock + 30 * DAY)) =>
+      createAttestation(signer(), {
+        subject,
+        attribute: 'membership_status',
+        value,
+        validUntil,
+        issuedAt: new Date(clock - 1000),
+      });
+
+    beforeAll(async () => {
+      issuer = await createVerifier(t.ctx.database.db, {
+        name: 'Gym chain',
+        attributes: ['membership_status', 'age_verified'],
+      });
+    });
+
+    it('users cannot write verified kinds themselves', async () => {
+      const res = await asUser('alice', 'PUT', '/v1/attributes/membership_status', { value: 'gold' });
+      expect(res.statusCode).toBe(403);
+    });
+
+    it('expired attestation, another user, garbage: 400 with the reason; nothing stored', async () => {
+      const expired = await asUser('alice', 'POST', '/v1/attributes/verified', {
+        attestation: attest(users.alice!.userId, 'gold', new Date(clock - 2 * 60_000)),
+      });
+      expect(expired.statusCode).toBe(400);
+      expect(expired.json().error.details).toMatchObject({ field: 'attestation', reason: 'expired' });
+      const wrong = await asUser('alice', 'POST', '/v1/attributes/verified', {
+        attestation: attest(users.bob!.userId, 'gold'),
+      });
+      expect(wrong.json().error.details.reason).toBe('wrong_subject');
+      const garbage = await asUser('alice', 'POST', '/v1/attributes/verified', { attestation: 'a.b.c' });
+      expect(garbage.statusCode).toBe(400);
+      expect((await asUser('alice', 'GET', '/v1/attributes/membership_status')).statusCode).toBe(404);
+    });
+
+    it('a valid attestation stores the value with verified_by and the expiry', async () => {
+      const res = await asUser('alice', 'POST', '/v1/attributes/verified', {
+        attestation: attest(users.alice!.userId, 'gold'),
+      });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().data).toMatchObject({
+        name: 'membership_status',
+        kind: 'verified',
+        value: 'gold',
+        verified_by: issuer.verifier_id,
+        valid_until: new Date(Math.floor((clock + 30 * DAY) / 1000) * 1000).toISOString(),
+      });
+      const item = (await asUser('alice', 'GET', '/v1/attributes/membership_status')).json().data;
+      expect(item).toMatchObject({ kind: 'verified', value: 'gold', verified_by: issuer.verifier_id });
+    });
+
+    it('in_set predicate: true with a proof that verifies; the value is never disclosed', async () => {
+      const data = await entrance('alice', {
+        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold', 'platinum'] }],
+      });
+      expect(data.status).toBe('completed');
+      expect(data.auth_result.attributes.membership_status_in_set).toBe(true);
+      expect(data.auth_result.attributes.membership_status).toBeUndefined();
+      const p = data.auth_result.attributes.membership_status_proof as PredicateProof;
+      const ok = await verifyPredicateProof(p, {
+        serviceKey,
+        authId: data.auth_id,
+        inSet: { attribute: 'membership_status', values: ['gold', 'platinum'] },
+        now: new Date(clock),
+      });
+      expect(ok).toMatchObject({ valid: true });
+      // A vendor that accepts only platinum does not accept this proof.
+      const narrower = await verifyPredicateProof(p, {
+        serviceKey,
+        authId: data.auth_id,
+        inSet: { attribute: 'membership_status', values: ['platinum'] },
+        now: new Date(clock),
+      });
+      expect(narrower).toMatchObject({ valid: false, reason: 'predicate_mismatch' });
+    }, 60_000);
+
+    it('in_set false: no proof; without consent: consent_missing', async () => {
+      const no = await entrance('alice', {
+        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['platinum'] }],
+      });
+      expect(no.auth_result.attributes).toEqual({ membership_status_in_set: false });
+      const bob = await entrance('bob', {
+        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold'] }],
+      });
+      expect(bob.auth_result).toMatchObject({ success: false, reason: 'consent_missing' });
+    });
+
+    it('a revoked verifier is refused (403)', async () => {
+      await revokeVerifier(t.ctx.database.db, issuer.verifier_id, clock - 1000);
+      const res = await asUser('alice', 'POST', '/v1/attributes/verified', {
+        attestation: attest(users.alice!.userId, 'platinum'),
+      });
+      expect(res.statusCode).toBe(403);
+      expect(res.json().error.details.reason).toBe('revoked_issuer');
+    });
+  });
+
+  it('proving stays within budget inside the request (median of this run, informative)', () => {
+    const ms = [...proofTimings.last_ms].sort((a, b) => a - b);
+    expect(ms.length).toBeGreaterThan(2);
+    // eslint-disable-next-line no-console
+    console.log(
+      `zk proofs in the server flow: n=${ms.length} median ${ms[Math.floor(ms.length / 2)]!.toFixed(0)} ms, max ${ms.at(-1)!.toFixed(0)} ms (first includes warm-up)`,
+    );
+  });
+});
