@@ -16,6 +16,7 @@ const TSX = join(HERE, '..', 'node_modules', '.bin', 'tsx');
 /** name → what it measures. A registered bench whose file is absent is skipped with a note. */
 const BENCHES: Record<string, string> = {
   http: 'vendor routes under load: SQLite, PostgreSQL, two instances behind round-robin, vs bare Fastify',
+  store: 'database bytes per enrolled user and per authentication, SQLite and PostgreSQL',
   palm: '1:N identification latency at 1M templates, memory per template',
   zk: 'zero-knowledge age proof generation and verification',
   e2e: 'end-to-end latency, context created → vendor notified, real processes (p50/p95 over 100 runs)',
