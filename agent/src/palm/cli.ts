@@ -5,6 +5,7 @@ import { AppError } from '@palmid/shared/errors.ts';
 import { compareTemplates } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate, TEMPLATE_MAGIC } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
+import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
 import { SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
 import sharp from 'sharp';
@@ -238,6 +239,7 @@ export function buildCli(): Command {
       bar?.stop();
       console.log(JSON.stringify(report, null, 2));
     });
+  program.addCommand(verifyProofCommand());
   return program;
 }
 
