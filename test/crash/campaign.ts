@@ -241,5 +241,9 @@ export async function runCrashCampaign(opts: {
     return figures;
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    // one bundle per process; drop it so node_modules/.cache does not fill up with old ones
+    const b = await bundled?.catch(() => undefined);
+    bundled = undefined;
+    if (b) rmSync(b, { force: true });
   }
 }
