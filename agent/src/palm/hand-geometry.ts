@@ -188,8 +188,35 @@ export function locateHand(frame: GrayImage): HandGeometry {
       geometry.hand = rel > 0 ? 'right' : 'left';
     }
   }
+  if (geometry.hand === null) geometry.hand = handFromMass(geometry, w, h);
   // hand cut by the frame (the wrist side is expected to leave the frame)
   const reach = radius * 1.35;
   geometry.touchesEdge = cx - reach < 0 || cx + reach >= w || cy - reach * 1.6 < 0;
   return geometry;
+}
+
+/**
+ * Fallback when the thumb does not cross the scan ring (short thumb, tucked in): the thumb side
+ * carries more hand outside the palm circle, beside the palm (away from fingers and wrist).
+ */
+function handFromMass(g: HandGeometry, w: number, h: number): 'left' | 'right' | null {
+  if (g.up === null) return null;
+  let right = 0;
+  let left = 0;
+  const r2min = (1.1 * g.radius) ** 2;
+  const r2max = (2.2 * g.radius) ** 2;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      if (!g.mask[y * w + x]) continue;
+      const dx = x - g.cx;
+      const dy = y - g.cy;
+      const d2 = dx * dx + dy * dy;
+      if (d2 < r2min || d2 > r2max) continue;
+      const rel = Math.atan2(Math.sin(Math.atan2(dy, dx) - g.up), Math.cos(Math.atan2(dy, dx) - g.up));
+      if (rel > 0.7 && rel < 2.2) right++;
+      else if (rel < -0.7 && rel > -2.2) left++;
+    }
+  }
+  if (Math.max(left, right) < 1.3 * Math.min(left, right) + 10) return null;
+  return right > left ? 'right' : 'left';
 }

@@ -40,7 +40,7 @@ export const LIMITS = {
   minHandMean: 60,
   maxSaturated: 0.25,
   minRelativeRadius: 0.13,
-  maxAnisotropy: 2.4,
+  maxAnisotropy: 3.2,
   minSharpness: 0.3,
   /** below minSharpness, a directional smear means motion rather than defocus */
   motionAnisotropy: 1.9,
