@@ -312,6 +312,30 @@ describe('zero-knowledge proofs in the server flow', () => {
       expect(bob.auth_result).toMatchObject({ success: false, reason: 'consent_missing' });
     });
 
+    it('an attested value past its expiry proves nothing', async () => {
+      // Dave's membership was attested earlier and expired a second ago: it is not disclosed or proved.
+      await enrol('dave', '1980-01-01', ['membership_status_in_set']);
+      await writeAttribute(
+        t.ctx,
+        t.ctx.database.db,
+        users.dave!.userId,
+        {
+          name: 'membership_status',
+          value: 'gold',
+          validUntil: clock - 1000,
+          verifiedBy: issuer.verifier_id,
+        },
+        'trusted',
+        clock - 30 * DAY,
+      );
+      const data = await entrance('dave', {
+        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold'] }],
+      });
+      expect(data.auth_result).toMatchObject({ success: false, reason: 'consent_missing' });
+      expect(data.auth_result.attributes.membership_status_proof).toBeUndefined();
+      expect(await readOpenings(t.ctx.database.db, data.auth_id)).toHaveLength(0);
+    });
+
     it('a revoked verifier is refused (403)', async () => {
       await revokeVerifier(t.ctx.database.db, issuer.verifier_id, clock - 1000);
       const res = await asUser('alice', 'POST', '/v1/attributes/verified', {
