@@ -103,6 +103,10 @@ describe('zero-knowledge proofs in the server flow', () => {
     const master = Buffer.from(readFileSync(join(t.dir, 'master.key'), 'utf8').trim(), 'hex');
     expect(serviceKey).toEqual(deriveServiceKey(master).publicKey);
     expect(JSON.stringify(res.json())).not.toMatch(/"d"/);
+    const openapi = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
+    for (const path of ['/api/v1/keys/zk', '/v1/attributes/verified', '/v1/attributes/import'])
+      expect(openapi.paths[path], path).toBeDefined();
+    expect(JSON.stringify(openapi.paths['/api/v1/auth/create'])).toContain('in_set');
   });
 
   let proof: PredicateProof;
