@@ -88,6 +88,13 @@ export const authContextInputSchema = z
     if (new Set(all).size !== all.length) {
       c.addIssue({ code: 'custom', path: ['attributes_optional'], message: 'an attribute is listed twice' });
     }
+    if (all.includes('age_proof') && v.minimum_age === undefined) {
+      c.addIssue({
+        code: 'custom',
+        path: [v.attributes_required?.includes('age_proof') ? 'attributes_required' : 'attributes_optional'],
+        message: 'age_proof needs an entrance context with minimum_age',
+      });
+    }
     const predicated = (v.predicates ?? []).map((p) => p.attribute);
     if (new Set(predicated).size !== predicated.length) {
       c.addIssue({ code: 'custom', path: ['predicates'], message: 'one predicate per attribute' });

@@ -207,6 +207,11 @@ describe('zero-knowledge proofs in the server flow', () => {
       });
       expect(res.statusCode, JSON.stringify(p)).toBe(400);
     }
+    const noAge = await api('POST', '/api/v1/auth/create', {
+      auth_context: { type: 'entrance', attributes_optional: ['age_proof'] },
+    });
+    expect(noAge.statusCode).toBe(400);
+    expect(noAge.json().error.details.field).toBe('auth_context.attributes_optional');
     const both = await api('POST', '/api/v1/auth/create', {
       auth_context: {
         type: 'entrance',
