@@ -122,30 +122,17 @@ export function locateHand(frame: GrayImage): HandGeometry {
     touchesEdge: false,
   };
   if (radius < 4) return geometry;
-  // circular scan through the fingers
-  const R = radius * 1.65;
+  // circular scans through the fingers; a short thumb may cross only a tighter or a wider ring
   const N = 360;
-  const ring = new Uint8Array(N);
-  for (let k = 0; k < N; k++) {
-    const a = (2 * Math.PI * k) / N;
-    const x = Math.round(cx + R * Math.cos(a));
-    const y = Math.round(cy + R * Math.sin(a));
-    ring[k] = x >= 0 && y >= 0 && x < w && y < h ? mask[y * w + x]! : 0;
-  }
-  // runs of foreground (cyclic), starting from a background sample
-  const start = ring.indexOf(0);
-  if (start < 0) return geometry;
-  const runs: Array<{ from: number; len: number }> = [];
-  for (let k = 0; k < N; k++) {
-    const idx = (start + k) % N;
-    if (ring[idx]) {
-      const last = runs[runs.length - 1];
-      if (last && (last.from + last.len) % N === idx) last.len++;
-      else runs.push({ from: idx, len: 1 });
+  let narrow: Array<{ from: number; len: number }> = [];
+  for (const k of [1.65, 1.45, 1.9]) {
+    const found = ringRuns(mask, w, h, cx, cy, radius * k, N);
+    if (found.length >= 5 && found.length <= 6) {
+      narrow = found;
+      break;
     }
+    if (narrow.length === 0 && found.length === 4) narrow = found;
   }
-  const widest = runs.reduce((m, r) => (r.len > m.len ? r : m), runs[0] ?? { from: 0, len: 0 });
-  const narrow = runs.filter((r) => r !== widest && r.len >= 3 && r.len <= 40);
   geometry.fingers = narrow.length;
   const centre = (r: { from: number; len: number }) => (2 * Math.PI * (r.from + r.len / 2)) / N;
   if (narrow.length < 4 || narrow.length > 6) return geometry;
@@ -188,35 +175,32 @@ export function locateHand(frame: GrayImage): HandGeometry {
       geometry.hand = rel > 0 ? 'right' : 'left';
     }
   }
-  if (geometry.hand === null) geometry.hand = handFromMass(geometry, w, h);
   // hand cut by the frame (the wrist side is expected to leave the frame)
   const reach = radius * 1.35;
   geometry.touchesEdge = cx - reach < 0 || cx + reach >= w || cy - reach * 1.6 < 0;
   return geometry;
 }
 
-/**
- * Fallback when the thumb does not cross the scan ring (short thumb, tucked in): the thumb side
- * carries more hand outside the palm circle, beside the palm (away from fingers and wrist).
- */
-function handFromMass(g: HandGeometry, w: number, h: number): 'left' | 'right' | null {
-  if (g.up === null) return null;
-  let right = 0;
-  let left = 0;
-  const r2min = (1.1 * g.radius) ** 2;
-  const r2max = (2.2 * g.radius) ** 2;
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      if (!g.mask[y * w + x]) continue;
-      const dx = x - g.cx;
-      const dy = y - g.cy;
-      const d2 = dx * dx + dy * dy;
-      if (d2 < r2min || d2 > r2max) continue;
-      const rel = Math.atan2(Math.sin(Math.atan2(dy, dx) - g.up), Math.cos(Math.atan2(dy, dx) - g.up));
-      if (rel > 0.7 && rel < 2.2) right++;
-      else if (rel < -0.7 && rel > -2.2) left++;
+/** Narrow foreground runs (fingers, thumb) on a circle; the widest run (the wrist) is dropped. */
+function ringRuns(mask: Uint8Array, w: number, h: number, cx: number, cy: number, R: number, N: number) {
+  const ring = new Uint8Array(N);
+  for (let k = 0; k < N; k++) {
+    const a = (2 * Math.PI * k) / N;
+    const x = Math.round(cx + R * Math.cos(a));
+    const y = Math.round(cy + R * Math.sin(a));
+    ring[k] = x >= 0 && y >= 0 && x < w && y < h ? mask[y * w + x]! : 0;
+  }
+  const start = ring.indexOf(0);
+  if (start < 0) return [];
+  const runs: Array<{ from: number; len: number }> = [];
+  for (let k = 0; k < N; k++) {
+    const idx = (start + k) % N;
+    if (ring[idx]) {
+      const last = runs[runs.length - 1];
+      if (last && (last.from + last.len) % N === idx) last.len++;
+      else runs.push({ from: idx, len: 1 });
     }
   }
-  if (Math.max(left, right) < 1.3 * Math.min(left, right) + 10) return null;
-  return right > left ? 'right' : 'left';
+  const widest = runs.reduce((m, r) => (r.len > m.len ? r : m), runs[0] ?? { from: 0, len: 0 });
+  return runs.filter((r) => r !== widest && r.len >= 3 && r.len <= 40);
 }

@@ -1,7 +1,7 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { describe, expect, it } from 'vitest';
-import { processCapture } from './pipeline.ts';
+import { LIVENESS_THRESHOLD, processCapture } from './pipeline.ts';
 
 describe('processCapture', () => {
   it('turns a good frame into a template with hand, quality and liveness', async () => {
@@ -13,7 +13,7 @@ describe('processCapture', () => {
       const t = decodeTemplate(r.template);
       expect(t.hand).toBe(hand);
       expect(t.quality).toBe(r.quality);
-      expect(r.liveness).toBeGreaterThanOrEqual(50);
+      expect(r.liveness).toBeGreaterThanOrEqual(LIVENESS_THRESHOLD);
     }
   });
 

@@ -46,7 +46,7 @@ export const LIMITS = {
   motionAnisotropy: 1.9,
 } as const;
 /** Liveness score (0–100) at or above which a capture counts as a live hand. */
-export const LIVENESS_THRESHOLD = 50;
+export const LIVENESS_THRESHOLD = 40;
 
 const MESSAGES: Record<CaptureRejection, string> = {
   no_hand: 'No hand in view',

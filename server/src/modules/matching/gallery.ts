@@ -57,7 +57,7 @@ export class MemoryGallery implements Gallery {
 
   constructor(options: GalleryOptions = {}) {
     this.threshold = options.threshold ?? MATCH_THRESHOLD;
-    this.k = options.candidates ?? 48;
+    this.k = options.candidates ?? 200;
     this.capacity = Math.max(16, options.capacity ?? 1024);
     this.packed = new Uint32Array(this.capacity * PACKED_WORDS);
     this.signatures = new Uint32Array(this.capacity * SIGNATURE_WORDS);
