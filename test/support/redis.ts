@@ -90,6 +90,7 @@ export async function startRedis(): Promise<TestRedis> {
           maxRetriesPerRequest: 0,
           retryStrategy: () => null,
         });
+        client.on('error', () => {}); // refused until the server listens: connect() rejects, which is enough
         try {
           await client.connect();
           return (await client.ping()) === 'PONG';
