@@ -14,7 +14,8 @@ suite(`RedisEventHub${skip ? ` (${skip})` : ''}`, () => {
   const hub = async () => {
     const client = new Redis(redis.url);
     clients.push(client);
-    const h = await RedisEventHub.connect(client);
+    // Every hub here hears the malformed messages of the last test: keep them quiet.
+    const h = await RedisEventHub.connect(client, { onError: () => {} });
     hubs.push(h);
     return h;
   };
