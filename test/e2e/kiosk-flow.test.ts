@@ -193,8 +193,15 @@ describe('kiosk end to end', () => {
 
   it('server restart mid-flow: the agent reconnects and a context created while it was away completes', async () => {
     await walkUp({ off: true });
+    const dueDuringOutage = await createContext({ type: 'login', expires_in_s: 3 });
     await server.stop('SIGKILL');
+    await new Promise((r) => setTimeout(r, 3500));
     server = await startServer({ ...serverEnv, PORT: String(server.port) });
+    // the deadline is stored: a context that fell due while the server was down is expired after restart
+    const expired = await api(server.base, 'GET', `/api/v1/auth/${dueDuringOutage}/status`, {
+      key: vendor.api_key,
+    });
+    expect(expired.body.data).toMatchObject({ status: 'expired', auth_result: { reason: 'expired' } });
     const reconnects = () => agent!.output.filter((l) => /connected to /.test(l)).length;
     const before = reconnects();
     const deadline = Date.now() + 45_000;
