@@ -122,17 +122,9 @@ export function locateHand(frame: GrayImage): HandGeometry {
     touchesEdge: false,
   };
   if (radius < 4) return geometry;
-  // circular scans through the fingers; a short thumb may cross only a tighter or a wider ring
+  // circular scan through the fingers (and, usually, the thumb)
   const N = 360;
-  let narrow: Array<{ from: number; len: number }> = [];
-  for (const k of [1.65, 1.45, 1.9]) {
-    const found = ringRuns(mask, w, h, cx, cy, radius * k, N);
-    if (found.length >= 5 && found.length <= 6) {
-      narrow = found;
-      break;
-    }
-    if (narrow.length === 0 && found.length === 4) narrow = found;
-  }
+  const narrow = ringRuns(mask, w, h, cx, cy, radius * 1.65, N);
   geometry.fingers = narrow.length;
   const centre = (r: { from: number; len: number }) => (2 * Math.PI * (r.from + r.len / 2)) / N;
   if (narrow.length < 4 || narrow.length > 6) return geometry;
@@ -166,14 +158,24 @@ export function locateHand(frame: GrayImage): HandGeometry {
   if (Math.abs(diff) < 0.6) up += diff / 2;
   else if (Math.abs(Math.abs(diff) - Math.PI) < 0.6) up += (diff > 0 ? diff - Math.PI : diff + Math.PI) / 2;
   geometry.up = up;
-  if (narrow.length >= 5) {
-    const groupSet = new Set(group);
-    const thumb = angles.find((a) => !groupSet.has(a));
-    if (thumb !== undefined) {
-      // thumb on the right of "up" (clockwise in image coordinates, y down) → right hand
-      const rel = Math.atan2(Math.sin(thumb - up), Math.cos(thumb - up));
-      geometry.hand = rel > 0 ? 'right' : 'left';
+  const groupSet = new Set(group);
+  let thumb = narrow.length >= 5 ? angles.find((a) => !groupSet.has(a)) : undefined;
+  if (thumb === undefined) {
+    // a short thumb may cross only a tighter or a wider ring: look there for a run well away
+    // from the four fingers (the geometry above still comes from the main ring)
+    const far = (a: number) =>
+      group.every((f) => Math.abs(Math.atan2(Math.sin(a - f), Math.cos(a - f))) > 0.45);
+    for (const k of [1.45, 1.9]) {
+      thumb = ringRuns(mask, w, h, cx, cy, radius * k, N)
+        .map(centre)
+        .find(far);
+      if (thumb !== undefined) break;
     }
+  }
+  if (thumb !== undefined) {
+    // thumb on the right of "up" (clockwise in image coordinates, y down) → right hand
+    const rel = Math.atan2(Math.sin(thumb - up), Math.cos(thumb - up));
+    if (Math.abs(rel) > 0.5 && Math.abs(rel) < 2.4) geometry.hand = rel > 0 ? 'right' : 'left';
   }
   // hand cut by the frame (the wrist side is expected to leave the frame)
   const reach = radius * 1.35;
