@@ -11,6 +11,7 @@ import {
   safeEqualHex,
 } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
+import { eraseUserVerificationData } from '../verification/store.ts';
 
 const DAY_MS = 86_400_000;
 const CLAIM_TTL_MS = 15 * 60_000;
@@ -242,6 +243,7 @@ export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
   await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
   await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
   await db.deleteFrom('ledger').where('ledger_user_id', '=', user.ledger_id).execute();
+  await eraseUserVerificationData(db, userId);
   await db.updateTable('auth_contexts').set({ result_enc: null }).where('user_id', '=', userId).execute();
   return { deleted: true as const, deleted_at: new Date(now).toISOString() };
 }

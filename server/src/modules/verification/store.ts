@@ -231,3 +231,9 @@ export async function saveAttestation(
     })
     .execute();
 }
+
+/** Erasure: a user's sealed proof openings and attestations go with the rest of the user's data. */
+export async function eraseUserVerificationData(db: Db, userId: string): Promise<void> {
+  await tables(db).deleteFrom('zk_openings').where('user_id', '=', userId).execute();
+  await tables(db).deleteFrom('attestations').where('user_id', '=', userId).execute();
+}
