@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
 import { grantConsent } from '../consents/service.ts';
 
@@ -10,7 +10,12 @@ describe('/api/v1/mpc/users', () => {
   let a: { vendor_id: string; api_key: string };
   let b: { vendor_id: string; api_key: string };
   const call = (op: string, body: unknown, key = a.api_key) =>
-    t.app.inject({ method: 'POST', url: `/api/v1/mpc/users/${op}`, headers: { 'x-api-key': key }, payload: body as object });
+    t.app.inject({
+      method: 'POST',
+      url: `/api/v1/mpc/users/${op}`,
+      headers: { 'x-api-key': key },
+      payload: body as object,
+    });
 
   beforeAll(async () => {
     t = await createTestApp();
@@ -20,33 +25,58 @@ describe('/api/v1/mpc/users', () => {
   afterAll(() => t.close());
 
   it('creates a user with attributes and palms; a test key also gets a user token', async () => {
-    const res = await call('create', { attributes: { email: 'bob@example.com' }, palms: [{ hand: 'left', template: tpl('bob-left') }] });
+    const res = await call('create', {
+      attributes: { email: 'bob@example.com' },
+      palms: [{ hand: 'left', template: tpl('bob-left') }],
+    });
     expect(res.statusCode).toBe(201);
     const d = res.json().data;
     expect(d.pseudonym).toBe(pseudonym(d.user_id, a.vendor_id));
     expect(d.ledger_id).toMatch(/^[0-9a-f]{64}$/);
     expect(d.user_token).toMatch(/^ut_/);
     // the palm is identifiable at once
-    const auth = await t.app.inject({ method: 'POST', url: '/api/v1/auth', headers: { 'x-api-key': a.api_key }, payload: { auth_context: { type: 'login' }, palm: { template: tpl('bob-left') } } });
+    const auth = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth',
+      headers: { 'x-api-key': a.api_key },
+      payload: { auth_context: { type: 'login' }, palm: { template: tpl('bob-left') } },
+    });
     expect(auth.json().data.auth_result.user_id).toBe(d.pseudonym);
     // the user token works on the user API
-    const me = await t.app.inject({ method: 'GET', url: '/v1/consents', headers: { authorization: `Bearer ${d.user_token}` } });
+    const me = await t.app.inject({
+      method: 'GET',
+      url: '/v1/consents',
+      headers: { authorization: `Bearer ${d.user_token}` },
+    });
     expect(me.statusCode).toBe(200);
   });
 
   it('read returns only consented attributes; update and delete are owner-only', async () => {
-    const { user_id } = (await call('create', { attributes: { email: 'carol@example.com', phone: '+33612345678' } })).json().data;
+    const { user_id } = (
+      await call('create', { attributes: { email: 'carol@example.com', phone: '+33612345678' } })
+    ).json().data;
     let read = (await call('read', { user_id })).json().data;
     expect(read).toMatchObject({ user_id, palm_registered: [], attributes: {} });
-    await grantConsent(t.ctx.database.db, user_id, { vendor_id: a.vendor_id, attributes: [{ name: 'email', purpose: 'receipts', retention_days: 0 }] }, Date.now());
+    await grantConsent(
+      t.ctx.database.db,
+      user_id,
+      { vendor_id: a.vendor_id, attributes: [{ name: 'email', purpose: 'receipts', retention_days: 0 }] },
+      Date.now(),
+    );
     read = (await call('read', { user_id })).json().data;
     expect(read.attributes).toEqual({ email: 'carol@example.com' });
 
     expect((await call('read', { user_id }, b.api_key)).statusCode).toBe(403);
-    expect((await call('update', { user_id, attributes: { email: 'x@example.com' } }, b.api_key)).statusCode).toBe(403);
+    expect(
+      (await call('update', { user_id, attributes: { email: 'x@example.com' } }, b.api_key)).statusCode,
+    ).toBe(403);
     expect((await call('delete', { user_id }, b.api_key)).statusCode).toBe(403);
 
-    const upd = await call('update', { user_id, attributes: { email: 'carol@new.example' }, palms: [{ hand: 'right', template: tpl('carol-right') }] });
+    const upd = await call('update', {
+      user_id,
+      attributes: { email: 'carol@new.example' },
+      palms: [{ hand: 'right', template: tpl('carol-right') }],
+    });
     expect(upd.json().data).toEqual({ user_id, updated: ['email'] });
     read = (await call('read', { user_id })).json().data;
     expect(read.attributes.email).toBe('carol@new.example');
@@ -55,21 +85,35 @@ describe('/api/v1/mpc/users', () => {
     const del = await call('delete', { user_id });
     expect(del.json().data).toEqual({ user_id, deleted: true });
     expect((await call('read', { user_id })).statusCode).toBe(404);
-    const auth = await t.app.inject({ method: 'POST', url: '/api/v1/auth', headers: { 'x-api-key': a.api_key }, payload: { auth_context: { type: 'login' }, palm: { template: tpl('carol-right') } } });
+    const auth = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth',
+      headers: { 'x-api-key': a.api_key },
+      payload: { auth_context: { type: 'login' }, palm: { template: tpl('carol-right') } },
+    });
     expect(auth.json().data.auth_result.reason).toBe('no_match');
   });
 
   it('validates bodies and attribute values, writing nothing on failure', async () => {
-    const before = await t.ctx.database.db.selectFrom('users').select(t.ctx.database.db.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    const before = await t.ctx.database.db
+      .selectFrom('users')
+      .select(t.ctx.database.db.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
     const bad = await call('create', { attributes: { email: 'not-an-email' } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.details.field).toContain('email');
-    const after = await t.ctx.database.db.selectFrom('users').select(t.ctx.database.db.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    const after = await t.ctx.database.db
+      .selectFrom('users')
+      .select(t.ctx.database.db.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(after.n)).toBe(Number(before.n));
     expect((await call('read', { user_id: 'nope' })).statusCode).toBe(400);
     expect((await call('read', { user_id: '00000000-0000-4000-8000-000000000000' })).statusCode).toBe(404);
     expect((await call('create', { palms: [{ hand: 'middle', template: tpl('x') }] })).statusCode).toBe(400);
-    expect((await call('create', { extra: 1 })).json().error.details).toMatchObject({ field: 'extra', reason: 'unknown_field' });
+    expect((await call('create', { extra: 1 })).json().error.details).toMatchObject({
+      field: 'extra',
+      reason: 'unknown_field',
+    });
   });
 
   it('a key without the users scope is refused', async () => {

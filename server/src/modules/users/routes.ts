@@ -64,7 +64,8 @@ async function applyChanges(
       await writeAttribute(ctx, db, userId, { name, value }, 'user', now);
     } catch (err) {
       // Name the offending attribute in the request's own terms.
-      if (err instanceof AppError) throw new AppError(err.code, err.message, { ...err.details, field: `attributes.${name}` });
+      if (err instanceof AppError)
+        throw new AppError(err.code, err.message, { ...err.details, field: `attributes.${name}` });
       throw err;
     }
     updated.push(name);
