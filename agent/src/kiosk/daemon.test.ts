@@ -109,3 +109,17 @@ describe('KioskDaemon', () => {
     expect(k.daemon.busy).toBe(false);
   });
 });
+
+describe('KioskDaemon when the server link fails', () => {
+  it('reports the context as a link error instead of crashing (e.g. agent stopping mid-call)', async () => {
+    const k = kiosk({ identity: 'alice', hand: 'right' });
+    await k.driver.connect();
+    k.link.call = async () => {
+      throw Object.assign(new Error('uplink stopped'), { code: 'STOPPED' });
+    };
+    const done = outcome(k.daemon);
+    k.link.request('55555555-5555-4555-8555-555555555555');
+    expect(await done).toMatchObject({ status: 'link_error', reason: 'STOPPED' });
+    expect(k.daemon.busy).toBe(false);
+  }, 30_000);
+});

@@ -94,7 +94,17 @@ export class KioskDaemon extends EventEmitter {
     this.#running = true;
     try {
       for (let next = this.#queue.shift(); next; next = this.#queue.shift()) {
-        const outcome = await this.serve(next);
+        let outcome: Outcome;
+        try {
+          outcome = await this.serve(next);
+        } catch (err) {
+          // The server link failed for good (agent stopping, or no answer before the context's
+          // deadline): the context ends on the server by itself (expiry); the kiosk moves on.
+          const code =
+            err instanceof Error && 'code' in err ? String((err as { code: unknown }).code) : 'error';
+          this.#opts.display('Sorry, the service is not reachable right now.');
+          outcome = { auth_id: next.auth_id, status: 'link_error', reason: code, attempts: 0 };
+        }
         this.emit('outcome', outcome);
       }
     } finally {
