@@ -123,3 +123,45 @@ describe('KioskDaemon when the server link fails', () => {
     expect(k.daemon.busy).toBe(false);
   }, 30_000);
 });
+
+describe('KioskDaemon multi-frame presentation-attack detection', () => {
+  const frame = { captureId: 1, width: 4, height: 4, data: new Uint8Array(16), durationMs: 1 };
+  const scanner = { capture: async () => frame };
+  const ok = (liveness: number, quality: number) =>
+    ({
+      ok: true,
+      template: new Uint8Array([quality]),
+      quality,
+      liveness,
+      hand: 'right',
+      measures: {},
+    }) as never;
+  const attack = { ok: false, reason: 'liveness_failed', message: 'Presentation attack suspected' } as never;
+
+  it('an attack that passes the detector once is still caught on the next frame', async () => {
+    const script = [ok(51, 80), attack];
+    const link = new FakeLink();
+    const d = new KioskDaemon(scanner, async () => script.shift() ?? attack, link, { repromptMs: 1 });
+    const done = outcome(d);
+    link.request('66666666-6666-4666-8666-666666666666');
+    expect(await done).toMatchObject({ status: 'failed', reason: 'liveness_failed' });
+    const call = link.calls.find((c) => c.method === 'identify')!;
+    expect(call.params.template).toBeUndefined();
+  });
+
+  it('a live hand is identified once, with the best capture and the weakest liveness verdict', async () => {
+    const script = [ok(90, 60), ok(70, 95)];
+    const link = new FakeLink();
+    const d = new KioskDaemon(scanner, async () => script.shift()!, link, { repromptMs: 1 });
+    const done = outcome(d);
+    link.request('77777777-7777-4777-8777-777777777777');
+    expect(await done).toMatchObject({ status: 'completed', attempts: 2 });
+    const calls = link.calls.filter((c) => c.method === 'identify');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.params).toMatchObject({
+      liveness: 0.7,
+      quality: 0.95,
+      template: Buffer.from([95]).toString('base64'),
+    });
+  });
+});

@@ -32,6 +32,11 @@ export interface KioskOptions {
    * Default 1: an attacker must not get several tries at the detector within one transaction.
    */
   livenessStrikes?: number;
+  /**
+   * Live captures needed before identifying (multi-frame presentation-attack detection): an attack must
+   * pass the detector on every one of them, while a live hand costs one more capture. Default 2.
+   */
+  liveFrames?: number;
   /** Pause between a rejected capture and the next prompt. */
   repromptMs?: number;
   display?: (line: string) => void;
@@ -60,8 +65,9 @@ export class KioskDaemon extends EventEmitter {
     this.#process = process;
     this.#link = link;
     this.#opts = {
-      maxAttempts: opts.maxAttempts ?? 6,
+      maxAttempts: opts.maxAttempts ?? 8,
       livenessStrikes: opts.livenessStrikes ?? 1,
+      liveFrames: opts.liveFrames ?? 2,
       repromptMs: opts.repromptMs ?? 300,
       display: opts.display ?? (() => undefined),
     };
@@ -120,6 +126,7 @@ export class KioskDaemon extends EventEmitter {
     const say = this.#opts.display;
     let attempts = 0;
     let strikes = 0;
+    const live: Extract<Processed, { ok: true }>[] = [];
     try {
       say(req.display);
       await this.#leds(0);
@@ -150,11 +157,15 @@ export class KioskDaemon extends EventEmitter {
           await sleep(this.#opts.repromptMs);
           continue;
         }
+        live.push(processed);
+        if (live.length < this.#opts.liveFrames) continue;
+        // identify with the best capture; liveness is the weakest verdict of the frames
+        const best = live.reduce((a, b) => (b.quality > a.quality ? b : a));
         return await this.#identify(req, attempts, {
-          template: Buffer.from(processed.template).toString('base64'),
-          hand: processed.hand,
-          quality: toUnit(processed.quality),
-          liveness: toUnit(processed.liveness),
+          template: Buffer.from(best.template).toString('base64'),
+          hand: best.hand,
+          quality: toUnit(best.quality),
+          liveness: toUnit(Math.min(...live.map((l) => l.liveness))),
         });
       }
       if (abort.signal.aborted) {

@@ -68,7 +68,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
   program
     .command('run')
     .description('the kiosk daemon: serve authentication requests from the server with the scanner')
-    .option('--max-attempts <n>', 'captures per request before giving up', (v) => Number(v), 6)
+    .option('--max-attempts <n>', 'captures per request before giving up', (v) => Number(v), 8)
     .action(async (opts: { maxAttempts: number }, cmd: Command) => {
       if (!Number.isInteger(opts.maxAttempts) || opts.maxAttempts < 1)
         throw new CliError('--max-attempts must be a positive integer', EXIT.USAGE);
