@@ -9,7 +9,7 @@ import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
 import { verifyAuditChain } from '../../server/src/modules/audit/service.ts';
 import { createAuthContext, resolveWithPalm } from '../../server/src/modules/auth-contexts/service.ts';
 import { grantConsent } from '../../server/src/modules/consents/service.ts';
-import type { Gallery, GalleryEntry, IdentifyHit, Matcher } from '../../server/src/modules/matching/types.ts';
+import { ExactGallery, ExactMatcher } from '../../server/src/modules/matching/exact.ts';
 
 /**
  * The crash-safety child: opens the real store with the real services and writes in a loop until it is
@@ -32,33 +32,8 @@ export interface Fixture {
   users: { id: string; template: string }[];
 }
 
-/** Exact-equality matcher and gallery (as server/src/testing.ts; inlined to keep the child small). */
-export class ExactMatcher implements Matcher {
-  validate(): void {}
-  verify(a: Uint8Array, b: Uint8Array) {
-    const match = Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
-    return { score: match ? 1 : 0, match };
-  }
-}
-export class ExactGallery implements Gallery {
-  readonly entries: GalleryEntry[] = [];
-  add(entry: GalleryEntry): void {
-    this.entries.push(entry);
-  }
-  removeUser(userId: string): void {
-    for (let i = this.entries.length - 1; i >= 0; i--)
-      if (this.entries[i]!.userId === userId) this.entries.splice(i, 1);
-  }
-  identify(template: Uint8Array): IdentifyHit | null {
-    const hit = this.entries.find(
-      (e) => Buffer.compare(Buffer.from(e.template), Buffer.from(template)) === 0,
-    );
-    return hit ? { userId: hit.userId, palmId: hit.palmId, score: 1 } : null;
-  }
-  get size(): number {
-    return this.entries.length;
-  }
-}
+/** The same exact-equality doubles as server/src/testing.ts, from their dependency-light module. */
+export { ExactGallery, ExactMatcher };
 
 const CALLER = { ip: '127.0.0.1', userAgent: 'crash-writer' };
 
