@@ -2,13 +2,45 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppError } from '@palmid/shared/errors.ts';
 
-const IMAGE_EXT = /\.(bmp|png|jpe?g|pgm|ppm|pnm|tiff?|webp)$/i;
+const IMAGE_EXT = /\.(bmp|dib|png|jpe?g|jfif|pgm|ppm|pnm|tiff?|webp|gif)$/i;
 
 export interface Dataset {
   subjects: Array<{ name: string; files: string[] }>;
 }
 
-/** `<dir>/<subject>/<image>`; files directly in `<dir>` are ignored, subjects sorted by name. */
+/**
+ * Image files under `dir`, recursively (sessions may be sub-folders), sorted by path. Hidden
+ * entries (`.DS_Store`, `._x.jpg` AppleDouble files, `.git`) and non-image files (`Thumbs.db`,
+ * `desktop.ini`, text) are skipped; unreadable entries and broken links are skipped too.
+ */
+async function imagesUnder(dir: string, depth = 0): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  for (const name of names.sort()) {
+    if (name.startsWith('.')) continue;
+    const path = join(dir, name);
+    let kind: Awaited<ReturnType<typeof stat>>;
+    try {
+      kind = await stat(path);
+    } catch {
+      continue;
+    }
+    if (kind.isDirectory()) {
+      if (depth < 4) found.push(...(await imagesUnder(path, depth + 1)));
+    } else if (kind.isFile() && IMAGE_EXT.test(name)) found.push(path);
+  }
+  return found;
+}
+
+/**
+ * `<dir>/<subject>/<image>` (or `<dir>/<subject>/<session>/<image>`); files directly in `<dir>`
+ * are ignored, subjects sorted by name.
+ */
 export async function listDataset(dir: string): Promise<Dataset> {
   let entries: string[];
   try {
@@ -22,12 +54,14 @@ export async function listDataset(dir: string): Promise<Dataset> {
   }
   const subjects: Dataset['subjects'] = [];
   for (const name of entries.sort()) {
+    if (name.startsWith('.')) continue;
     const sub = join(dir, name);
-    if (!(await stat(sub)).isDirectory()) continue;
-    const files = (await readdir(sub))
-      .filter((f) => IMAGE_EXT.test(f))
-      .sort()
-      .map((f) => join(sub, f));
+    try {
+      if (!(await stat(sub)).isDirectory()) continue;
+    } catch {
+      continue;
+    }
+    const files = await imagesUnder(sub);
     if (files.length > 0) subjects.push({ name, files });
   }
   if (subjects.length < 2) {
