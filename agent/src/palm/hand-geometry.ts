@@ -21,6 +21,10 @@ export interface HandGeometry {
   hand: 'left' | 'right' | null;
   fingers: number;
   touchesEdge: boolean;
+  /** finger valleys (between index/middle, middle/ring, ring/little) when found, frame px */
+  valleys?: Array<{ x: number; y: number }>;
+  /** ROI square (centre, side, fingers-up angle) when the geometry fixes it */
+  roi?: { cx: number; cy: number; side: number; up: number };
 }
 
 export function otsu(data: Uint8Array): number {
