@@ -16,7 +16,9 @@ import { dispatchToKiosks } from './dispatch.ts';
 import {
   cancelAuthContext,
   createAuthContext,
+  loadContext,
   loadVendorContext,
+  prepareProofs,
   publishUpdate,
   readResult,
   resolveWithPalm,
@@ -135,16 +137,32 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       const { auth_context, palm } = request.body;
       const template = decodeTemplate(palm.template);
       ctx.matcher.validate(template);
-      const { row, result } = await ctx.database.db.transaction().execute(async (trx) => {
-        const created = await createAuthContext(ctx, trx, vendor, auth_context);
-        return resolveWithPalm(
-          ctx,
-          trx,
-          created,
-          { template, hand: palm.hand, liveness: palm.liveness },
-          callerOf(request),
-        );
-      });
+      const evidence = { template, hand: palm.hand, liveness: palm.liveness };
+      const needsProofs = auth_context.minimum_age != null || (auth_context.predicates?.length ?? 0) > 0;
+      const { row, result } = needsProofs
+        ? // Proving takes 0.2-0.5 s and must not hold the database: create, prove, then resolve.
+          await (async () => {
+            const created = await ctx.database.db
+              .transaction()
+              .execute((trx) => createAuthContext(ctx, trx, vendor, auth_context));
+            const prepared = await prepareProofs(ctx, created, evidence);
+            return ctx.database.db.transaction().execute(async (trx) => {
+              const current = await loadContext(ctx, trx, created.id);
+              if (!current) throw new AppError('NOT_FOUND', 'Authentication context not found');
+              return resolveWithPalm(ctx, trx, current, evidence, callerOf(request), prepared);
+            });
+          })()
+        : await ctx.database.db
+            .transaction()
+            .execute(async (trx) =>
+              resolveWithPalm(
+                ctx,
+                trx,
+                await createAuthContext(ctx, trx, vendor, auth_context),
+                evidence,
+                callerOf(request),
+              ),
+            );
       publishUpdate(ctx, row, result);
       return ok(reply, { auth_id: row.id, status: row.status, auth_result: result });
     },

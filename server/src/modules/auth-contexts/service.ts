@@ -19,12 +19,14 @@ import { activeConsents } from '../consents/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
 import { getUser, touchLastAuth } from '../users/service.ts';
 import {
+  ageProofJob,
   inSetName,
-  inSetProofName,
+  inSetProofJob,
+  keepProof,
   loadPredicates,
+  type ProofJob,
+  type Proven,
   predicateConsented,
-  proveAge,
-  proveInSet,
   savePredicates,
 } from '../verification/zk.ts';
 import { ageAttributeName, ageOnDate } from './age.ts';
@@ -274,56 +276,46 @@ export interface Resolution {
   result: AuthResult;
 }
 
+/** Proofs made ahead of the writing transaction (see `prepareProofs`), keyed by `ProofJob.key`. */
+export interface PreparedProofs {
+  now: number;
+  proofs: Map<string, Proven | undefined>;
+}
+
+type Decision =
+  | { kind: 'fail'; reason: FailureReason }
+  | {
+      kind: 'identified';
+      user: NonNullable<Awaited<ReturnType<typeof getUser>>>;
+      vendor: { id: string; url: string };
+      pseudo: string;
+      attributes: Record<string, unknown>;
+      audit: AuditEntry[];
+      missing: string[];
+      ageName: string | null;
+      outcome: { status: 'completed' | 'failed'; reason?: FailureReason };
+      /** statements to prove; only for a completed context */
+      proofs: ProofJob[];
+    };
+
 /**
- * Resolves a pending or scanning context with a palm: liveness, 1:N identification, consent filtering,
- * age predicate, ledger transaction and one audit record per requested attribute. Runs inside the
- * caller's transaction so that all of it is written or none.
+ * Liveness, 1:N identification, consent filtering and the age and set predicates: everything the
+ * resolution decides, read-only, so it can run outside a transaction to prepare proofs.
  */
-export async function resolveWithPalm(
+async function decide(
   ctx: AppContext,
   db: Db,
   row: ContextRow,
   palm: PalmEvidence,
-  caller: Caller,
-): Promise<Resolution> {
-  if (isTerminal(row.status)) {
-    throw new AppError('INVALID_REQUEST', `The context is already ${row.status}`, {
-      field: 'auth_id',
-      reason: 'not_resolvable',
-      status: row.status,
-    });
-  }
-  const now = ctx.now();
-  const timestamp = new Date(now).toISOString();
-  const fail = async (
-    reason: FailureReason,
-    extra: Partial<AuthResult> = {},
-    userId: string | null = null,
-  ) => {
-    const result: AuthResult = { success: false, user_id: null, attributes: {}, timestamp, reason, ...extra };
-    return finish(result, 'failed', userId);
-  };
-  const finish = async (
-    result: AuthResult,
-    status: 'completed' | 'failed',
-    userId: string | null,
-  ): Promise<Resolution> => {
-    const updated = await transition(ctx, db, row, status, result, userId, now);
-    if (!updated) {
-      throw new AppError('INVALID_REQUEST', 'The context changed state meanwhile', {
-        field: 'auth_id',
-        reason: 'not_resolvable',
-      });
-    }
-    return { row: updated, result };
-  };
-
-  if (palm.liveness !== undefined && palm.liveness < LIVENESS_THRESHOLD) return fail('liveness_failed');
+  now: number,
+): Promise<Decision> {
+  if (palm.liveness !== undefined && palm.liveness < LIVENESS_THRESHOLD)
+    return { kind: 'fail', reason: 'liveness_failed' };
   if (!palm.template) throw AppError.invalid('template', 'required', 'A template is required');
   ctx.matcher.validate(palm.template);
   const hit = ctx.gallery.identify(palm.template);
   const user = hit ? await getUser(db, hit.userId) : undefined;
-  if (!hit || !user) return fail('no_match');
+  if (!hit || !user) return { kind: 'fail', reason: 'no_match' };
 
   const vendor = await db
     .selectFrom('vendors')
@@ -348,6 +340,14 @@ export async function resolveWithPalm(
   const attributes: Record<string, unknown> = {};
   const audit: AuditEntry[] = [];
   const missing: string[] = [];
+  const read = (attributeName: string, ok: boolean) =>
+    audit.push({
+      userId: user.id,
+      vendorId: vendor.id,
+      attributeName,
+      operation: 'READ',
+      result: ok ? 'SUCCESS' : 'DENIED',
+    });
   for (const name of requested) {
     const required = record.attributes_required.includes(name);
     if (name === 'pseudonym') {
@@ -355,82 +355,139 @@ export async function resolveWithPalm(
       continue;
     }
     if (name === 'age_proof') continue; // produced with the age predicate (zero-knowledge module)
-    const consented = consents.has(name);
-    const has = consented && values.has(name);
+    const has = consents.has(name) && values.has(name);
     if (has) attributes[name] = values.get(name);
     else if (required) missing.push(name);
-    audit.push({
-      userId: user.id,
-      vendorId: vendor.id,
-      attributeName: name,
-      operation: 'READ',
-      result: has ? 'SUCCESS' : 'DENIED',
-    });
+    read(name, has);
   }
 
   let ageOk: boolean | null = null;
+  const dob = values.get('date_of_birth');
   if (minAge !== null && ageName !== null) {
-    const dob = values.get('date_of_birth');
     if (!ageConsented || typeof dob !== 'string') {
       missing.push(ageName);
-      audit.push({
-        userId: user.id,
-        vendorId: vendor.id,
-        attributeName: 'date_of_birth',
-        operation: 'READ',
-        result: 'DENIED',
-      });
+      read('date_of_birth', false);
     } else {
       ageOk = ageOnDate(dob, new Date(now)) >= minAge;
       attributes[ageName] = ageOk;
-      audit.push({
-        userId: user.id,
-        vendorId: vendor.id,
-        attributeName: 'date_of_birth',
-        operation: 'READ',
-        result: 'SUCCESS',
-      });
+      read('date_of_birth', true);
     }
   }
   // Age was derived from the birth date only to compute the predicate; the date itself is disclosed only
   // when it was requested by name and consented.
   if (!requested.includes('date_of_birth')) delete attributes.date_of_birth;
 
-  const predicateValues: { predicate: (typeof predicates)[number]; value: string }[] = [];
+  const proofs: ProofJob[] = [];
+  // Proofs only of true statements: an underage user gets `age_over_N: false` and no proof.
+  if (minAge !== null && ageOk === true && requested.includes('age_proof') && typeof dob === 'string')
+    proofs.push(ageProofJob(ctx, row.id, now, dob, minAge));
   for (const p of predicates) {
     const value = values.get(p.attribute);
     const ok = predicateConsented(consents, p) && typeof value === 'string';
     if (!ok) missing.push(inSetName(p.attribute));
     else {
       attributes[inSetName(p.attribute)] = p.values.includes(value);
-      if (p.values.includes(value) && p.proof !== false) predicateValues.push({ predicate: p, value });
+      if (p.values.includes(value) && p.proof !== false)
+        proofs.push(inSetProofJob(ctx, row.id, now, p, value));
     }
     delete attributes[p.attribute];
-    audit.push({
-      userId: user.id,
-      vendorId: vendor.id,
-      attributeName: p.attribute,
-      operation: 'READ',
-      result: ok ? 'SUCCESS' : 'DENIED',
-    });
+    read(p.attribute, ok);
   }
 
   let outcome: { status: 'completed' | 'failed'; reason?: FailureReason };
   if (missing.length > 0) outcome = { status: 'failed', reason: 'consent_missing' };
   else if (ageOk === false) outcome = { status: 'failed', reason: 'underage' };
   else outcome = { status: 'completed' };
+  // Proofs only for a completed context: nothing is disclosed otherwise.
+  return {
+    kind: 'identified',
+    user,
+    vendor,
+    pseudo,
+    attributes,
+    audit,
+    missing,
+    ageName,
+    outcome,
+    proofs: outcome.status === 'completed' ? proofs : [],
+  };
+}
 
-  // Proofs only for a completed context (nothing is disclosed otherwise) and only of true statements:
-  // an underage user gets `age_over_N: false` and no proof.
-  if (outcome.status === 'completed') {
-    const work = { ctx, db, authId: row.id, userId: user.id, now };
-    const dob = values.get('date_of_birth');
-    if (minAge !== null && ageOk === true && requested.includes('age_proof') && typeof dob === 'string') {
-      const proof = await proveAge(work, dob, minAge);
-      if (proof) attributes.age_proof = proof;
+/**
+ * Makes the context's zero-knowledge proofs before the writing transaction: proving costs
+ * 0.2-0.5 s of CPU and must not hold the database (on SQLite one writer stalls every query).
+ * `resolveWithPalm` decides again inside its transaction and uses a prepared proof only when the
+ * same statement is still to be proved (same context, predicate, date and value); anything that
+ * changed meanwhile (a consent revoked, an attribute edited) is decided afresh.
+ */
+export async function prepareProofs(
+  ctx: AppContext,
+  row: ContextRow,
+  palm: PalmEvidence,
+): Promise<PreparedProofs> {
+  const now = ctx.now();
+  const proofs = new Map<string, Proven | undefined>();
+  if (isTerminal(row.status) || (row.minimum_age === null && !(await hasPredicates(ctx.database.db, row.id))))
+    return { now, proofs };
+  const decision = await decide(ctx, ctx.database.db, row, palm, now);
+  if (decision.kind === 'identified') for (const job of decision.proofs) proofs.set(job.key, await job.run());
+  return { now, proofs };
+}
+
+async function hasPredicates(db: Db, authId: string): Promise<boolean> {
+  return (await loadPredicates(db, authId)).length > 0;
+}
+
+/**
+ * Resolves a pending or scanning context with a palm: liveness, 1:N identification, consent filtering,
+ * age predicate, ledger transaction and one audit record per requested attribute. Runs inside the
+ * caller's transaction so that all of it is written or none. Pass `prepared` (from `prepareProofs`,
+ * called before the transaction) to keep proving out of the transaction.
+ */
+export async function resolveWithPalm(
+  ctx: AppContext,
+  db: Db,
+  row: ContextRow,
+  palm: PalmEvidence,
+  caller: Caller,
+  prepared?: PreparedProofs,
+): Promise<Resolution> {
+  if (isTerminal(row.status)) {
+    throw new AppError('INVALID_REQUEST', `The context is already ${row.status}`, {
+      field: 'auth_id',
+      reason: 'not_resolvable',
+      status: row.status,
+    });
+  }
+  const now = prepared?.now ?? ctx.now();
+  const timestamp = new Date(now).toISOString();
+  const finish = async (
+    result: AuthResult,
+    status: 'completed' | 'failed',
+    userId: string | null,
+  ): Promise<Resolution> => {
+    const updated = await transition(ctx, db, row, status, result, userId, now);
+    if (!updated) {
+      throw new AppError('INVALID_REQUEST', 'The context changed state meanwhile', {
+        field: 'auth_id',
+        reason: 'not_resolvable',
+      });
     }
-    for (const { predicate, value } of predicateValues)
-      attributes[inSetProofName(predicate.attribute)] = await proveInSet(work, predicate, value);
+    return { row: updated, result };
+  };
+
+  const d = await decide(ctx, db, row, palm, now);
+  if (d.kind === 'fail') {
+    const result: AuthResult = { success: false, user_id: null, attributes: {}, timestamp, reason: d.reason };
+    return finish(result, 'failed', null);
+  }
+  const { user, vendor, pseudo, attributes, outcome } = d;
+  const work = { ctx, db, authId: row.id, userId: user.id, now };
+  for (const job of d.proofs) {
+    const proven = prepared?.proofs.has(job.key) ? prepared.proofs.get(job.key) : await job.run();
+    if (!proven) continue;
+    await keepProof(work, proven);
+    attributes[job.name] = proven.proof;
   }
 
   const result: AuthResult =
@@ -439,11 +496,11 @@ export async function resolveWithPalm(
       : {
           success: false,
           user_id: pseudo,
-          attributes: outcome.reason === 'underage' && ageName ? { [ageName]: false } : {},
+          attributes: outcome.reason === 'underage' && d.ageName ? { [d.ageName]: false } : {},
           timestamp,
           ledger_id: user.ledger_id,
           reason: outcome.reason!,
-          ...(missing.length > 0 ? { missing } : {}),
+          ...(d.missing.length > 0 ? { missing: d.missing } : {}),
         };
 
   const tx: LedgerTransaction = {
@@ -460,7 +517,7 @@ export async function resolveWithPalm(
     result: { code: outcome.status === 'completed' ? 'ok' : outcome.reason! },
   };
   await appendTransaction(db, tx);
-  await appendAudit(db, ctx.keyring, caller, audit, now);
+  await appendAudit(db, ctx.keyring, caller, d.audit, now);
   if (outcome.status === 'completed') await touchLastAuth(db, user.id, now);
   return finish(result, outcome.status, user.id);
 }

@@ -3,6 +3,7 @@ import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
 import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/index.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { callerOf } from '../../plugins/app/auth.ts';
 import { decodeTemplate } from '../auth-contexts/routes.ts';
@@ -10,6 +11,7 @@ import {
   type ContextRow,
   loadContext,
   markScanning,
+  prepareProofs,
   publishUpdate,
   resolveWithPalm,
   toRecord,
@@ -193,21 +195,21 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             const previous = await recallAnswer(ctx, ctx.database.db, key);
             if (previous) return previous as { status: string; auth_result: never };
             const template = params.template === undefined ? undefined : decodeTemplate(params.template);
-            const resolution = await ctx.database.db.transaction().execute(async (trx) => {
-              const row = await loadContext(ctx, trx, params.auth_id);
+            const palm = { template, hand: params.hand, liveness: params.liveness };
+            const served = async (db: Db) => {
+              const row = await loadContext(ctx, db, params.auth_id);
               if (!row || !servesContext(pvs, row)) {
                 throw new AppError('NOT_FOUND', 'Authentication context not found', {
                   field: 'auth_id',
                   reason: 'unknown',
                 });
               }
-              const res = await resolveWithPalm(
-                ctx,
-                trx,
-                row,
-                { template, hand: params.hand, liveness: params.liveness },
-                caller,
-              );
+              return row;
+            };
+            // Zero-knowledge proofs are made before the transaction, which then only writes.
+            const prepared = await prepareProofs(ctx, await served(ctx.database.db), palm);
+            const resolution = await ctx.database.db.transaction().execute(async (trx) => {
+              const res = await resolveWithPalm(ctx, trx, await served(trx), palm, caller, prepared);
               const answer = { status: res.row.status, auth_result: res.result };
               await rememberAnswer(ctx, trx, key, answer);
               return res;

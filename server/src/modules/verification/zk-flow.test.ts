@@ -14,7 +14,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
-import { grantConsent } from '../consents/service.ts';
+import { createAuthContext, loadContext, prepareProofs, resolveWithPalm } from '../auth-contexts/service.ts';
+import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
 import { addPalm, dataKeyOf, openFor } from '../users/service.ts';
 import { createVerifier, readOpenings, revokeVerifier } from './store.ts';
 import { proofTimings } from './zk.ts';
@@ -24,6 +25,7 @@ import { proofTimings } from './zk.ts';
  * predicates, the published key, verified attributes from attestations. CONTRACT §7.
  */
 const DAY = 86_400_000;
+const CALLER = { ip: '127.0.0.1', userAgent: 'zk-flow-test' };
 const tpl = (s: string) => Buffer.from(`palm-template-${s}`.padEnd(24, '0')).toString('base64');
 
 describe('zero-knowledge proofs in the server flow', () => {
@@ -173,6 +175,45 @@ describe('zero-knowledge proofs in the server flow', () => {
       }),
     ).toMatchObject({ valid: false, reason: 'untrusted_service_key' });
   }, 60_000);
+
+  it('proves outside the database transaction, so other queries are not held up', async () => {
+    // count open transactions, and record how many were open whenever a proof starts
+    const db = t.ctx.database.db;
+    let open = 0;
+    const atProof: number[] = [];
+    const transaction = db.transaction;
+    db.transaction = function (this: typeof db) {
+      const builder = transaction.call(this);
+      const execute = builder.execute.bind(builder);
+      builder.execute = async (fn) => {
+        open++;
+        try {
+          return await execute(fn);
+        } finally {
+          open--;
+        }
+      };
+      return builder;
+    } as typeof db.transaction;
+    const keyring = t.ctx.keyring;
+    const serviceKey = keyring.zkServiceKey;
+    const own = Object.hasOwn(keyring, 'zkServiceKey');
+    keyring.zkServiceKey = function (this: typeof keyring) {
+      atProof.push(open);
+      return serviceKey.call(this);
+    };
+    try {
+      const data = await entrance('alice', { minimum_age: 21, attributes_optional: ['age_proof'] });
+      expect(data.auth_result.attributes.age_proof).toBeDefined();
+      expect(await readOpenings(db, data.auth_id)).toHaveLength(1);
+    } finally {
+      db.transaction = transaction;
+      if (own) keyring.zkServiceKey = serviceKey;
+      else delete (keyring as Partial<typeof keyring>).zkServiceKey;
+    }
+    expect(atProof.length).toBeGreaterThan(0);
+    expect(atProof.every((n) => n === 0)).toBe(true);
+  });
 
   it('a user aged N − 1 day gets age_over_N: false, underage, and no proof', async () => {
     const data = await entrance('bob', { minimum_age: 21, attributes_optional: ['age_proof'] });
@@ -362,5 +403,32 @@ describe('zero-knowledge proofs in the server flow', () => {
     console.log(
       `zk proofs in the server flow: n=${ms.length} median ${ms[Math.floor(ms.length / 2)]!.toFixed(0)} ms, max ${ms.at(-1)!.toFixed(0)} ms (first includes warm-up)`,
     );
+  });
+
+  it('a consent revoked between proving and writing is honoured: no proof, consent_missing', async () => {
+    const db = t.ctx.database.db;
+    const vendor = { id: vendorId, name: 'Club Z', scopes: ['auth'] } as never;
+    const row = await db
+      .transaction()
+      .execute((trx) =>
+        createAuthContext(t.ctx, trx, vendor, {
+          type: 'entrance',
+          minimum_age: 21,
+          attributes_optional: ['age_proof'],
+        } as never),
+      );
+    const palm = { template: new Uint8Array(Buffer.from(tpl('alice'), 'base64')) };
+    const prepared = await prepareProofs(t.ctx, row, palm);
+    expect([...prepared.proofs.values()].filter(Boolean)).toHaveLength(1);
+    const alice = users.alice!.userId;
+    for (const c of await listConsents(db, alice, clock)) await revokeConsent(db, alice, c.consent_id, clock);
+    const res = await db
+      .transaction()
+      .execute(async (trx) =>
+        resolveWithPalm(t.ctx, trx, (await loadContext(t.ctx, trx, row.id))!, palm, CALLER, prepared),
+      );
+    expect(res.result).toMatchObject({ success: false, reason: 'consent_missing' });
+    expect(res.result.attributes).toEqual({});
+    expect(await readOpenings(db, row.id)).toHaveLength(0);
   });
 });

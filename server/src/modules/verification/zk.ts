@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
 import type { PredicateProof } from '@palmid/shared/zk/schema.ts';
 import type { Kysely, Transaction } from 'kysely';
@@ -8,7 +9,7 @@ import { saveOpening } from './store.ts';
 
 /**
  * The server side of the zero-knowledge proofs (docs/zk-proofs.md, "Integration"): the service key, the
- * predicates of a context, and proving inside `resolveWithPalm`. The prover itself is
+ * predicates of a context, and the proofs `resolveWithPalm` attaches. The prover itself is
  * `@palmid/shared/zk`; this module decides when to prove and keeps the commitment openings.
  */
 
@@ -57,63 +58,94 @@ export interface ProofWork {
 /** Optional timing hook (tests and the bench read how long proving took inside the server flow). */
 export const proofTimings: { last_ms: number[] } = { last_ms: [] };
 
-async function keep(
-  w: ProofWork,
-  proof: PredicateProof,
-  opening: { attribute: string; value: string; salt: string },
-) {
+/** A proof with the commitment opening the user keeps. */
+export interface Proven {
+  proof: PredicateProof;
+  opening: { attribute: string; value: string; salt: string };
+}
+
+/**
+ * One statement to prove for a context. The key names the statement exactly (context, predicate,
+ * UTC date, a digest of the value), so a proof made before the writing transaction can be reused
+ * inside it: proving takes 0.2-0.5 s of CPU, and on SQLite a transaction that long stalls every
+ * other query.
+ */
+export interface ProofJob {
+  /** result attribute that carries the proof */
+  name: string;
+  key: string;
+  /** undefined when the statement does not hold (a false statement has no proof) */
+  run: () => Promise<Proven | undefined>;
+}
+
+const utcDay = (now: number) => new Date(now).toISOString().slice(0, 10);
+const digest = (value: string) => createHash('sha256').update(value).digest('hex');
+
+/** Stores the opening sealed for the user; runs inside the resolving transaction. */
+export async function keepProof(w: ProofWork, p: Proven): Promise<void> {
   const dataKey = await dataKeyOf(w.ctx, w.db, w.userId);
   await saveOpening(w.db, {
     authId: w.authId,
     userId: w.userId,
     dataKey,
-    commitment: proof.commitment,
-    opening,
+    commitment: p.proof.commitment,
+    opening: p.opening,
     now: w.now,
   });
 }
 
-/**
- * `age_over_N` proof for an entrance context, or undefined when the predicate does not hold on the
- * context's UTC date (a false statement has no proof). The opening is stored sealed for the user.
- */
-export async function proveAge(
-  w: ProofWork,
+/** `age_over_N` proof for an entrance context on the context's UTC date. */
+export function ageProofJob(
+  ctx: AppContext,
+  authId: string,
+  now: number,
   dateOfBirth: string,
   minimumAge: number,
-): Promise<PredicateProof | undefined> {
-  const started = performance.now();
-  const { proveAgeForContext } = await prover();
-  const res = await proveAgeForContext(w.ctx.keyring.zkServiceKey(), {
-    dateOfBirth,
-    authId: w.authId,
-    minimumAge,
-    withProof: true,
-    now: new Date(w.now),
-  });
-  proofTimings.last_ms.push(performance.now() - started);
-  if (!res.value || !res.proof || !res.opening) return undefined;
-  await keep(w, res.proof, res.opening);
-  return res.proof;
+): ProofJob {
+  return {
+    name: 'age_proof',
+    key: `age|${authId}|${minimumAge}|${utcDay(now)}|${digest(dateOfBirth)}`,
+    run: async () => {
+      const started = performance.now();
+      const { proveAgeForContext } = await prover();
+      const res = await proveAgeForContext(ctx.keyring.zkServiceKey(), {
+        dateOfBirth,
+        authId,
+        minimumAge,
+        withProof: true,
+        now: new Date(now),
+      });
+      proofTimings.last_ms.push(performance.now() - started);
+      return res.value && res.proof && res.opening ? { proof: res.proof, opening: res.opening } : undefined;
+    },
+  };
 }
 
-/** in_set proof; only called when the value is in the set. */
-export async function proveInSet(
-  w: ProofWork,
+/** in_set proof; only asked for when the value is in the set. */
+export function inSetProofJob(
+  ctx: AppContext,
+  authId: string,
+  now: number,
   predicate: InSetPredicate,
   value: string,
-): Promise<PredicateProof> {
-  const started = performance.now();
-  const { provePredicate } = await prover();
-  const { proof, opening } = await provePredicate(w.ctx.keyring.zkServiceKey(), {
-    value,
-    authId: w.authId,
-    predicate: { type: 'in_set', attribute: predicate.attribute, values: [...predicate.values] },
-    date: new Date(w.now).toISOString().slice(0, 10),
-  });
-  proofTimings.last_ms.push(performance.now() - started);
-  await keep(w, proof, opening);
-  return proof;
+): ProofJob {
+  const set = JSON.stringify([...predicate.values]);
+  return {
+    name: inSetProofName(predicate.attribute),
+    key: `in_set|${authId}|${predicate.attribute}|${digest(set)}|${utcDay(now)}|${digest(value)}`,
+    run: async () => {
+      const started = performance.now();
+      const { provePredicate } = await prover();
+      const res = await provePredicate(ctx.keyring.zkServiceKey(), {
+        value,
+        authId,
+        predicate: { type: 'in_set', attribute: predicate.attribute, values: [...predicate.values] },
+        date: utcDay(now),
+      });
+      proofTimings.last_ms.push(performance.now() - started);
+      return res;
+    },
+  };
 }
 
 /**
