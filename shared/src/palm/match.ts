@@ -1,3 +1,4 @@
+import { packedDistanceSimd } from './match-simd.ts';
 import { CODE_PLANES, decodeTemplate, GRID, type PalmTemplate, popcount32 } from './template.ts';
 
 /**
@@ -209,9 +210,25 @@ export function tiledDistance(
 
 /**
  * Alignment search: a coarse global translation (step 2 cells over ±range, half the rows), then
- * tile-wise refinement (each 8 × 8 tile within ±2 cells of it).
+ * tile-wise refinement (each 8 × 8 tile within ±2 cells of it). Runs on the WebAssembly SIMD kernel
+ * (match-kernel.wat) when the engine has it and the range is the default; the result is identical
+ * to `packedDistanceJs`, the plain JavaScript reference.
  */
 export function packedDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: number, range = 4): number {
+  if (
+    packedDistanceSimd !== null &&
+    range === 4 &&
+    ao >= 0 &&
+    bo >= 0 &&
+    ao + PACKED_WORDS <= a.length &&
+    bo + PACKED_WORDS <= b.length
+  )
+    return packedDistanceSimd(a, ao, b, bo);
+  return packedDistanceJs(a, ao, b, bo, range);
+}
+
+/** `packedDistance` in plain JavaScript: the reference, and the path without WebAssembly SIMD. */
+export function packedDistanceJs(a: Uint32Array, ao: number, b: Uint32Array, bo: number, range = 4): number {
   let bestD = Number.POSITIVE_INFINITY;
   let bx = 0;
   let by = 0;

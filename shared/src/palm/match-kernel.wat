@@ -1,0 +1,320 @@
+;; palmid 1:1 palm-code matcher, WebAssembly SIMD kernel.
+;;
+;; Computes exactly what `packedDistanceJs` in match.ts computes (range 4): a coarse global shift
+;; search (dx, dy in {-4,-2,0,2,4}, even rows only), then 4 x 4 tiles of 8 x 8 cells, each taking
+;; its best shift within +-2 of the global one. Same integer counts, same tie-breaking (first
+;; strictly better in dy-major order), same f64 formulas, so the result is bit-identical.
+;;
+;; Build: `tsx shared/scripts/build-match-kernel.ts` (wabt) writes match-kernel.wasm.ts.
+;;
+;; The packed input (match.ts) is row-major: 32 rows of 8 u32 words (mask, 6 code planes, pad).
+;; The kernel transposes it to plane-major, so one v128 holds the same plane of 4 consecutive
+;; rows: a translation by dy is then an address offset into zero-padded planes, a translation by
+;; dx one lane shift for 4 rows, and i8x16.popcnt yields per-(row, 8-column tile) counts.
+;;
+;; Memory map (bytes), one 64 KiB page; padding rows are never written and stay zero:
+;;      0  IN_A       probe, packed (256 words)
+;;   1024  IN_B       candidate, packed (256 words)
+;;   2048  A_FULL     probe, plane-major: plane p row r at 2048 + p*128 + r*4
+;;   3072  A_EVEN     probe, even rows only: plane p row 2i at 3072 + p*64 + i*4
+;;   4096  B_FULL     candidate, plane-major, stride 128
+;;   5120  B_EVEN     candidate, even rows, stride 64
+;;   6144  B_EVEN_SH  5 versions (dx = -4,-2,0,2,4) x 7 planes x 24 rows (4 zero rows each side):
+;;                    version v plane p even row i at 6144 + v*672 + p*96 + (i+4)*4
+;;  10240  B_TILE_SH  5 versions (dx = gx-2 .. gx+2) x 7 planes x 48 rows (8 zero rows each side):
+;;                    version u plane p row r at 10240 + u*1344 + p*192 + (r+8)*4
+;;  17408  BEST_BITS  per tile best mismatch count, i32 x 16 (tile = band*4 + column byte)
+;;  17472  BEST_N     per tile best overlap count, i32 x 16 (0 = no valid shift yet)
+(module
+  (memory (export "memory") 1)
+
+  ;; ---- transposition: packed rows -> plane-major (full and even rows) ------------------------
+  ;; src: packed template; full: plane-major destination (stride 128); even: even rows (stride 64)
+  (func $transpose (param $src i32) (param $full i32) (param $even i32)
+    (local $r i32) (local $s i32) (local $d i32)
+    (local.set $r (i32.const 0))
+    (loop $rows
+      (local.set $s (i32.add (local.get $src) (i32.shl (local.get $r) (i32.const 5))))
+      (local.set $d (i32.add (local.get $full) (i32.shl (local.get $r) (i32.const 2))))
+      (i32.store offset=0 (local.get $d) (i32.load offset=0 (local.get $s)))
+      (i32.store offset=128 (local.get $d) (i32.load offset=4 (local.get $s)))
+      (i32.store offset=256 (local.get $d) (i32.load offset=8 (local.get $s)))
+      (i32.store offset=384 (local.get $d) (i32.load offset=12 (local.get $s)))
+      (i32.store offset=512 (local.get $d) (i32.load offset=16 (local.get $s)))
+      (i32.store offset=640 (local.get $d) (i32.load offset=20 (local.get $s)))
+      (i32.store offset=768 (local.get $d) (i32.load offset=24 (local.get $s)))
+      ;; even row r = 2i goes to row i of the even layout
+      (local.set $d (i32.add (local.get $even) (i32.shl (local.get $r) (i32.const 1))))
+      (i32.store offset=0 (local.get $d) (i32.load offset=0 (local.get $s)))
+      (i32.store offset=64 (local.get $d) (i32.load offset=4 (local.get $s)))
+      (i32.store offset=128 (local.get $d) (i32.load offset=8 (local.get $s)))
+      (i32.store offset=192 (local.get $d) (i32.load offset=12 (local.get $s)))
+      (i32.store offset=256 (local.get $d) (i32.load offset=16 (local.get $s)))
+      (i32.store offset=320 (local.get $d) (i32.load offset=20 (local.get $s)))
+      (i32.store offset=384 (local.get $d) (i32.load offset=24 (local.get $s)))
+      ;; odd row r + 1: full layout only
+      (local.set $s (i32.add (local.get $s) (i32.const 32)))
+      (local.set $d (i32.add (local.get $full) (i32.shl (local.get $r) (i32.const 2))))
+      (i32.store offset=4 (local.get $d) (i32.load offset=0 (local.get $s)))
+      (i32.store offset=132 (local.get $d) (i32.load offset=4 (local.get $s)))
+      (i32.store offset=260 (local.get $d) (i32.load offset=8 (local.get $s)))
+      (i32.store offset=388 (local.get $d) (i32.load offset=12 (local.get $s)))
+      (i32.store offset=516 (local.get $d) (i32.load offset=16 (local.get $s)))
+      (i32.store offset=644 (local.get $d) (i32.load offset=20 (local.get $s)))
+      (i32.store offset=772 (local.get $d) (i32.load offset=24 (local.get $s)))
+      (local.set $r (i32.add (local.get $r) (i32.const 2)))
+      (br_if $rows (i32.lt_u (local.get $r) (i32.const 32))))
+  )
+
+  ;; ---- column shift: dst = (src >>> right) << left for 7 planes of `vecs` row-vectors ---------
+  (func $shift (param $src i32) (param $srcStride i32) (param $dst i32) (param $dstStride i32)
+    (param $vecs i32) (param $dx i32)
+    (local $right i32) (local $left i32) (local $p i32) (local $k i32) (local $s i32) (local $d i32)
+    (local.set $right (select (local.get $dx) (i32.const 0) (i32.gt_s (local.get $dx) (i32.const 0))))
+    (local.set $left (select (i32.sub (i32.const 0) (local.get $dx)) (i32.const 0)
+      (i32.lt_s (local.get $dx) (i32.const 0))))
+    (local.set $p (i32.const 0))
+    (loop $planes
+      (local.set $s (i32.add (local.get $src) (i32.mul (local.get $p) (local.get $srcStride))))
+      (local.set $d (i32.add (local.get $dst) (i32.mul (local.get $p) (local.get $dstStride))))
+      (local.set $k (i32.const 0))
+      (loop $vectors
+        (v128.store (local.get $d)
+          (i32x4.shl (i32x4.shr_u (v128.load (local.get $s)) (local.get $right)) (local.get $left)))
+        (local.set $s (i32.add (local.get $s) (i32.const 16)))
+        (local.set $d (i32.add (local.get $d) (i32.const 16)))
+        (local.set $k (i32.add (local.get $k) (i32.const 1)))
+        (br_if $vectors (i32.lt_u (local.get $k) (local.get $vecs))))
+      (local.set $p (i32.add (local.get $p) (i32.const 1)))
+      (br_if $planes (i32.lt_u (local.get $p) (i32.const 7))))
+  )
+
+  ;; sum of the 16 unsigned bytes of v
+  (func $hsum8 (param $v v128) (result i32)
+    (local $w v128)
+    (local.set $w (i32x4.dot_i16x8_s (i16x8.extadd_pairwise_i8x16_u (local.get $v))
+      (v128.const i16x8 1 1 1 1 1 1 1 1)))
+    (i32.add
+      (i32.add (i32x4.extract_lane 0 (local.get $w)) (i32x4.extract_lane 1 (local.get $w)))
+      (i32.add (i32x4.extract_lane 2 (local.get $w)) (i32x4.extract_lane 3 (local.get $w))))
+  )
+
+  ;; ---- coarse global shift: returns (dx + 4) | (dy + 4) << 8 of the first best shift ----------
+  (func $coarse (result i32)
+    (local $dy i32) (local $dx i32) (local $base i32) (local $j i32) (local $pa i32) (local $pb i32)
+    (local $m v128) (local $n v128) (local $s v128) (local $cn i32) (local $cs i32)
+    (local $d f64) (local $best f64) (local $bx i32) (local $by i32)
+    ;; shifted even-row copies of the candidate for dx = -4, -2, 0, 2, 4
+    (local.set $dx (i32.const -4))
+    (loop $versions
+      (call $shift (i32.const 5120) (i32.const 64)
+        (i32.add (i32.const 6160) (i32.mul (i32.add (local.get $dx) (i32.const 4)) (i32.const 336)))
+        (i32.const 96) (i32.const 4) (local.get $dx))
+      (local.set $dx (i32.add (local.get $dx) (i32.const 2)))
+      (br_if $versions (i32.le_s (local.get $dx) (i32.const 4))))
+    (local.set $best (f64.const inf))
+    (local.set $bx (i32.const 0))
+    (local.set $by (i32.const 0))
+    (local.set $dy (i32.const -4))
+    (loop $dys
+      (local.set $dx (i32.const -4))
+      (loop $dxs
+        ;; b even row i + dy/2 of version (dx + 4) / 2
+        (local.set $base (i32.add
+          (i32.add (i32.const 6144) (i32.mul (i32.add (local.get $dx) (i32.const 4)) (i32.const 336)))
+          (i32.shl (i32.add (local.get $dy) (i32.const 8)) (i32.const 1))))
+        (local.set $n (v128.const i32x4 0 0 0 0))
+        (local.set $s (v128.const i32x4 0 0 0 0))
+        (local.set $pa (i32.const 3072))
+        (local.set $pb (local.get $base))
+        (local.set $j (i32.const 0))
+        ;; 4 row-vectors = 16 even rows; byte sums stay <= 4 * 48 = 192
+        (loop $vecs
+          (local.set $m (v128.and (v128.load (local.get $pa)) (v128.load (local.get $pb))))
+          (local.set $n (i8x16.add (local.get $n) (i8x16.popcnt (local.get $m))))
+          (local.set $s (i8x16.add (local.get $s) (i8x16.add
+            (i8x16.add
+              (i8x16.add
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=64 (local.get $pa)) (v128.load offset=96 (local.get $pb)))))
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=128 (local.get $pa)) (v128.load offset=192 (local.get $pb))))))
+              (i8x16.popcnt (v128.and (local.get $m)
+                (v128.xor (v128.load offset=192 (local.get $pa)) (v128.load offset=288 (local.get $pb))))))
+            (i8x16.add
+              (i8x16.add
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=256 (local.get $pa)) (v128.load offset=384 (local.get $pb)))))
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=320 (local.get $pa)) (v128.load offset=480 (local.get $pb))))))
+              (i8x16.popcnt (v128.and (local.get $m)
+                (v128.xor (v128.load offset=384 (local.get $pa)) (v128.load offset=576 (local.get $pb)))))))))
+          (local.set $pa (i32.add (local.get $pa) (i32.const 16)))
+          (local.set $pb (i32.add (local.get $pb) (i32.const 16)))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br_if $vecs (i32.lt_u (local.get $j) (i32.const 4))))
+        (local.set $cn (call $hsum8 (local.get $n)))
+        ;; fewer than MIN_OVERLAP / 2 points: NaN in the reference, never better
+        (if (i32.ge_u (local.get $cn) (i32.const 80))
+          (then
+            (local.set $cs (call $hsum8 (local.get $s)))
+            (local.set $d (f64.div (f64.convert_i32_u (local.get $cs))
+              (f64.convert_i32_u (i32.mul (local.get $cn) (i32.const 6)))))
+            (local.set $d (f64.sub (f64.const 0.5) (f64.mul (f64.sub (f64.const 0.5) (local.get $d))
+              (f64.sqrt (f64.min (f64.const 1)
+                (f64.div (f64.convert_i32_u (i32.shl (local.get $cn) (i32.const 1))) (f64.const 560)))))))
+            (if (f64.lt (local.get $d) (local.get $best))
+              (then
+                (local.set $best (local.get $d))
+                (local.set $bx (local.get $dx))
+                (local.set $by (local.get $dy))))))
+        (local.set $dx (i32.add (local.get $dx) (i32.const 2)))
+        (br_if $dxs (i32.le_s (local.get $dx) (i32.const 4))))
+      (local.set $dy (i32.add (local.get $dy) (i32.const 2)))
+      (br_if $dys (i32.le_s (local.get $dy) (i32.const 4))))
+    (i32.or (i32.add (local.get $bx) (i32.const 4))
+      (i32.shl (i32.add (local.get $by) (i32.const 4)) (i32.const 8)))
+  )
+
+  ;; ---- tile-wise refinement around (gx, gy); returns the final distance ------------------------
+  (func $tiles (param $gx i32) (param $gy i32) (result f64)
+    (local $u i32) (local $dy i32) (local $dx i32) (local $pa i32) (local $pb i32) (local $t i32)
+    (local $m v128) (local $n v128) (local $s v128) (local $nv v128) (local $sv v128)
+    (local $bb v128) (local $bn v128) (local $better v128) (local $bits i32) (local $cn i32)
+    (local $d f64)
+    ;; shifted full copies of the candidate for dx = gx - 2 + u
+    (local.set $u (i32.const 0))
+    (loop $versions
+      (call $shift (i32.const 4096) (i32.const 128)
+        (i32.add (i32.const 10272) (i32.mul (local.get $u) (i32.const 1344)))
+        (i32.const 192) (i32.const 8) (i32.add (local.get $gx) (i32.sub (local.get $u) (i32.const 2))))
+      (local.set $u (i32.add (local.get $u) (i32.const 1)))
+      (br_if $versions (i32.lt_u (local.get $u) (i32.const 5))))
+    ;; no valid shift yet: bits 1 / n 0 compares as +infinity (bits * bestN < bestBits * n)
+    (v128.store (i32.const 17408) (v128.const i32x4 1 1 1 1))
+    (v128.store (i32.const 17424) (v128.const i32x4 1 1 1 1))
+    (v128.store (i32.const 17440) (v128.const i32x4 1 1 1 1))
+    (v128.store (i32.const 17456) (v128.const i32x4 1 1 1 1))
+    (v128.store (i32.const 17472) (v128.const i32x4 0 0 0 0))
+    (v128.store (i32.const 17488) (v128.const i32x4 0 0 0 0))
+    (v128.store (i32.const 17504) (v128.const i32x4 0 0 0 0))
+    (v128.store (i32.const 17520) (v128.const i32x4 0 0 0 0))
+    (local.set $dy (i32.sub (local.get $gy) (i32.const 2)))
+    (loop $dys
+      (local.set $u (i32.const 0))
+      (loop $dxs
+        (local.set $pa (i32.const 2048))
+        (local.set $pb (i32.add (i32.add (i32.const 10240) (i32.mul (local.get $u) (i32.const 1344)))
+          (i32.shl (i32.add (local.get $dy) (i32.const 8)) (i32.const 2))))
+        (local.set $t (i32.const 0))
+        ;; one band = 8 rows = two row-vectors; byte sums stay <= 2 * 48 = 96
+        (loop $bands
+          (local.set $m (v128.and (v128.load (local.get $pa)) (v128.load (local.get $pb))))
+          (local.set $n (i8x16.popcnt (local.get $m)))
+          (local.set $s (i8x16.add
+            (i8x16.add
+              (i8x16.add
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=128 (local.get $pa)) (v128.load offset=192 (local.get $pb)))))
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=256 (local.get $pa)) (v128.load offset=384 (local.get $pb))))))
+              (i8x16.popcnt (v128.and (local.get $m)
+                (v128.xor (v128.load offset=384 (local.get $pa)) (v128.load offset=576 (local.get $pb))))))
+            (i8x16.add
+              (i8x16.add
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=512 (local.get $pa)) (v128.load offset=768 (local.get $pb)))))
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=640 (local.get $pa)) (v128.load offset=960 (local.get $pb))))))
+              (i8x16.popcnt (v128.and (local.get $m)
+                (v128.xor (v128.load offset=768 (local.get $pa)) (v128.load offset=1152 (local.get $pb))))))))
+          (local.set $m (v128.and (v128.load offset=16 (local.get $pa)) (v128.load offset=16 (local.get $pb))))
+          (local.set $n (i8x16.add (local.get $n) (i8x16.popcnt (local.get $m))))
+          (local.set $s (i8x16.add (local.get $s) (i8x16.add
+            (i8x16.add
+              (i8x16.add
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=144 (local.get $pa)) (v128.load offset=208 (local.get $pb)))))
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=272 (local.get $pa)) (v128.load offset=400 (local.get $pb))))))
+              (i8x16.popcnt (v128.and (local.get $m)
+                (v128.xor (v128.load offset=400 (local.get $pa)) (v128.load offset=592 (local.get $pb))))))
+            (i8x16.add
+              (i8x16.add
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=528 (local.get $pa)) (v128.load offset=784 (local.get $pb)))))
+                (i8x16.popcnt (v128.and (local.get $m)
+                  (v128.xor (v128.load offset=656 (local.get $pa)) (v128.load offset=976 (local.get $pb))))))
+              (i8x16.popcnt (v128.and (local.get $m)
+                (v128.xor (v128.load offset=784 (local.get $pa)) (v128.load offset=1168 (local.get $pb)))))))))
+          ;; per column byte over the 4 rows of each lane: transpose bytes, then widen-add pairs
+          (local.set $nv (i32x4.dot_i16x8_s
+            (i16x8.extadd_pairwise_i8x16_u
+              (i8x16.shuffle 0 4 8 12 1 5 9 13 2 6 10 14 3 7 11 15 (local.get $n) (local.get $n)))
+            (v128.const i16x8 1 1 1 1 1 1 1 1)))
+          (local.set $sv (i32x4.dot_i16x8_s
+            (i16x8.extadd_pairwise_i8x16_u
+              (i8x16.shuffle 0 4 8 12 1 5 9 13 2 6 10 14 3 7 11 15 (local.get $s) (local.get $s)))
+            (v128.const i16x8 1 1 1 1 1 1 1 1)))
+          ;; better iff n >= 8 and bits / n < bestBits / bestN (exact: small integers)
+          (local.set $bb (v128.load offset=17408 (local.get $t)))
+          (local.set $bn (v128.load offset=17472 (local.get $t)))
+          (local.set $better (v128.and
+            (i32x4.gt_s (local.get $nv) (v128.const i32x4 7 7 7 7))
+            (i32x4.lt_s (i32x4.mul (local.get $sv) (local.get $bn)) (i32x4.mul (local.get $bb) (local.get $nv)))))
+          (v128.store offset=17408 (local.get $t) (v128.bitselect (local.get $sv) (local.get $bb) (local.get $better)))
+          (v128.store offset=17472 (local.get $t) (v128.bitselect (local.get $nv) (local.get $bn) (local.get $better)))
+          (local.set $pa (i32.add (local.get $pa) (i32.const 32)))
+          (local.set $pb (i32.add (local.get $pb) (i32.const 32)))
+          (local.set $t (i32.add (local.get $t) (i32.const 16)))
+          (br_if $bands (i32.lt_u (local.get $t) (i32.const 64))))
+        (local.set $u (i32.add (local.get $u) (i32.const 1)))
+        (br_if $dxs (i32.lt_u (local.get $u) (i32.const 5))))
+      (local.set $dy (i32.add (local.get $dy) (i32.const 1)))
+      (br_if $dys (i32.le_s (local.get $dy) (i32.add (local.get $gy) (i32.const 2)))))
+    ;; sum the best counts; tiles without a valid shift add nothing
+    (local.set $bits (i32.const 0))
+    (local.set $cn (i32.const 0))
+    (local.set $t (i32.const 0))
+    (loop $sum
+      (local.set $bn (v128.load offset=17472 (local.get $t)))
+      (local.set $bb (v128.and (v128.load offset=17408 (local.get $t))
+        (v128.not (i32x4.eq (local.get $bn) (v128.const i32x4 0 0 0 0)))))
+      (local.set $bits (i32.add (local.get $bits) (i32.add
+        (i32.add (i32x4.extract_lane 0 (local.get $bb)) (i32x4.extract_lane 1 (local.get $bb)))
+        (i32.add (i32x4.extract_lane 2 (local.get $bb)) (i32x4.extract_lane 3 (local.get $bb))))))
+      (local.set $cn (i32.add (local.get $cn) (i32.add
+        (i32.add (i32x4.extract_lane 0 (local.get $bn)) (i32x4.extract_lane 1 (local.get $bn)))
+        (i32.add (i32x4.extract_lane 2 (local.get $bn)) (i32x4.extract_lane 3 (local.get $bn))))))
+      (local.set $t (i32.add (local.get $t) (i32.const 16)))
+      (br_if $sum (i32.lt_u (local.get $t) (i32.const 64))))
+    (if (i32.lt_u (local.get $cn) (i32.const 160)) (then (return (f64.const 0.5))))
+    (local.set $d (f64.div (f64.convert_i32_u (local.get $bits))
+      (f64.convert_i32_u (i32.mul (local.get $cn) (i32.const 6)))))
+    (f64.min (f64.const 0.5)
+      (f64.sub (f64.const 0.5) (f64.mul (f64.sub (f64.const 0.5) (local.get $d))
+        (f64.sqrt (f64.min (f64.const 1)
+          (f64.div (f64.convert_i32_u (local.get $cn)) (f64.const 560)))))))
+  )
+
+  ;; probe at IN_A -> A_FULL / A_EVEN (once per probe when matching one probe against many)
+  (func (export "prepareA")
+    (call $transpose (i32.const 0) (i32.const 2048) (i32.const 3072))
+  )
+
+  ;; distance between the prepared probe and the candidate at IN_B
+  (func $distanceB (export "distanceB") (result f64)
+    (local $g i32)
+    (call $transpose (i32.const 1024) (i32.const 4096) (i32.const 5120))
+    (local.set $g (call $coarse))
+    (call $tiles
+      (i32.sub (i32.and (local.get $g) (i32.const 255)) (i32.const 4))
+      (i32.sub (i32.shr_u (local.get $g) (i32.const 8)) (i32.const 4)))
+  )
+
+  ;; distance between IN_A and IN_B
+  (func (export "distance") (result f64)
+    (call $transpose (i32.const 0) (i32.const 2048) (i32.const 3072))
+    (call $distanceB)
+  )
+)

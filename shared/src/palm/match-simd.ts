@@ -1,0 +1,102 @@
+import { MATCH_KERNEL_BASE64 } from './match-kernel.wasm.ts';
+import { GRID } from './template.ts';
+
+/**
+ * WebAssembly SIMD kernel for `packedDistance` (see match-kernel.wat). It returns the same value as
+ * the JavaScript reference bit for bit; `null` exports mean WebAssembly SIMD is not available here
+ * (or the module failed to compile) and callers use the JavaScript path.
+ */
+const WORDS = GRID * 8; // PACKED_WORDS, kept local to avoid an import cycle with match.ts
+const IN_A = 0; // word offsets of the two inputs in kernel memory
+const IN_B = WORDS;
+
+interface KernelExports {
+  memory: { buffer: ArrayBuffer };
+  prepareA(): void;
+  distanceB(): number;
+  distance(): number;
+}
+
+function decodeBase64(s: string): Uint8Array {
+  const bin = atob(s);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/** The part of the WebAssembly JS API used here (the project's lib settings do not declare it). */
+interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { exports: unknown };
+}
+
+function instantiate(): { exports: KernelExports; mem: Uint32Array } | null {
+  const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+  if (!wasm) return null;
+  try {
+    const bytes = decodeBase64(MATCH_KERNEL_BASE64);
+    if (!wasm.validate(bytes)) return null; // engine without SIMD
+    const instance = new wasm.Instance(new wasm.Module(bytes), {});
+    const exports = instance.exports as unknown as KernelExports;
+    return { exports, mem: new Uint32Array(exports.memory.buffer) };
+  } catch {
+    return null;
+  }
+}
+
+const kernel = instantiate();
+
+/** Whether the SIMD kernel is in use on this engine. */
+export const simdAvailable = kernel !== null;
+
+function copyIn(src: Uint32Array, so: number, dst: number): void {
+  const mem = kernel!.mem;
+  if (so === 0 && src.length === WORDS) mem.set(src, dst);
+  else mem.set(src.subarray(so, so + WORDS), dst);
+}
+
+/** The probe matcher whose template is in the kernel's probe slot, if any. */
+let activeProbe: object | null = null;
+
+/**
+ * `packedDistance(a, ao, b, bo)` with the default range (4) on the SIMD kernel, or `null` when the
+ * kernel is unavailable. Both templates must be whole (`PACKED_WORDS` words from the offset).
+ */
+export const packedDistanceSimd: ((a: Uint32Array, ao: number, b: Uint32Array, bo: number) => number) | null =
+  kernel
+    ? (a, ao, b, bo) => {
+        activeProbe = null; // the probe slot is overwritten
+        copyIn(a, ao, IN_A);
+        copyIn(b, bo, IN_B);
+        return kernel.exports.distance();
+      }
+    : null;
+
+/**
+ * One probe against many candidates: the probe is copied and transposed once, each `distance`
+ * call then only loads the candidate. Only one such matcher is active at a time (the kernel memory
+ * holds one probe): `distance` re-prepares the probe if another matcher or `packedDistanceSimd`
+ * ran in between.
+ */
+export interface ProbeMatcher {
+  distance(b: Uint32Array, bo: number): number;
+}
+
+export function createProbeMatcherSimd(probe: Uint32Array, po: number): ProbeMatcher | null {
+  if (!kernel) return null;
+  const copy = probe.slice(po, po + WORDS);
+  if (copy.length !== WORDS) return null;
+  const matcher: ProbeMatcher = {
+    distance(b, bo) {
+      if (activeProbe !== matcher) {
+        kernel.mem.set(copy, IN_A);
+        kernel.exports.prepareA();
+        activeProbe = matcher;
+      }
+      copyIn(b, bo, IN_B);
+      return kernel.exports.distanceB();
+    },
+  };
+  return matcher;
+}
