@@ -93,7 +93,8 @@
   ;; ---- coarse global shift: returns (dx + 4) | (dy + 4) << 8 of the first best shift ----------
   (func $coarse (result i32)
     (local $dy i32) (local $dx i32) (local $base i32) (local $j i32) (local $pa i32) (local $pb i32)
-    (local $m v128) (local $n v128) (local $s v128) (local $cn i32) (local $cs i32)
+    (local $m v128) (local $cn i32) (local $cs i32)
+    (local $w1 i64) (local $w2 i64) (local $w4 i64) (local $wn i64)
     (local $x v128) (local $y v128) (local $z v128) (local $q v128) (local $s1 v128) (local $s2 v128)
     (local $c1 v128) (local $c2 v128) (local $c3 v128)
     (local $d f64) (local $best f64) (local $bx i32) (local $by i32)
@@ -116,15 +117,16 @@
         (local.set $base (i32.add
           (i32.add (i32.const 6144) (i32.mul (i32.add (local.get $dx) (i32.const 4)) (i32.const 336)))
           (i32.shl (i32.add (local.get $dy) (i32.const 8)) (i32.const 1))))
-        (local.set $n (v128.const i32x4 0 0 0 0))
-        (local.set $s (v128.const i32x4 0 0 0 0))
+        (local.set $w1 (i64.const 0))
+        (local.set $w2 (i64.const 0))
+        (local.set $w4 (i64.const 0))
+        (local.set $wn (i64.const 0))
         (local.set $pa (i32.const 3072))
         (local.set $pb (local.get $base))
         (local.set $j (i32.const 0))
-        ;; 4 row-vectors = 16 even rows; byte sums stay <= 4 * 48 = 192
+        ;; 4 row-vectors = 16 even rows
         (loop $vecs
           (local.set $m (v128.and (v128.load (local.get $pa)) (v128.load (local.get $pb))))
-          (local.set $n (i8x16.add (local.get $n) (i8x16.popcnt (local.get $m))))
           ;; the six XOR planes summed bit-sliced with carry-save adders (full adder: sum = x^y^z,
           ;; carry = majority): count = ones + 2 twos + 4 fours, masked by m, three popcounts not six
           (local.set $x (v128.xor (v128.load offset=64 (local.get $pa)) (v128.load offset=96 (local.get $pb))))
@@ -144,27 +146,28 @@
           (local.set $q (v128.xor (local.get $c1) (local.get $c2)))
           (local.set $s2 (v128.xor (local.get $q) (local.get $c3)))
           (local.set $c1 (v128.bitselect (local.get $c3) (local.get $c1) (local.get $q)))
-          (local.set $x (i8x16.popcnt (v128.and (local.get $c1) (local.get $m))))
-          (local.set $x (i8x16.add (i8x16.add (local.get $x) (local.get $x)) (i8x16.popcnt (v128.and (local.get $s2) (local.get $m)))))
-          (local.set $s (i8x16.add (local.get $s) (i8x16.add (i8x16.add (local.get $x) (local.get $x)) (i8x16.popcnt (v128.and (local.get $s1) (local.get $m))))))
+          ;; only totals matter here: scalar 64-bit popcounts are cheaper than byte-lane ones
+          (local.set $x (v128.and (local.get $s1) (local.get $m)))
+          (local.set $y (v128.and (local.get $s2) (local.get $m)))
+          (local.set $z (v128.and (local.get $c1) (local.get $m)))
+          (local.set $wn (i64.add (local.get $wn) (i64.add
+            (i64.popcnt (i64x2.extract_lane 0 (local.get $m))) (i64.popcnt (i64x2.extract_lane 1 (local.get $m))))))
+          (local.set $w1 (i64.add (local.get $w1) (i64.add
+            (i64.popcnt (i64x2.extract_lane 0 (local.get $x))) (i64.popcnt (i64x2.extract_lane 1 (local.get $x))))))
+          (local.set $w2 (i64.add (local.get $w2) (i64.add
+            (i64.popcnt (i64x2.extract_lane 0 (local.get $y))) (i64.popcnt (i64x2.extract_lane 1 (local.get $y))))))
+          (local.set $w4 (i64.add (local.get $w4) (i64.add
+            (i64.popcnt (i64x2.extract_lane 0 (local.get $z))) (i64.popcnt (i64x2.extract_lane 1 (local.get $z))))))
           (local.set $pa (i32.add (local.get $pa) (i32.const 16)))
           (local.set $pb (i32.add (local.get $pb) (i32.const 16)))
           (local.set $j (i32.add (local.get $j) (i32.const 1)))
           (br_if $vecs (i32.lt_u (local.get $j) (i32.const 4))))
-        ;; totals: widen both byte sums to i32 lanes, pack n above bits (bits <= 3072), add lanes
-        (local.set $m (i32x4.add
-          (i32x4.dot_i16x8_s (i16x8.extadd_pairwise_i8x16_u (local.get $s)) (v128.const i16x8 1 1 1 1 1 1 1 1))
-          (i32x4.shl
-            (i32x4.dot_i16x8_s (i16x8.extadd_pairwise_i8x16_u (local.get $n)) (v128.const i16x8 1 1 1 1 1 1 1 1))
-            (i32.const 16))))
-        (local.set $m (i32x4.add (local.get $m)
-          (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $m) (local.get $m))))
-        (local.set $cs (i32.add (i32x4.extract_lane 0 (local.get $m)) (i32x4.extract_lane 1 (local.get $m))))
-        (local.set $cn (i32.shr_u (local.get $cs) (i32.const 16)))
+        (local.set $cn (i32.wrap_i64 (local.get $wn)))
         ;; fewer than MIN_OVERLAP / 2 points: NaN in the reference, never better
         (if (i32.ge_u (local.get $cn) (i32.const 80))
           (then
-            (local.set $cs (i32.and (local.get $cs) (i32.const 0xffff)))
+            (local.set $cs (i32.wrap_i64 (i64.add (local.get $w1)
+              (i64.shl (i64.add (local.get $w2) (i64.shl (local.get $w4) (i64.const 1))) (i64.const 1)))))
             (local.set $d (f64.div (f64.convert_i32_u (local.get $cs))
               (f64.convert_i32_u (i32.mul (local.get $cn) (i32.const 6)))))
             (local.set $d (f64.sub (f64.const 0.5) (f64.mul (f64.sub (f64.const 0.5) (local.get $d))
