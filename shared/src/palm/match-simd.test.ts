@@ -2,7 +2,14 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileKernel, kernelModuleSource, MODULE_PATH } from '../../scripts/build-match-kernel.ts';
-import { PACKED_WORDS, packedDistance, packedDistanceJs, packTemplate, ROW_WORDS } from './match.ts';
+import {
+  PACKED_WORDS,
+  packedDistance,
+  packedDistanceJs,
+  packTemplate,
+  probeMatcher,
+  ROW_WORDS,
+} from './match.ts';
 import { createProbeMatcherSimd, packedDistanceSimd, simdAvailable } from './match-simd.ts';
 import { decodeTemplate, GRID } from './template.ts';
 
@@ -108,6 +115,26 @@ describe('WebAssembly SIMD matcher kernel', () => {
         }
       }),
       { numRuns: 40 },
+    );
+  });
+
+  it('probeMatcher (1:N stage 2) returns the reference distance for every candidate of a flat store', () => {
+    fc.assert(
+      fc.property(packed, fc.array(packed, { minLength: 1, maxLength: 5 }), (probe, cands) => {
+        const store = new Uint32Array(cands.length * PACKED_WORDS);
+        for (const [i, c] of cands.entries()) store.set(c, i * PACKED_WORDS);
+        const refs = cands.map((c) => packedDistanceJs(probe, 0, c, 0));
+        const match = probeMatcher(probe, 0);
+        probe.fill(0); // the matcher keeps the probe as it was when made
+        for (const [i, ref] of refs.entries()) {
+          expect(match(store, i * PACKED_WORDS)).toBe(ref);
+          expect(packedDistanceSimd!(store, i * PACKED_WORDS, probe, 0)).toBe(
+            packedDistanceJs(store, i * PACKED_WORDS, probe, 0),
+          );
+          expect(match(store, i * PACKED_WORDS)).toBe(ref);
+        }
+      }),
+      { numRuns: 60 },
     );
   });
 

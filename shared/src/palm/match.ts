@@ -1,4 +1,4 @@
-import { packedDistanceSimd } from './match-simd.ts';
+import { createProbeMatcherSimd, packedDistanceSimd } from './match-simd.ts';
 import { CODE_PLANES, decodeTemplate, GRID, type PalmTemplate, popcount32 } from './template.ts';
 
 /**
@@ -225,6 +225,19 @@ export function packedDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: n
   )
     return packedDistanceSimd(a, ao, b, bo);
   return packedDistanceJs(a, ao, b, bo, range);
+}
+
+/**
+ * One probe against many candidates (1:N second stage): `match(b, bo)` equals
+ * `packedDistance(probe, po, b, bo)` for the probe as it was when the matcher was made. On the SIMD
+ * kernel the probe is laid out once instead of once per candidate.
+ */
+export function probeMatcher(probe: Uint32Array, po = 0): (b: Uint32Array, bo: number) => number {
+  const p = probe.slice(po, po + PACKED_WORDS);
+  const simd = p.length === PACKED_WORDS ? createProbeMatcherSimd(p, 0) : null;
+  if (!simd) return (b, bo) => packedDistance(p, 0, b, bo);
+  return (b, bo) =>
+    bo >= 0 && bo + PACKED_WORDS <= b.length ? simd.distance(b, bo) : packedDistanceJs(p, 0, b, bo);
 }
 
 /** `packedDistance` in plain JavaScript: the reference, and the path without WebAssembly SIMD. */

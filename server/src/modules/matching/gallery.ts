@@ -2,8 +2,8 @@ import {
   compareTemplates,
   distanceToScore,
   PACKED_WORDS,
-  packedDistance,
   packInto,
+  probeMatcher,
 } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate, popcount32, SIGNATURE_WORDS } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
@@ -110,8 +110,9 @@ export class MemoryGallery implements Gallery {
     const candidates = this.firstStage(t.signature, probeHand);
     let best = -1;
     let bestD = Number.POSITIVE_INFINITY;
+    const match = probeMatcher(probe); // the probe is laid out once for all candidates
     for (const i of candidates) {
-      const d = packedDistance(probe, 0, this.packed, i * PACKED_WORDS);
+      const d = match(this.packed, i * PACKED_WORDS);
       if (d < bestD) {
         bestD = d;
         best = i;
