@@ -44,6 +44,15 @@ declare module 'fastify' {
 }
 
 /** Builds the HTTP application without listening (tests use `app.inject`, server.ts listens). */
+/** `PALMID_TRUST_PROXY` → Fastify's trustProxy: false, or the list of trusted proxy addresses. */
+function trustedProxies(value: string): false | string[] {
+  const list = value
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
+  return list.length > 0 ? list : false;
+}
+
 export async function buildApp(
   ctx: AppContext,
   opts: { logger?: FastifyServerOptions['logger']; timeouts?: Partial<typeof HTTP_TIMEOUTS> } = {},
@@ -88,7 +97,7 @@ export async function buildApp(
       socket.destroy(err);
     },
     bodyLimit: BODY_LIMIT,
-    trustProxy: false,
+    trustProxy: trustedProxies(ctx.config.PALMID_TRUST_PROXY),
     requestIdHeader: false,
     genReqId: (req) => pickRequestId(req.headers['x-request-id']) ?? crypto.randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },

@@ -69,6 +69,14 @@ export const configSchema = z
     PALMID_AUTH_TTL_S: z.coerce.number().int().min(1).max(3600).default(120),
     PALMID_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
     PALMID_OIDC_ISSUERS: oidcIssuersSchema.default([]),
+    /**
+     * Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed (comma separated);
+     * empty: none. Per-IP limits then count the real client, not the proxy.
+     */
+    PALMID_TRUST_PROXY: z
+      .string()
+      .regex(/^[0-9a-fA-F.:/,\s]*$/, 'must be IP addresses or CIDR ranges, comma separated')
+      .default(''),
   })
   .strict();
 

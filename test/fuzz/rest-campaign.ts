@@ -253,6 +253,7 @@ export async function withFuzzApp<T>(fn: (t: TestApp, creds: () => Credentials) 
     status: [big],
     pvs: [big],
     session: [big],
+    credentials: [big],
   });
   try {
     const vendor = await seedVendor(t.ctx, 'Fuzz Vendor', ['auth', 'users']);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
+import { RATE_LIMITS, RateLimits } from '../../server/src/plugins/app/rate-limit.ts';
 import { createTestApp, type TestApp } from '../../server/src/testing.ts';
 
 /**
@@ -65,6 +66,12 @@ describe('access control (OWASP API Top 10 2023)', () => {
 
   beforeAll(async () => {
     t = await createTestApp({ PALMID_ENV: 'sandbox' });
+    // Hundreds of deliberately bad credentials come from one address here; the per-IP budget for
+    // failures has its own suite (credential-guard.test.ts), so lift it to test every refusal's answer.
+    t.ctx.rateLimits = new RateLimits(undefined, {
+      ...RATE_LIMITS,
+      credentials: [{ points: 1e9, duration: 60 }],
+    });
     const db = t.ctx.database.db;
     vendorA = await createVendor(db, { name: 'Vendor A', url: 'https://a.example' });
     vendorB = await createVendor(db, { name: 'Vendor B', url: 'https://b.example' });

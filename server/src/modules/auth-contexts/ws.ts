@@ -4,14 +4,24 @@ import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import type { AppContext, VendorPrincipal } from '../../context.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
+import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
 import { authenticateVendor } from '../vendors/service.ts';
 import { loadVendorContext, readResult } from './service.ts';
 
-async function vendorForKey(ctx: AppContext, apiKey: unknown): Promise<VendorPrincipal | undefined> {
+type KeyCheck = { vendor: VendorPrincipal } | { refused: 'invalid' | 'too_many_failures' };
+
+/** A valid key with the `auth` scope; failures count against the client IP (CredentialGuard). */
+async function vendorForKey(ctx: AppContext, ip: string, apiKey: unknown): Promise<KeyCheck> {
+  const guard = new CredentialGuard(ctx);
+  if ((await guard.blockedFor(ip)) > 0) return { refused: 'too_many_failures' };
   const vendor = await authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV).catch(
     () => undefined,
   );
-  return vendor?.scopes.includes('auth') ? vendor : undefined;
+  if (!vendor) {
+    await guard.failed(ip);
+    return { refused: 'invalid' };
+  }
+  return vendor.scopes.includes('auth') ? { vendor } : { refused: 'invalid' };
 }
 
 function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal, log: FastifyBaseLogger) {
@@ -49,13 +59,14 @@ function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal
  * VENDOR_AUTH_DEADLINE_MS. Anything else, a wrong key or silence closes the socket with 1008. Frames
  * that arrive while the key is being checked are kept and handed to the RPC loop afterwards.
  */
-function awaitAuthFrame(ctx: AppContext, socket: WebSocket, log: FastifyBaseLogger) {
+function awaitAuthFrame(ctx: AppContext, socket: WebSocket, ip: string, log: FastifyBaseLogger) {
   const send = (frame: unknown) => {
     if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
   };
   const refuse = (id: string | null, reason: string, message: string) => {
-    send({ id, error: { code: 'UNAUTHORIZED', message, details: { field: 'api_key', reason } } });
-    socket.close(CLOSE_POLICY, 'unauthorized');
+    const code = reason === 'too_many_failures' ? 'RATE_LIMITED' : 'UNAUTHORIZED';
+    send({ id, error: { code, message, details: { field: 'api_key', reason } } });
+    socket.close(CLOSE_POLICY, code === 'RATE_LIMITED' ? 'too_many_failures' : 'unauthorized');
   };
   const deadline = setTimeout(() => {
     if (socket.readyState === socket.OPEN) socket.close(CLOSE_POLICY, 'auth_timeout');
@@ -83,11 +94,19 @@ function awaitAuthFrame(ctx: AppContext, socket: WebSocket, log: FastifyBaseLogg
       return;
     }
     checking = true;
-    vendorForKey(ctx, params.data.api_key).then((vendor) => {
-      if (!vendor) {
-        refuse(frame.id, 'invalid', 'Missing or invalid API key');
+    vendorForKey(ctx, ip, params.data.api_key).then((check) => {
+      if ('refused' in check) {
+        const blocked = check.refused === 'too_many_failures';
+        refuse(
+          frame.id,
+          check.refused,
+          blocked
+            ? 'Too many failed authentication attempts from this address'
+            : 'Missing or invalid API key',
+        );
         return;
       }
+      const vendor = check.vendor;
       if (socket.readyState !== socket.OPEN) return;
       socket.off('message', onMessage);
       send({ id: frame.id, result: { vendor_id: vendor.id, name: vendor.name, mode: vendor.mode } });
@@ -105,23 +124,26 @@ function awaitAuthFrame(ctx: AppContext, socket: WebSocket, log: FastifyBaseLogg
  */
 export const vendorSocketRoutes: FastifyPluginAsync = async (app) => {
   const ctx = app.ctx;
-  const principals = new WeakMap<object, VendorPrincipal | null>();
-  const preValidation = async (request: { headers: Record<string, unknown>; raw: object }) => {
+  const principals = new WeakMap<object, KeyCheck | null>();
+  const preValidation = async (request: { headers: Record<string, unknown>; raw: object; ip: string }) => {
     const header = request.headers['x-api-key'];
-    principals.set(request.raw, header === undefined ? null : ((await vendorForKey(ctx, header)) ?? null));
+    principals.set(request.raw, header === undefined ? null : await vendorForKey(ctx, request.ip, header));
   };
 
   app.get('/ws/vendor', { websocket: true, preValidation, schema: { hide: true } }, (socket, request) => {
     const viaHeader = request.headers['x-api-key'] !== undefined;
-    const vendor = principals.get(request.raw);
+    const check = principals.get(request.raw);
     if (viaHeader) {
-      if (!vendor) {
-        socket.close(CLOSE_POLICY, 'unauthorized');
+      if (!check || 'refused' in check) {
+        socket.close(
+          CLOSE_POLICY,
+          check?.refused === 'too_many_failures' ? 'too_many_failures' : 'unauthorized',
+        );
         return;
       }
-      serveVendor(ctx, socket, vendor, request.log);
+      serveVendor(ctx, socket, check.vendor, request.log);
       return;
     }
-    awaitAuthFrame(ctx, socket, request.log);
+    awaitAuthFrame(ctx, socket, request.ip, request.log);
   });
 };

@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { callerOf } from '../../plugins/app/auth.ts';
+import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
 import { decodeTemplate } from '../auth-contexts/routes.ts';
 import {
   type ContextRow,
@@ -53,18 +54,24 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
   const ctx = app.ctx;
   const lockout = new KioskLockout();
 
-  const principals = new WeakMap<object, PvsPrincipal>();
+  const guard = new CredentialGuard(ctx);
+  const principals = new WeakMap<object, PvsPrincipal | 'too_many_failures'>();
   // Authentication happens before the upgrade completes, so the socket handler can attach its message
-  // listener synchronously and no early frame (the agent's hello) is lost.
-  const preValidation = async (request: { headers: Record<string, unknown>; raw: object }) => {
+  // listener synchronously and no early frame (the agent's hello) is lost. Failures count per client IP.
+  const preValidation = async (request: { headers: Record<string, unknown>; raw: object; ip: string }) => {
+    if ((await guard.blockedFor(request.ip)) > 0) {
+      principals.set(request.raw, 'too_many_failures');
+      return;
+    }
     const pvs = await authenticatePvs(ctx.database.db, request.headers.authorization).catch(() => undefined);
     if (pvs) principals.set(request.raw, pvs);
+    else await guard.failed(request.ip);
   };
 
   app.get('/ws/pvs', { websocket: true, preValidation, schema: { hide: true } }, (socket, request) => {
     const pvs = principals.get(request.raw);
-    if (!pvs) {
-      socket.close(CLOSE_POLICY, 'unauthorized');
+    if (!pvs || pvs === 'too_many_failures') {
+      socket.close(CLOSE_POLICY, pvs ?? 'unauthorized');
       return;
     }
     const log = request.log.child({ pvs_id: pvs.id });

@@ -1,8 +1,9 @@
 import { AppError } from '@palmid/shared/errors.ts';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext, Caller, UserPrincipal, VendorPrincipal } from '../../context.ts';
 import { authenticateUser } from '../../modules/users/service.ts';
 import { authenticateVendor, type VendorScope } from '../../modules/vendors/service.ts';
+import { CredentialGuard } from './credential-guard.ts';
 import { applyRateDecision, type RateBucket } from './rate-limit.ts';
 
 declare module 'fastify' {
@@ -38,13 +39,22 @@ export function callerOf(request: FastifyRequest): Caller {
  * without valid credentials learns nothing about the body's validity and costs no parsing.
  */
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
+  const guard = new CredentialGuard(ctx);
+  const checked = async <T>(request: FastifyRequest, reply: FastifyReply, attempt: () => Promise<T>) => {
+    try {
+      return (await guard.check(request.ip, attempt)) as T;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'RATE_LIMITED') {
+        reply.header('Retry-After', String((err.details as { retry_after_s: number }).retry_after_s));
+      }
+      throw err;
+    }
+  };
   app.addHook('onRequest', async (request, reply) => {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'vendor') {
-      const vendor = await authenticateVendor(
-        ctx.database.db,
-        request.headers['x-api-key'],
-        ctx.config.PALMID_ENV,
+      const vendor = await checked(request, reply, () =>
+        authenticateVendor(ctx.database.db, request.headers['x-api-key'], ctx.config.PALMID_ENV),
       );
       request.vendor = vendor;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, vendor.keyId));
@@ -55,7 +65,7 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
         });
       }
     } else if (cfg.auth === 'user') {
-      const user = await authenticateUser(ctx, request.headers.authorization);
+      const user = await checked(request, reply, () => authenticateUser(ctx, request.headers.authorization));
       request.user = user;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, user.tokenId));
     } else if (cfg.rate) {

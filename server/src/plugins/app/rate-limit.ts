@@ -21,6 +21,12 @@ export const RATE_LIMITS = {
   pvs: [{ points: 600, duration: 60 }],
   /** POST /v1/session per client IP: slows claim-code guessing (≈ 50-bit codes, 15-minute lifetime). */
   session: [{ points: 10, duration: 60 }],
+  /**
+   * Failed credential checks (API key, user token, kiosk key) per client IP, on REST and WebSocket
+   * alike. Past the budget the IP is refused with 429 before any lookup until the window ends, so an
+   * invalid-key flood costs neither database lookups nor hashing.
+   */
+  credentials: [{ points: 30, duration: 60 }],
 } as const;
 
 export type RateBucket = keyof typeof RATE_LIMITS;
@@ -66,6 +72,17 @@ export class RateLimits {
         windows.map((w) => make(bucket, w.points, w.duration)),
       ]),
     ) as Record<RateBucket, Window[]>;
+  }
+
+  /** Seconds until `key` may try again in `bucket` (0 when within budget); consumes nothing. */
+  async blockedFor(bucket: RateBucket, key: string): Promise<number> {
+    let wait = 0;
+    for (const w of this.#windows[bucket]) {
+      const res = await w.limiter.get(key);
+      if (res && res.consumedPoints >= w.points)
+        wait = Math.max(wait, Math.ceil((res.msBeforeNext ?? 0) / 1000));
+    }
+    return wait;
   }
 
   async consume(bucket: RateBucket, key: string): Promise<RateDecision> {
