@@ -408,15 +408,13 @@ describe('zero-knowledge proofs in the server flow', () => {
   it('a consent revoked between proving and writing is honoured: no proof, consent_missing', async () => {
     const db = t.ctx.database.db;
     const vendor = { id: vendorId, name: 'Club Z', scopes: ['auth'] } as never;
-    const row = await db
-      .transaction()
-      .execute((trx) =>
-        createAuthContext(t.ctx, trx, vendor, {
-          type: 'entrance',
-          minimum_age: 21,
-          attributes_optional: ['age_proof'],
-        } as never),
-      );
+    const row = await db.transaction().execute((trx) =>
+      createAuthContext(t.ctx, trx, vendor, {
+        type: 'entrance',
+        minimum_age: 21,
+        attributes_optional: ['age_proof'],
+      } as never),
+    );
     const palm = { template: new Uint8Array(Buffer.from(tpl('alice'), 'base64')) };
     const prepared = await prepareProofs(t.ctx, row, palm);
     expect([...prepared.proofs.values()].filter(Boolean)).toHaveLength(1);
