@@ -18,6 +18,13 @@ export interface CaptureMeasures {
   periodicity: number;
   /** grey level 1–3 px inside the outline over 12–20 px inside (a round, live hand darkens at its edge) */
   edgeFalloff: number;
+  /**
+   * Relative (log-domain) contrast of the central palm at vein scale: standard deviation of
+   * log(smooth at 0.05 r / smooth at 0.2 r), r the palm radius. Gain-free and scale-free. Sub-surface
+   * veins and creases of a live hand give about 0.045–0.08; a print's paper-white and ink floor and a
+   * screen's black-level glow and gamma compress the tonal range, to about 0.025–0.045.
+   */
+  veinContrast: number;
 }
 
 export function measureRoi(roi: Float32Array): { anisotropy: number } {
@@ -36,6 +43,86 @@ export function measureRoi(roi: Float32Array): { anisotropy: number } {
   return {
     anisotropy: (Math.max(gx, gy) + 1e-6) / (Math.min(gx, gy) + 1e-6),
   };
+}
+
+/**
+ * Gaussian-like smoothing of any σ in O(1) per pixel: two passes along rows, then two along
+ * columns, of an "extended box" (integer half-width r plus fractional end taps, so the variance
+ * is exactly σ²/2 per pass and the result varies smoothly with σ). Edges are replicated.
+ */
+function smooth(src: Float32Array, w: number, h: number, sigma: number): Float32Array {
+  const v = (sigma * sigma) / 2;
+  const r = Math.floor((Math.sqrt(1 + 12 * v) - 1) / 2);
+  const alpha = (v * (2 * r + 1) - (r * (r + 1) * (2 * r + 1)) / 3) / (2 * (r + 1) ** 2 - 2 * v);
+  const norm = 1 / (2 * r + 1 + 2 * alpha);
+  const pad = r + 1;
+  const line = new Float64Array(Math.max(w, h) + 2 * pad);
+  const prefix = new Float64Array(line.length + 1);
+  const out = Float32Array.from(src);
+  const run = (len: number, lines: number, step: number, stride: number) => {
+    for (let l = 0; l < lines; l++) {
+      const base = l * stride;
+      for (let pass = 0; pass < 2; pass++) {
+        for (let k = 0; k < len + 2 * pad; k++) {
+          line[k] = out[base + Math.min(len - 1, Math.max(0, k - pad)) * step]!;
+          prefix[k + 1] = prefix[k]! + line[k]!;
+        }
+        for (let k = 0; k < len; k++) {
+          const c = k + pad;
+          const inner = prefix[c + r + 1]! - prefix[c - r]!;
+          out[base + k * step] = (inner + alpha * (line[c - r - 1]! + line[c + r + 1]!)) * norm;
+        }
+      }
+    }
+  };
+  run(w, h, 1, w);
+  run(h, w, w, 1);
+  return out;
+}
+
+/**
+ * Relative contrast at vein scale of the central palm (a square of half-side `half` around the
+ * palm centre): block-average to about 20 px per palm radius (so the cost does not grow with
+ * the resolution), smooth at 0.05 r and at 0.2 r, and take the standard deviation of the log of
+ * their ratio, 2 cells of border excluded. Gain cancels in the ratio; every size is relative to r.
+ */
+function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): number {
+  const { width: w, data } = frame;
+  const f = Math.max(1, Math.round(g.radius / 20));
+  const x0 = Math.max(0, Math.round(g.cx - half));
+  const y0 = Math.max(0, Math.round(g.cy - half));
+  const pw = Math.floor((Math.min(w, Math.round(g.cx + half)) - x0) / f);
+  const ph = Math.floor((Math.min(frame.height, Math.round(g.cy + half)) - y0) / f);
+  if (pw < 8 || ph < 8) return 0;
+  const patch = new Float32Array(pw * ph);
+  for (let y = 0; y < ph; y++) {
+    for (let x = 0; x < pw; x++) {
+      let s = 0;
+      for (let dy = 0; dy < f; dy++) {
+        const row = (y0 + y * f + dy) * w + x0 + x * f;
+        for (let dx = 0; dx < f; dx++) s += data[row + dx]!;
+      }
+      patch[y * pw + x] = s / (f * f);
+    }
+  }
+  const r = g.radius / f;
+  // the block average already smooths by about 1/12 cell²
+  const fine = smooth(patch, pw, ph, Math.sqrt(Math.max(0.25, (0.05 * r) ** 2 - 1 / 12)));
+  const coarse = smooth(patch, pw, ph, 0.2 * r);
+  let s = 0;
+  let s2 = 0;
+  let n = 0;
+  for (let y = 2; y < ph - 2; y++) {
+    for (let x = 2; x < pw - 2; x++) {
+      const i = y * pw + x;
+      const v = Math.log(Math.max(0.5, fine[i]!) / Math.max(0.5, coarse[i]!));
+      s += v;
+      s2 += v * v;
+      n++;
+    }
+  }
+  const mean = s / n;
+  return Math.sqrt(Math.max(0, s2 / n - mean * mean));
 }
 
 export function measureFrame(
@@ -79,6 +166,7 @@ export function measureFrame(
   const pw = x1 - x0;
   const ph = y1 - y0;
   let periodicity = 0;
+  const veinContrast = veinScaleContrast(frame, g, half);
   if (pw > 12 && ph > 12) {
     const res = new Float32Array(pw * ph);
     for (let y = 0; y < ph; y++) {
@@ -108,6 +196,7 @@ export function measureFrame(
     saturated: count ? sat / count : 0,
     relativeRadius: g.radius / Math.min(w, h),
     periodicity,
+    veinContrast,
     edgeFalloff: edgeN && innerN ? edge / edgeN / (inner / innerN) : 1,
   };
 }

@@ -232,10 +232,15 @@ export function buildCli(): Command {
       int('identities', 1, 100000),
       200,
     )
-    .option('--seed <prefix>', 'identity name prefix', 'pad')
-    .action(async (o: { identities: number; seed: string }) => {
+    .option('--seed <prefix>', 'identity name prefix (another prefix is an independent data set)', 'pad')
+    .option('--offset <n>', 'index of the first identity', int('offset', 0, 1e9), 0)
+    .action(async (o: { identities: number; seed: string; offset: number }) => {
       const bar = progress(o.identities * 3);
-      const report = await evaluatePad(o.identities, o.seed, (done) => bar?.update(done));
+      const report = await evaluatePad(o.identities, {
+        seed: o.seed,
+        offset: o.offset,
+        onProgress: (done) => bar?.update(done),
+      });
       bar?.stop();
       console.log(JSON.stringify(report, null, 2));
     });

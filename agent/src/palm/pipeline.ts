@@ -6,7 +6,10 @@ import { ORIENTATIONS } from './gabor.ts';
 import { locateHand } from './hand-geometry.ts';
 import { cropPalm } from './hand-roi.ts';
 import type { GrayImage } from './image-io.ts';
+import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { FEATURE_GRID } from './model-graph.ts';
+
+export { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 
 export type CaptureRejection =
   | 'no_hand'
@@ -45,8 +48,6 @@ export const LIMITS = {
   /** below minSharpness, a directional smear means motion rather than defocus */
   motionAnisotropy: 1.9,
 } as const;
-/** Liveness score (0–100) at or above which a capture counts as a live hand. */
-export const LIVENESS_THRESHOLD = 40;
 
 const MESSAGES: Record<CaptureRejection, string> = {
   no_hand: 'No hand in view',
@@ -63,17 +64,6 @@ function reject(reason: CaptureRejection, measures?: Partial<CaptureMeasures>): 
   return measures
     ? { ok: false, reason, message: MESSAGES[reason], measures }
     : { ok: false, reason, message: MESSAGES[reason] };
-}
-
-/**
- * Liveness from two presentation-attack cues (ISO/IEC 30107 PAD): a live hand is rounded, so
- * NIR falls off towards its outline (flat prints and screens do not), and skin has no periodic
- * fine texture (halftone dots and screen pixel grids do). Logistic in each cue, product of both.
- */
-export function livenessScore(m: Pick<CaptureMeasures, 'edgeFalloff' | 'periodicity'>): number {
-  const flat = 1 / (1 + Math.exp((m.edgeFalloff - 0.84) * 45));
-  const aperiodic = 1 / (1 + Math.exp((m.periodicity - 0.4) * 20));
-  return Math.round(100 * flat * aperiodic);
 }
 
 /** Whole NIR frame → quality gate → ROI → liveness → template. */
