@@ -60,6 +60,8 @@ export const configSchema = z
       .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters')
       .optional(),
     PALMID_KEY_FILE: z.string().min(1).default('./data/master.key'),
+    /** Where the server keeps the audit anchor (docs/reliability.md); default beside PALMID_KEY_FILE. */
+    PALMID_AUDIT_ANCHOR: z.string().min(1).optional(),
     REDIS_URL: z
       .string()
       .regex(/^rediss?:\/\/.+/, 'must be redis://…')

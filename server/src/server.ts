@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';
 import type { AppContext } from './context.ts';
+import { AnchorKeeper, anchorPath } from './modules/audit/anchor.ts';
 import { expireOverdue, publishUpdate, readResult } from './modules/auth-contexts/service.ts';
 import { warmUpProverInBackground } from './modules/verification/zk.ts';
 
@@ -20,6 +21,9 @@ export interface StartOptions {
    */
   warmUpProver?: boolean;
 }
+
+/** How often the audit anchor file is brought up to date (and on shutdown). */
+export const ANCHOR_INTERVAL_MS = 60_000;
 
 export async function startServer(ctx: AppContext, opts: StartOptions = {}): Promise<RunningServer> {
   const app = await buildApp(ctx, {
@@ -57,13 +61,30 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   timer.unref();
   void sweep();
 
+  // The audit anchor (modules/audit/anchor.ts): a signed copy of the chain head outside the database.
+  const keeper = new AnchorKeeper(ctx.database.db, ctx.keyring, anchorPath(ctx.config));
+  const anchor = async () => {
+    try {
+      const res = await keeper.update();
+      if (res.rollback)
+        app.log.error(res.rollback, 'audit log is behind its anchor: the database was rolled back or wiped');
+    } catch (err) {
+      app.log.error({ err }, 'audit anchor update failed');
+    }
+  };
+  const anchorTimer = setInterval(anchor, ANCHOR_INTERVAL_MS);
+  anchorTimer.unref();
+  void anchor();
+
   return {
     app,
     address,
     port,
     async stop() {
       clearInterval(timer);
+      clearInterval(anchorTimer);
       await app.close();
+      await anchor();
       await closeContext(ctx);
     },
   };

@@ -132,6 +132,47 @@ describe('npm run admin (operator CLI on the server database)', () => {
   }, 120_000);
 });
 
+describe('audit anchor (whole-log rollback)', () => {
+  const tmp = tempDir('palmid-anchor-');
+  const env = { DATABASE_URL: `sqlite:${tmp.dir}/p.db`, PALMID_KEY_FILE: `${tmp.dir}/k` };
+  const admin = (...args: string[]) => cli('server/src/cli/admin.ts', args, env);
+  afterAll(() => tmp.remove());
+
+  it('the server anchors the chain head on shutdown; wiping the log then fails audit verify', async () => {
+    const server = await startServer({ ...env, PORT: '0', PALMID_ENV: 'sandbox' });
+    try {
+      const v = lastJson<{ api_key: string }>(
+        (await admin('--json', 'vendor', 'create', '--name', 'Anchor')).stdout,
+      );
+      const u = await api(server.base, 'POST', '/api/v1/mpc/users/create', {
+        key: v.api_key,
+        body: { attributes: { email: 'a@example.com' } },
+      });
+      expect(u.status).toBe(201);
+    } finally {
+      await server.stop();
+    }
+    const ok = await admin('audit', 'verify');
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/intact: 1 record\(s\); extends the anchor of .* \(seq 1\)/);
+    const printed = JSON.parse((await admin('audit', 'anchor')).stdout) as { seq: number };
+    expect(printed.seq).toBe(1);
+
+    // wipe every row and reset the head to the unsigned genesis the migration seeds
+    const db = new Database(`${tmp.dir}/p.db`);
+    db.prepare('DELETE FROM audit').run();
+    db.prepare(`UPDATE audit_head SET seq = 0, hash = '${'0'.repeat(64)}', mac = ''`).run();
+    db.close();
+    const bad = await admin('audit', 'verify');
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(/TAMPERED[\s\S]*seq 1: .*rolled back or wiped/);
+    const missing = await admin('audit', 'verify', '--anchor', `${tmp.dir}/nope.json`);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/nope\.json: no such anchor file/);
+    expect(missing.stderr).not.toMatch(/\n\s+at /);
+  }, 120_000);
+});
+
 describe('server configuration', () => {
   it('a bad value stops start-up with one line naming the key', async () => {
     const r = await cli('server/src/main.ts', [], { PORT: 'eighty', PALMID_SIM: '0' });

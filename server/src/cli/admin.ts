@@ -5,6 +5,13 @@ import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { Keyring, loadMasterKey } from '../crypto/keyring.ts';
 import { rotateMasterKey } from '../crypto/rotate-master.ts';
 import { type Database, openDatabase } from '../db/index.ts';
+import {
+  type AuditAnchor,
+  anchorPath,
+  checkAnchor,
+  currentAnchor,
+  readAnchorFile,
+} from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
 import { createPvs, listPvs, revokePvs } from '../modules/pvs/service.ts';
 import { issueUserToken, requireUser } from '../modules/users/service.ts';
@@ -197,15 +204,47 @@ user
 const audit = program.command('audit').description('audit log');
 audit
   .command('verify')
-  .description('verify the hash chain of the whole audit log; exit code 1 if anything was edited or removed')
-  .action(async () => {
-    const res = await withStore((s) => verifyAuditChain(s.database.db, s.keyring));
+  .description(
+    'verify the hash chain of the whole audit log and that it still extends its anchor; exit code 1 if anything was edited, removed or rolled back',
+  )
+  .option('--anchor <file>', "anchor to check against (default: the server's anchor file, when present)")
+  .action(async (o: { anchor?: string }) => {
+    const res = await withStore(async (s) => {
+      const chain = await verifyAuditChain(s.database.db, s.keyring);
+      const file = o.anchor ?? anchorPath(s.config);
+      let anchor: AuditAnchor | undefined;
+      try {
+        anchor = readAnchorFile(file);
+      } catch (err) {
+        throw new AppError('INVALID_REQUEST', `${file}: ${(err as Error).message}`);
+      }
+      if (o.anchor && !anchor) throw new AppError('NOT_FOUND', `${file}: no such anchor file`);
+      const problems = [
+        ...chain.problems,
+        ...(anchor ? await checkAnchor(s.database.db, s.keyring, anchor) : []),
+      ];
+      return {
+        ...chain,
+        ok: problems.length === 0,
+        problems,
+        anchor: anchor ? { file, seq: anchor.seq, at: anchor.at } : null,
+      };
+    });
     print(res, (r: typeof res) =>
       r.ok
-        ? `audit log intact: ${r.rows} record(s)`
+        ? `audit log intact: ${r.rows} record(s)${r.anchor ? `; extends the anchor of ${r.anchor.at} (seq ${r.anchor.seq})` : '; no anchor to check against'}`
         : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
     );
     if (!res.ok) process.exitCode = 1;
+  });
+audit
+  .command('anchor')
+  .description(
+    'print the signed head of the audit chain (JSON), to store outside the database for `verify --anchor`',
+  )
+  .action(async () => {
+    const anchor = await withStore((s) => currentAnchor(s.database.db, s.keyring));
+    process.stdout.write(`${JSON.stringify(anchor)}\n`);
   });
 
 const verifier = program

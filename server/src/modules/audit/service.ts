@@ -32,8 +32,8 @@ export interface AuditRecord {
   result: AuditResult;
 }
 
-const GENESIS = '0'.repeat(64);
-const HEAD_ID = 1;
+export const GENESIS = '0'.repeat(64);
+export const HEAD_ID = 1;
 
 interface RowFields {
   seq: number;
@@ -66,7 +66,7 @@ export function rowHash(r: RowFields): string {
   return createHash('sha256').update(canonical, 'utf8').digest('hex');
 }
 
-function headMac(keyring: Keyring, seq: number, hash: string): string {
+export function headMac(keyring: Keyring, seq: number, hash: string): string {
   return keyring.mac('audit-head', `${seq}:${hash}`);
 }
 

@@ -1,0 +1,122 @@
+import { timingSafeEqual } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Config } from '../../config.ts';
+import type { Keyring } from '../../crypto/keyring.ts';
+import type { Db } from '../../db/index.ts';
+import { type AuditVerification, GENESIS, HEAD_ID, headMac } from './service.ts';
+
+/**
+ * Anchors of the audit chain: the signed head (seq, hash) copied **outside** the database. The chain
+ * proves that no row was edited or removed from the middle; it cannot prove that the whole log and its
+ * head were not rolled back together to an older state, or wiped to the genesis. An anchor can: every
+ * row it names must still be there with the same hash.
+ *
+ * The server writes one to `PALMID_AUDIT_ANCHOR` (default `audit-anchor.json` beside the master key
+ * file) every minute and on shutdown, never moving it backwards; `admin audit verify` checks it, and
+ * `admin audit anchor` prints one for storage elsewhere (WORM bucket, ticket, paper).
+ */
+export interface AuditAnchor {
+  seq: number;
+  hash: string;
+  /** HMAC of `seq:hash` under the audit key: an anchor cannot be forged without the master key */
+  mac: string;
+  at: string;
+}
+
+export const anchorPath = (config: Pick<Config, 'PALMID_AUDIT_ANCHOR' | 'PALMID_KEY_FILE'>) =>
+  config.PALMID_AUDIT_ANCHOR ?? join(dirname(config.PALMID_KEY_FILE), 'audit-anchor.json');
+
+/** The current head, signed. */
+export async function currentAnchor(db: Db, keyring: Keyring, now = Date.now()): Promise<AuditAnchor> {
+  const head = await db.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
+  const seq = Number(head?.seq ?? 0);
+  const hash = head?.hash ?? GENESIS;
+  return { seq, hash, mac: headMac(keyring, seq, hash), at: new Date(now).toISOString() };
+}
+
+const sameText = (a: string, b: string) =>
+  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/** Problems found checking the log against an anchor (empty when the log still extends it). */
+export async function checkAnchor(
+  db: Db,
+  keyring: Keyring,
+  anchor: AuditAnchor,
+): Promise<AuditVerification['problems']> {
+  if (!sameText(anchor.mac, headMac(keyring, anchor.seq, anchor.hash)))
+    return [
+      { seq: null, problem: 'anchor is not signed by this master key (forged or from another deployment)' },
+    ];
+  if (anchor.seq === 0) return [];
+  const row = await db.selectFrom('audit').select(['hash']).where('seq', '=', anchor.seq).executeTakeFirst();
+  if (!row)
+    return [
+      {
+        seq: anchor.seq,
+        problem: `row ${anchor.seq}, anchored at ${anchor.at}, is gone: the log was rolled back or wiped`,
+      },
+    ];
+  if (row.hash !== anchor.hash)
+    return [
+      {
+        seq: anchor.seq,
+        problem: `row ${anchor.seq} differs from its anchor of ${anchor.at} (log rewritten)`,
+      },
+    ];
+  return [];
+}
+
+export function parseAnchor(text: string): AuditAnchor {
+  const v = JSON.parse(text) as Partial<AuditAnchor> | null;
+  if (
+    typeof v !== 'object' ||
+    v === null ||
+    !Number.isSafeInteger(v.seq) ||
+    (v.seq as number) < 0 ||
+    typeof v.hash !== 'string' ||
+    !/^[0-9a-f]{64}$/.test(v.hash) ||
+    typeof v.mac !== 'string' ||
+    typeof v.at !== 'string'
+  )
+    throw new Error('not an audit anchor: expected {seq, hash, mac, at}');
+  return v as AuditAnchor;
+}
+
+export function readAnchorFile(path: string): AuditAnchor | undefined {
+  if (!existsSync(path)) return undefined;
+  return parseAnchor(readFileSync(path, 'utf8'));
+}
+
+/**
+ * Keeps the anchor file current. Refuses to move it backwards: a head older than the stored anchor
+ * means the database was rolled back, which is reported instead of being papered over.
+ */
+export class AnchorKeeper {
+  constructor(
+    private readonly db: Db,
+    private readonly keyring: Keyring,
+    private readonly path: string,
+  ) {}
+
+  async update(
+    now = Date.now(),
+  ): Promise<{ written: boolean; rollback?: { anchored: number; head: number } }> {
+    const next = await currentAnchor(this.db, this.keyring, now);
+    let stored: AuditAnchor | undefined;
+    try {
+      stored = readAnchorFile(this.path);
+    } catch {
+      stored = undefined; // unreadable: replace it
+    }
+    if (stored && stored.seq > next.seq)
+      return { written: false, rollback: { anchored: stored.seq, head: next.seq } };
+    if (stored && stored.seq === next.seq && stored.hash === next.hash) return { written: false };
+    mkdirSync(dirname(this.path), { recursive: true });
+    const tmp = `${this.path}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify(next)}\n`, { mode: 0o600 });
+    chmodSync(tmp, 0o600);
+    renameSync(tmp, this.path);
+    return { written: true };
+  }
+}
