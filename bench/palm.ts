@@ -11,7 +11,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
-import { compareTemplates, PACKED_WORDS, packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
+import {
+  compareTemplates,
+  PACKED_WORDS,
+  packedDistance,
+  packedDistanceJs,
+  packTemplate,
+  probeMatcher,
+} from '@palmid/shared/palm/match.ts';
+import { simdAvailable } from '@palmid/shared/palm/match-simd.ts';
 import { decodeTemplate, encodeTemplate, TEMPLATE_BYTES } from '@palmid/shared/palm/template.ts';
 import { processCapture } from '../agent/src/palm/pipeline.ts';
 import { extractRoiTemplate } from '../agent/src/palm/roi-template.ts';
@@ -66,16 +74,33 @@ results.extract_roi_ms_p50 = median(roiMs.slice(10));
 results.process_capture_ms_p50 = median(frameMs.slice(5));
 
 // --- 1:1 ----------------------------------------------------------------------
+// The same pairs through the plain-JS reference and the WebAssembly SIMD kernel (what
+// `packedDistance` runs when the engine has SIMD), and through a one-probe matcher (1:N stage 2).
 const packed = enrol.map((t) => packTemplate(decodeTemplate(t)));
-const batches: number[] = [];
 let sink = 0;
-for (let b = 0; b < 15; b++) {
-  const t0 = cpuMs();
-  for (let i = 0; i < 4000; i++)
-    sink += packedDistance(packed[i % packed.length]!, 0, packed[(i * 7 + 1) % packed.length]!, 0);
-  batches.push(((cpuMs() - t0) * 1000) / 4000);
+function perPairUs(distance: (i: number) => number, pairs: number, batches: number): number {
+  const us: number[] = [];
+  for (let b = 0; b < batches; b++) {
+    const t0 = cpuMs();
+    for (let i = 0; i < pairs; i++) sink += distance(i);
+    us.push(((cpuMs() - t0) * 1000) / pairs);
+  }
+  return median(us);
 }
-results.match_us_p50 = median(batches);
+const pa = (i: number) => packed[i % packed.length]!;
+const pb = (i: number) => packed[(i * 7 + 1) % packed.length]!;
+let mismatches = 0;
+for (let i = 0; i < 2000; i++)
+  if (packedDistance(pa(i), 0, pb(i), 0) !== packedDistanceJs(pa(i), 0, pb(i), 0)) mismatches++;
+results.match_kernel = simdAvailable ? 'wasm-simd' : 'js (no WebAssembly SIMD)';
+results.match_kernel_mismatches_of_2000 = mismatches;
+results.match_js_us_p50 = perPairUs((i) => packedDistanceJs(pa(i), 0, pb(i), 0), 2000, 15);
+results.match_us_p50 = perPairUs((i) => packedDistance(pa(i), 0, pb(i), 0), 20_000, 15);
+const probeMatch = probeMatcher(packed[0]!);
+results.match_probe_us_p50 = perPairUs((i) => probeMatch(pb(i), 0), 20_000, 15);
+results.match_speedup = Number(
+  ((results.match_js_us_p50 as number) / (results.match_us_p50 as number)).toFixed(1),
+);
 const full: number[] = [];
 for (let b = 0; b < 5; b++) {
   const t0 = cpuMs();
@@ -161,7 +186,12 @@ console.table(rows);
 console.table({
   'extract ROI ms p50': results.extract_roi_ms_p50,
   'processCapture ms p50': results.process_capture_ms_p50,
-  '1:1 match µs p50': results.match_us_p50,
+  '1:1 kernel': results.match_kernel,
+  '1:1 match µs p50 (JS reference)': results.match_js_us_p50,
+  '1:1 match µs p50 (packedDistance)': results.match_us_p50,
+  '1:1 speed-up over JS': results.match_speedup,
+  '1:1 one probe vs many µs p50': results.match_probe_us_p50,
+  '1:1 kernel ≠ JS (of 2000 pairs)': results.match_kernel_mismatches_of_2000,
   '1:1 with decode µs p50': results.match_with_decode_us_p50,
   'template bytes': TEMPLATE_BYTES,
   'gallery bytes/template': results.gallery_bytes_per_template,
