@@ -153,6 +153,7 @@
           (local.set $q (v128.xor (local.get $x) (local.get $y)))
           (local.set $s1 (v128.xor (local.get $q) (local.get $z)))
           (local.set $c1 (v128.bitselect (local.get $z) (local.get $x) (local.get $q)))
+          (v128.store (i32.const 17536) (local.get $c1)) ;; scheduling barrier, as in $tiles
           (local.set $x (v128.xor (v128.load offset=256 (local.get $pa)) (v128.load offset=384 (local.get $pb))))
           (local.set $y (v128.xor (v128.load offset=320 (local.get $pa)) (v128.load offset=480 (local.get $pb))))
           (local.set $z (v128.xor (v128.load offset=384 (local.get $pa)) (v128.load offset=576 (local.get $pb))))
