@@ -230,6 +230,18 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .execute();
       },
     },
+    '0004_kiosk_lockouts': {
+      // The kiosk lockout lived in each process's memory: a restart, or a reconnect to another instance,
+      // cleared it. One row per kiosk with its recent failures and the lock's end.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('kiosk_lockouts')
+          .addColumn('pvs_id', 'text', (c) => c.primaryKey())
+          .addColumn('failures', 'text', (c) => c.notNull())
+          .addColumn('locked_until', 'bigint', (c) => c.notNull())
+          .execute();
+      },
+    },
   };
 }
 

@@ -145,6 +145,14 @@ export interface IdempotencyTable {
   created_at: number;
 }
 
+/** Kiosk lockout after repeated failed matches (modules/pvs/lockout.ts), shared by instances and restarts. */
+export interface KioskLockoutsTable {
+  pvs_id: string;
+  /** JSON array of the failure times (ms) in the current window */
+  failures: string;
+  locked_until: number;
+}
+
 export interface DB {
   vendors: VendorsTable;
   api_keys: ApiKeysTable;
@@ -160,6 +168,7 @@ export interface DB {
   audit_head: AuditHeadTable;
   pvs: PvsTable;
   idempotency: IdempotencyTable;
+  kiosk_lockouts: KioskLockoutsTable;
 }
 
 /** A database handle or an open transaction: services accept either. */

@@ -52,7 +52,7 @@ async function openContextsFor(ctx: AppContext, pvs: PvsPrincipal): Promise<Cont
 
 export const pvsRoutes: FastifyPluginAsync = async (app) => {
   const ctx = app.ctx;
-  const lockout = new KioskLockout();
+  const lockout = new KioskLockout(ctx.database.db);
 
   const guard = new CredentialGuard(ctx);
   const principals = new WeakMap<object, PvsPrincipal | 'too_many_failures'>();
@@ -188,7 +188,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
 
         identify: async (params, id) => {
           const now = ctx.now();
-          const locked = lockout.admit(pvs.id, now);
+          const locked = await lockout.admit(pvs.id, now);
           if (locked > 0) {
             throw new AppError('RATE_LIMITED', 'This kiosk is locked after repeated failed matches', {
               reason: 'kiosk_locked',
@@ -231,7 +231,9 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             });
             return { status: resolution.row.status, auth_result: resolution.result };
           } finally {
-            lockout.settle(pvs.id, failed, now);
+            await lockout
+              .settle(pvs.id, failed, now)
+              .catch((err: unknown) => log.warn({ err }, 'kiosk lockout not recorded'));
           }
         },
       },
