@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   await agent.waitFor(/connected to /, 60_000);
   const vws = await VendorSocket.open(server.base, vendor.api_key);
   const times: number[] = [];
-  let failures = 0;
+  const failures: Record<string, number> = {};
   try {
     for (let i = 0; i < RUNS; i++) {
       await sim.post('/remove');
@@ -69,7 +69,11 @@ async function main(): Promise<void> {
       const done = await vws.until(id, ['completed', 'failed', 'expired'], 60_000);
       const ms = performance.now() - t0;
       if (done.status === 'completed') times.push(ms);
-      else failures += 1;
+      else {
+        // why it failed, as the vendor sees it (no_match, liveness_failed, link_error…) or `expired`
+        const reason = done.status === 'failed' ? String(done.auth_result?.reason ?? 'unknown') : done.status;
+        failures[reason] = (failures[reason] ?? 0) + 1;
+      }
       if ((i + 1) % 10 === 0) process.stderr.write(`  ${i + 1}/${RUNS}\n`);
     }
   } finally {
@@ -83,13 +87,14 @@ async function main(): Promise<void> {
   const result = {
     runs: RUNS,
     completed: times.length,
-    failed: failures,
+    failed: Object.values(failures).reduce((a, b) => a + b, 0),
+    failure_reasons: failures,
     p50_ms: Math.round(pct(sorted, 50)),
     p95_ms: Math.round(pct(sorted, 95)),
     max_ms: Math.round(sorted[sorted.length - 1] ?? 0),
     note: 'context created → vendor notified; includes the simulated sensor (100 ms capture), 76.8 kB frame transfer, pipeline, 1:N match',
   };
-  console.table([result]);
+  console.table([{ ...result, failure_reasons: JSON.stringify(failures) }]);
   mkdirSync('bench/results', { recursive: true });
   writeFileSync(
     'bench/results/e2e.json',

@@ -112,6 +112,15 @@ describe('ScannerDriver over the in-memory link', () => {
     expect(scanner.stats!.retries).toBeGreaterThan(0);
   });
 
+  it('heavy line noise (30 % of frames corrupted) with the default retries: the image still arrives', async () => {
+    const { scanner, device } = setup({ seed: 11 }, { retries: 2, timeoutMs: 40 });
+    await scanner.connect();
+    device.injectFault({ kind: 'crc-noise', probability: 0.3 });
+    const img = await scanner.capture();
+    expect(Buffer.from(img.data).equals(Buffer.from(await expected(0)))).toBe(true);
+    expect(scanner.stats!.retries).toBeGreaterThan(10);
+  }, 60_000);
+
   it('survives truncated frames', async () => {
     const { scanner, device } = setup({ seed: 3 });
     await scanner.connect();

@@ -60,6 +60,12 @@ export interface DriverOptions {
   reconnectMaxMs?: number;
   /** READ_IMAGE length; default and upper bound: the device's maxChunk. */
   chunkSize?: number;
+  /**
+   * Retries of the idempotent reads of a capture (CAPTURE_STATUS, READ_IMAGE). Higher than `retries`:
+   * an image is ~40 chunks, so on a noisy line (30 % of frames lost) 2 retries per chunk lose almost
+   * every image, while 8 complete most of them at the cost of a few timeouts.
+   */
+  readRetries?: number;
 }
 
 export type DriverState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'closed';
@@ -92,6 +98,7 @@ export class ScannerDriver extends EventEmitter {
     this.opts = {
       timeoutMs: options.timeoutMs ?? 500,
       retries: options.retries ?? 2,
+      readRetries: options.readRetries ?? 8,
       pollMs: options.pollMs ?? 100,
       captureTimeoutMs: options.captureTimeoutMs ?? 30_000,
       stallTimeoutMs: options.stallTimeoutMs ?? 3000,
@@ -300,6 +307,7 @@ export class ScannerDriver extends EventEmitter {
         { kind: 'READ_IMAGE', captureId, offset, length },
         'IMAGE_CHUNK',
         context,
+        { retries: this.opts.readRetries },
       );
       if (part.captureId !== captureId || part.offset !== offset || part.data.length !== length) {
         throw new ScannerError('DEVICE_ERROR', `scanner answered with the wrong image chunk ${context}`);
@@ -333,13 +341,16 @@ export class ScannerDriver extends EventEmitter {
   // ------------------------------------------------------------------ internals
 
   private async status() {
-    return this.request({ kind: 'CAPTURE_STATUS' }, 'STATUS', 'while polling capture status');
+    return this.request({ kind: 'CAPTURE_STATUS' }, 'STATUS', 'while polling capture status', {
+      retries: this.opts.readRetries,
+    });
   }
 
   private async request<K extends Parameters<WireChannel['request']>[1]>(
     msg: Parameters<WireChannel['request']>[0],
     expect: K,
     context: string,
+    options: { retries?: number } = {},
   ) {
     const channel = this.channel;
     if (!channel) {
@@ -356,7 +367,7 @@ export class ScannerDriver extends EventEmitter {
       );
     }
     try {
-      return await channel.request(msg, expect);
+      return await channel.request(msg, expect, options);
     } catch (err) {
       throw toScannerError(err, context);
     }
