@@ -78,14 +78,16 @@ results.process_capture_ms_p50 = median(frameMs.slice(5));
 // `packedDistance` runs when the engine has SIMD), and through a one-probe matcher (1:N stage 2).
 const packed = enrol.map((t) => packTemplate(decodeTemplate(t)));
 let sink = 0;
-function perPairUs(distance: (i: number) => number, pairs: number, batches: number): number {
-  const us: number[] = [];
-  for (let b = 0; b < batches; b++) {
-    const t0 = cpuMs();
-    for (let i = 0; i < pairs; i++) sink += distance(i);
-    us.push(((cpuMs() - t0) * 1000) / pairs);
-  }
-  return median(us);
+/** µs per pair, p50 over batches; the variants' batches alternate so that load drift hits all alike. */
+function perPairUs(variants: Array<[(i: number) => number, number]>, batches: number): number[] {
+  const us: number[][] = variants.map(() => []);
+  for (let b = 0; b < batches; b++)
+    for (const [v, [distance, pairs]] of variants.entries()) {
+      const t0 = cpuMs();
+      for (let i = 0; i < pairs; i++) sink += distance(i);
+      us[v]!.push(((cpuMs() - t0) * 1000) / pairs);
+    }
+  return us.map(median);
 }
 const pa = (i: number) => packed[i % packed.length]!;
 const pb = (i: number) => packed[(i * 7 + 1) % packed.length]!;
@@ -94,13 +96,19 @@ for (let i = 0; i < 2000; i++)
   if (packedDistance(pa(i), 0, pb(i), 0) !== packedDistanceJs(pa(i), 0, pb(i), 0)) mismatches++;
 results.match_kernel = simdAvailable ? 'wasm-simd' : 'js (no WebAssembly SIMD)';
 results.match_kernel_mismatches_of_2000 = mismatches;
-results.match_js_us_p50 = perPairUs((i) => packedDistanceJs(pa(i), 0, pb(i), 0), 2000, 15);
-results.match_us_p50 = perPairUs((i) => packedDistance(pa(i), 0, pb(i), 0), 20_000, 15);
 const probeMatch = probeMatcher(packed[0]!);
-results.match_probe_us_p50 = perPairUs((i) => probeMatch(pb(i), 0), 20_000, 15);
-results.match_speedup = Number(
-  ((results.match_js_us_p50 as number) / (results.match_us_p50 as number)).toFixed(1),
+const [jsUs, kernelUs, probeUs] = perPairUs(
+  [
+    [(i) => packedDistanceJs(pa(i), 0, pb(i), 0), 1000],
+    [(i) => packedDistance(pa(i), 0, pb(i), 0), 10_000],
+    [(i) => probeMatch(pb(i), 0), 10_000],
+  ],
+  21,
 );
+results.match_js_us_p50 = jsUs;
+results.match_us_p50 = kernelUs;
+results.match_probe_us_p50 = probeUs;
+results.match_speedup = Number((jsUs! / kernelUs!).toFixed(1));
 const full: number[] = [];
 for (let b = 0; b < 5; b++) {
   const t0 = cpuMs();
