@@ -103,6 +103,17 @@ describe('WireChannel', () => {
     expect(channel.stats).toMatchObject({ badPayloads: 1, timeouts: 0, retries: 1 });
   });
 
+  it('retries at once when the only awaited answer arrives with a bad CRC', async () => {
+    const { channel } = harness((_m, seq, n) => {
+      if (n > 0) return [frame(info, seq)];
+      const bytes = frame(info, seq);
+      bytes[bytes.length - 1]! ^= 0xff; // corrupt the CRC
+      return [bytes];
+    });
+    await expect(channel.request({ kind: 'GET_INFO' }, 'INFO', { timeoutMs: 5000 })).resolves.toEqual(info);
+    expect(channel.stats).toMatchObject({ badCrc: 1, timeouts: 0, retries: 1 });
+  });
+
   it('close() rejects what is in flight with DISCONNECTED and refuses new requests', async () => {
     const { channel } = harness(() => undefined, 10_000);
     const pending = channel.request({ kind: 'GET_INFO' }, 'INFO');

@@ -84,7 +84,14 @@ export class WireChannel {
 
   /** Feed bytes received from the link. Never throws. */
   receive(bytes: Uint8Array): void {
+    const corrupted = this.parser.stats.badCrc;
     for (const frame of this.parser.push(bytes)) this.dispatch(frame);
+    // A frame failed its CRC while exactly one request waits: almost surely its answer, lost on a noisy
+    // line. Retry now instead of sitting out the timeout (the seq of a corrupted frame cannot be trusted,
+    // so with several requests in flight the timers decide). A stray retry is harmless: the new attempt
+    // has a fresh seq and a late answer to the old one is dropped as unmatched.
+    if (this.parser.stats.badCrc > corrupted && this.pending.size === 1)
+      for (const p of this.pending.values()) p.retryNow();
   }
 
   /** Send a command and wait for its response kind (a NAK rejects with code NAK). */
@@ -162,7 +169,7 @@ export class WireChannel {
         },
         retryNow: () => {
           finish();
-          resolve({ ok: false, reason: 'answer could not be decoded' });
+          resolve({ ok: false, reason: 'answer arrived corrupted' });
         },
       });
       let bytes: Uint8Array;
