@@ -3,7 +3,7 @@ import { encodeResponses, type PalmCode } from './coding.ts';
 import { sharedExtractor } from './extractor.ts';
 import type { GrayImage } from './image-io.ts';
 import { FEATURE_CHANNELS, FEATURE_GRID } from './model-graph.ts';
-import { roiFromImage } from './roi-input.ts';
+import { roiInput } from './roi-input.ts';
 
 export interface RoiTemplateOptions {
   hand?: TemplateHand;
@@ -20,12 +20,12 @@ export async function codesFromRois(rois: Float32Array[]): Promise<PalmCode[]> {
   return rois.map((_, i) => encodeResponses(responses, i * per));
 }
 
-/** An already-cropped palm ROI image (any size) → binary template. */
+/** An already-cropped palm ROI image (any size, gain or padding) → binary template. */
 export async function extractRoiTemplate(
   image: GrayImage,
   options: RoiTemplateOptions = {},
 ): Promise<Uint8Array> {
-  const [code] = await codesFromRois([roiFromImage(image)]);
+  const [code] = await codesFromRois([roiInput(image)]);
   return encodeTemplate({
     version: 1,
     hand: options.hand ?? 'unknown',
