@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import WebSocket from 'ws';
 import { buildApp } from './app.ts';
 import { type ContextOverrides, closeContext, createContext } from './bootstrap.ts';
 import { type Config, loadConfig } from './config.ts';
@@ -73,4 +74,61 @@ export async function seedUser(ctx: AppContext) {
   const user = await createUser(ctx, ctx.database.db, null);
   const token = await issueUserToken(ctx, ctx.database.db, user.id);
   return { userId: user.id, token: token.user_token, ledgerId: user.ledgerId };
+}
+
+/** A minimal JSON-frame WebSocket client (kiosk or vendor side). */
+export class FrameClient {
+  readonly frames: Record<string, unknown>[] = [];
+  readonly #waiters: {
+    pred: (f: Record<string, unknown>) => boolean;
+    resolve: (f: Record<string, unknown>) => void;
+  }[] = [];
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (d) => {
+      const f = JSON.parse(d.toString()) as Record<string, unknown>;
+      const w = this.#waiters.find((x) => x.pred(f));
+      if (w) {
+        this.#waiters.splice(this.#waiters.indexOf(w), 1);
+        w.resolve(f);
+      } else this.frames.push(f);
+    });
+  }
+
+  static async open(url: string, headers: Record<string, string>): Promise<FrameClient> {
+    const ws = new WebSocket(url, { headers });
+    const c = new FrameClient(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return c;
+  }
+
+  next(pred: (f: Record<string, unknown>) => boolean, timeoutMs = 5000): Promise<Record<string, unknown>> {
+    const found = this.frames.find(pred);
+    if (found) {
+      this.frames.splice(this.frames.indexOf(found), 1);
+      return Promise.resolve(found);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('timed out waiting for a frame')), timeoutMs);
+      this.#waiters.push({
+        pred,
+        resolve: (f) => {
+          clearTimeout(timer);
+          resolve(f);
+        },
+      });
+    });
+  }
+
+  async call(id: string, method: string, params: unknown): Promise<Record<string, unknown>> {
+    this.ws.send(JSON.stringify({ id, method, params }));
+    return this.next((f) => f.id === id);
+  }
+
+  close(): void {
+    this.ws.close();
+  }
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestApp, type TestApp } from '@palmid/server/testing.ts';
-import WebSocket from 'ws';
+
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { redisUnavailable, startRedis, type TestRedis } from '../support/redis.ts';
 
@@ -60,63 +60,6 @@ export async function startCluster(n = 2): Promise<Cluster> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** A minimal JSON-frame WebSocket client (kiosk or vendor side). */
-export class FrameClient {
-  readonly frames: Record<string, unknown>[] = [];
-  readonly #waiters: {
-    pred: (f: Record<string, unknown>) => boolean;
-    resolve: (f: Record<string, unknown>) => void;
-  }[] = [];
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (d) => {
-      const f = JSON.parse(d.toString()) as Record<string, unknown>;
-      const w = this.#waiters.find((x) => x.pred(f));
-      if (w) {
-        this.#waiters.splice(this.#waiters.indexOf(w), 1);
-        w.resolve(f);
-      } else this.frames.push(f);
-    });
-  }
-
-  static async open(url: string, headers: Record<string, string>): Promise<FrameClient> {
-    const ws = new WebSocket(url, { headers });
-    const c = new FrameClient(ws);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    return c;
-  }
-
-  next(pred: (f: Record<string, unknown>) => boolean, timeoutMs = 5000): Promise<Record<string, unknown>> {
-    const found = this.frames.find(pred);
-    if (found) {
-      this.frames.splice(this.frames.indexOf(found), 1);
-      return Promise.resolve(found);
-    }
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('timed out waiting for a frame')), timeoutMs);
-      this.#waiters.push({
-        pred,
-        resolve: (f) => {
-          clearTimeout(timer);
-          resolve(f);
-        },
-      });
-    });
-  }
-
-  async call(id: string, method: string, params: unknown): Promise<Record<string, unknown>> {
-    this.ws.send(JSON.stringify({ id, method, params }));
-    return this.next((f) => f.id === id);
-  }
-
-  close(): void {
-    this.ws.close();
-  }
 }
 
 /** Polls until `probe` returns true (cross-instance effects travel through Redis asynchronously). */

@@ -1,11 +1,11 @@
 import { expireOverdue } from '@palmid/server/modules/auth-contexts/service.ts';
 import { createPvs } from '@palmid/server/modules/pvs/service.ts';
 import { addPalm, createUser, eraseUser } from '@palmid/server/modules/users/service.ts';
-import { type ExactGallery, seedVendor } from '@palmid/server/testing.ts';
+import { type ExactGallery, FrameClient, seedVendor } from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Cluster, clusterUnavailable, eventually, FrameClient, startCluster } from './cluster.ts';
+import { type Cluster, clusterUnavailable, eventually, startCluster } from './cluster.ts';
 
 /**
  * Two stateless server instances on one store and one Redis (issue 7): what a user of either instance

@@ -1,59 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, FrameClient, seedVendor, type TestApp } from '../../testing.ts';
 import { createPvs } from './service.ts';
-
-/** A minimal JSON-frame client for the tests. */
-class Client {
-  readonly frames: Record<string, unknown>[] = [];
-  readonly #waiters: {
-    pred: (f: Record<string, unknown>) => boolean;
-    resolve: (f: Record<string, unknown>) => void;
-  }[] = [];
-  constructor(readonly ws: WebSocket) {
-    ws.on('message', (d) => {
-      const f = JSON.parse(d.toString()) as Record<string, unknown>;
-      this.frames.push(f);
-      for (const w of [...this.#waiters]) {
-        if (w.pred(f)) {
-          this.#waiters.splice(this.#waiters.indexOf(w), 1);
-          w.resolve(f);
-        }
-      }
-    });
-  }
-  static async open(url: string, headers: Record<string, string>): Promise<Client> {
-    const ws = new WebSocket(url, { headers });
-    const c = new Client(ws);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    return c;
-  }
-  next(pred: (f: Record<string, unknown>) => boolean, timeoutMs = 3000): Promise<Record<string, unknown>> {
-    const found = this.frames.find(pred);
-    if (found) {
-      this.frames.splice(this.frames.indexOf(found), 1);
-      return Promise.resolve(found);
-    }
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('timed out waiting for a frame')), timeoutMs);
-      this.#waiters.push({
-        pred,
-        resolve: (f) => {
-          clearTimeout(timer);
-          this.frames.splice(this.frames.indexOf(f), 1);
-          resolve(f);
-        },
-      });
-    });
-  }
-  async call(id: string, method: string, params: unknown): Promise<Record<string, unknown>> {
-    this.ws.send(JSON.stringify({ id, method, params }));
-    return this.next((f) => f.id === id);
-  }
-}
 
 const TEMPLATE = Buffer.from('kiosk-enrolled-palm-0001').toString('base64');
 
@@ -77,14 +24,14 @@ describe('/ws/pvs and /ws/vendor', () => {
       ['/ws/pvs', { authorization: 'Bearer pvs_nope' }],
       ['/ws/vendor', { 'x-api-key': 'sk_test_nope' }],
     ] as const) {
-      const c = await Client.open(`${base}${path}`, headers);
+      const c = await FrameClient.open(`${base}${path}`, headers);
       const code = await new Promise<number>((r) => c.ws.once('close', (code) => r(code)));
       expect(code).toBe(1008);
     }
   });
 
   it('answers bad frames with INVALID_REQUEST and keeps the connection', async () => {
-    const c = await Client.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
+    const c = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
     c.ws.send('{not json');
     const e1 = await c.next((f) => 'error' in f);
     expect((e1.error as { code: string }).code).toBe('INVALID_REQUEST');
@@ -104,7 +51,7 @@ describe('/ws/pvs and /ws/vendor', () => {
   });
 
   it('enrols, then a vendor context reaches the kiosk and the vendor socket sees it complete', async () => {
-    const k = await Client.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
+    const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
     const hello = await k.call('h1', 'hello', {
       pvs_id: kiosk.pvs_id,
       agent_version: 'test',
@@ -133,7 +80,7 @@ describe('/ws/pvs and /ws/vendor', () => {
       await t.ctx.database.db.selectFrom('users').select('id').where('id', '=', user_id).execute(),
     ).toHaveLength(1);
 
-    const v = await Client.open(`${base}/ws/vendor`, { 'x-api-key': vendor.api_key });
+    const v = await FrameClient.open(`${base}/ws/vendor`, { 'x-api-key': vendor.api_key });
     const pong = await v.call('p1', 'ping', {});
     expect(pong.result).toMatchObject({ pong: true });
 
@@ -182,7 +129,7 @@ describe('/ws/pvs and /ws/vendor', () => {
   it("a vendor's kiosk never receives another vendor's contexts", async () => {
     const other = await seedVendor(t.ctx, 'Other Vendor');
     const own = await createPvs(t.ctx.database.db, { name: 'own kiosk', vendorId: vendor.vendor_id });
-    const k = await Client.open(`${base}/ws/pvs`, { authorization: `Bearer ${own.device_token}` });
+    const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${own.device_token}` });
     await k.call('h', 'hello', { pvs_id: own.pvs_id, agent_version: 't', firmware: 'f', model: 'm' });
     const theirs = await t.app.inject({
       method: 'POST',
@@ -223,7 +170,7 @@ describe('/ws/pvs and /ws/vendor', () => {
 
   it('locks a kiosk after repeated failed matches', async () => {
     const lk = await createPvs(t.ctx.database.db, { name: 'lock kiosk' });
-    const k = await Client.open(`${base}/ws/pvs`, { authorization: `Bearer ${lk.device_token}` });
+    const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${lk.device_token}` });
     await k.call('h', 'hello', { pvs_id: lk.pvs_id, agent_version: 't', firmware: 'f', model: 'm' });
     const codes: string[] = [];
     for (let i = 0; i < 6; i++) {
