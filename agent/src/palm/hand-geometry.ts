@@ -1,4 +1,5 @@
 import type { GrayImage } from './image-io.ts';
+import { bilinear } from './roi-input.ts';
 
 /**
  * Hand localisation in a whole NIR frame: Otsu foreground, chamfer distance transform (the palm
@@ -126,65 +127,317 @@ export function locateHand(frame: GrayImage): HandGeometry {
     touchesEdge: false,
   };
   if (radius < 4) return geometry;
-  // circular scan through the fingers (and, usually, the thumb)
-  const N = 360;
-  const narrow = ringRuns(mask, w, h, cx, cy, radius * 1.65, N);
-  geometry.fingers = narrow.length;
-  const centre = (r: { from: number; len: number }) => (2 * Math.PI * (r.from + r.len / 2)) / N;
-  if (narrow.length < 4 || narrow.length > 6) return geometry;
-  // the four fingers are the tightest group of four consecutive narrow runs; the thumb stands apart
-  const angles = narrow.map(centre).sort((a, b) => a - b);
-  let bestSpan = Number.POSITIVE_INFINITY;
-  let group: number[] = [];
-  for (let s = 0; s < angles.length; s++) {
-    const g = [0, 1, 2, 3].map((k) => angles[(s + k) % angles.length]!);
-    let span = g[3]! - g[0]!;
-    if (span < 0) span += 2 * Math.PI;
-    if (span < bestSpan) {
-      bestSpan = span;
-      group = g;
+  // fingers and valleys on a tighter threshold: NIR falls off towards the outline of each finger,
+  // so fingers that touch at the Otsu level are apart part of the way up to the palm's grey level.
+  // Too tight a level cuts the fingers off the palm, so other levels are tried when the valleys
+  // found do not look like a hand's.
+  const palm = medianWhere(data, (i) => distance[i]! >= radius * 1.5);
+  const level = (share: number) => threshold + share * (palm - threshold);
+  const palmRadius = radius;
+  let found: { valleys: Point[]; up: number; runs: number } | null = null;
+  let runs = 0;
+  for (const share of VALLEY_LEVELS) {
+    const r = findValleys(frame, level(share), cx, cy, palmRadius);
+    runs = Math.max(runs, r.runs);
+    if (r.valleys) {
+      found = { valleys: r.valleys, up: r.up, runs: r.runs };
+      break;
     }
   }
-  // valleys: the gaps between index/middle and ring/little (angle midway between neighbours)
-  const mid = (a: number, b: number) => {
-    let d = b - a;
-    if (d < 0) d += 2 * Math.PI;
-    return a + d / 2;
-  };
-  const v1 = mid(group[0]!, group[1]!);
-  const v3 = mid(group[2]!, group[3]!);
-  const p1 = { x: Math.cos(v1), y: Math.sin(v1) };
-  const p3 = { x: Math.cos(v3), y: Math.sin(v3) };
-  let up = Math.atan2(p1.y + p3.y, p1.x + p3.x);
-  // refine with the perpendicular of the valley line, which does not depend on finger spread
-  const perp = Math.atan2(p3.y - p1.y, p3.x - p1.x) - Math.PI / 2;
-  const diff = Math.atan2(Math.sin(perp - up), Math.cos(perp - up));
-  if (Math.abs(diff) < 0.6) up += diff / 2;
-  else if (Math.abs(Math.abs(diff) - Math.PI) < 0.6) up += (diff > 0 ? diff - Math.PI : diff + Math.PI) / 2;
+  geometry.fingers = found?.runs ?? runs;
+  if (!found) return geometry;
+  const { valleys, up } = found;
   geometry.up = up;
-  const groupSet = new Set(group);
-  let thumb = narrow.length >= 5 ? angles.find((a) => !groupSet.has(a)) : undefined;
-  if (thumb === undefined) {
-    // a short thumb may cross only a tighter or a wider ring: look there for a run well away
-    // from the four fingers (the geometry above still comes from the main ring)
-    const far = (a: number) =>
-      group.every((f) => Math.abs(Math.atan2(Math.sin(a - f), Math.cos(a - f))) > 0.45);
-    for (const k of [1.45, 1.9]) {
-      thumb = ringRuns(mask, w, h, cx, cy, radius * k, N)
-        .map(centre)
-        .find(far);
-      if (thumb !== undefined) break;
+  geometry.valleys = valleys;
+  const ux = Math.cos(up);
+  const uy = Math.sin(up);
+  // scale from the outer valley spacing, checked against the inscribed radius
+  const spacing = Math.hypot(valleys[2]!.x - valleys[0]!.x, valleys[2]!.y - valleys[0]!.y);
+  const fromValleys = spacing * SIDE_PER_VALLEY_SPACING;
+  const fromRadius = palmRadius * 1.5;
+  const side = fromValleys ** (1 - RADIUS_WEIGHT) * fromRadius ** RADIUS_WEIGHT;
+  // centre below the valley line, on the perpendicular through the middle of the outer valleys
+  const mx = (valleys[0]!.x + valleys[2]!.x) / 2;
+  const my = (valleys[0]!.y + valleys[2]!.y) / 2;
+  const roi = {
+    cx: mx - ux * side * CENTRE_BELOW_VALLEYS,
+    cy: my - uy * side * CENTRE_BELOW_VALLEYS,
+    side,
+    up,
+  };
+  geometry.roi = roi;
+  geometry.hand = handSide(mask, w, h, roi);
+  // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside
+  const half = (side / 2) * 1.15;
+  const corners = [-1, 1].flatMap((a) =>
+    [-1, 1].map((b) => ({ x: roi.cx + half * (a * ux - b * uy), y: roi.cy + half * (a * uy + b * ux) })),
+  );
+  geometry.touchesEdge = [...corners, ...valleys].some(
+    (p) => p.x < 1 || p.y < 1 || p.x > w - 2 || p.y > h - 2,
+  );
+  return geometry;
+}
+
+interface Point {
+  x: number;
+  y: number;
+}
+
+/**
+ * ROI proportions relative to the outer finger-valley spacing (index/middle to ring/little):
+ * square side, and the distance of its centre below the valley line (as a share of the side).
+ * The side keeps the old 1.5 × inscribed radius on average; RADIUS_WEIGHT blends that radius in.
+ */
+const SIDE_PER_VALLEY_SPACING = 1.645;
+const CENTRE_BELOW_VALLEYS = 0.69;
+const RADIUS_WEIGHT = 0.25;
+
+/**
+ * The four fingers on a circle around the palm: the tightest group of four consecutive narrow
+ * runs (the thumb stands apart). A palm centre found too low (in a wide wrist) puts the fingers
+ * outside the first ring, so wider rings are tried too.
+ */
+function findFingers(mask: Uint8Array, w: number, h: number, cx: number, cy: number, radius: number) {
+  let runs = 0;
+  for (const k of [1.65, 1.5, 1.85, 2.05, 2.3]) {
+    const ring = radius * k;
+    const narrow = ringRuns(mask, w, h, cx, cy, ring, N_RING);
+    if (k === 1.65) runs = narrow.length;
+    if (narrow.length < 4) continue;
+    const angles = narrow.map((r) => (2 * Math.PI * (r.from + r.len / 2)) / N_RING).sort((a, b) => a - b);
+    let bestSpan = Number.POSITIVE_INFINITY;
+    let group: number[] = [];
+    for (let s = 0; s < angles.length; s++) {
+      const g = [0, 1, 2, 3].map((j) => angles[(s + j) % angles.length]!);
+      const span = wrap(g[3]! - g[0]!);
+      if (span < bestSpan) {
+        bestSpan = span;
+        group = g;
+      }
+    }
+    // four fingers fan out over well under half a turn, with no gap wider than the others combined
+    if (bestSpan > 2.4) continue;
+    return { runs: Math.max(runs, narrow.length), group, ring };
+  }
+  return { runs, group: null, ring: 0 };
+}
+
+const N_RING = 360;
+const wrap = (a: number) => ((a % (2 * Math.PI)) + 2 * Math.PI) % (2 * Math.PI);
+/** Valley thresholds: shares of the way from the Otsu level up to the palm's median grey level. */
+const VALLEY_LEVELS = [0.2, 0.1, 0.35, 0];
+
+/**
+ * The three finger valleys at one grey level, or null when they do not look like a hand's: the
+ * valleys must be distinct, about evenly spaced, and their spacing in proportion to the palm.
+ */
+function findValleys(frame: GrayImage, level: number, cx: number, cy: number, radius: number) {
+  const { width: w, height: h, data } = frame;
+  const tight = new Uint8Array(w * h);
+  for (let i = 0; i < data.length; i++) tight[i] = data[i]! > level ? 1 : 0;
+  const fingers = findFingers(tight, w, h, cx, cy, radius);
+  const none = { runs: fingers.runs, valleys: null, up: 0 };
+  if (!fingers.group) return none;
+  const group = fingers.group;
+  // first estimate of "up": the mean direction of the four fingers seen from the palm
+  let up = Math.atan2(
+    group.reduce((s, a) => s + Math.sin(a), 0),
+    group.reduce((s, a) => s + Math.cos(a), 0),
+  );
+  // the three finger valleys, in angular order: walk down each gap towards the palm
+  const coarse: Point[] = [];
+  for (let k = 0; k < 3; k++) {
+    const v = descendGap(tight, w, h, cx, cy, fingers.ring, group[k]!, group[k + 1]!);
+    if (!v) return none;
+    coarse.push(v);
+  }
+  // the line through the outer valleys fixes the rotation; refine the valleys sub-pixel along it
+  let valleys = coarse;
+  for (let pass = 0; pass < 2; pass++) {
+    up = valleyNormal(valleys[0]!, valleys[2]!, up);
+    valleys = coarse.map((v) => refineValley(frame, level, v, up, radius));
+  }
+  up = valleyNormal(valleys[0]!, valleys[2]!, up);
+  const dist = (p: Point, q: Point) => Math.hypot(q.x - p.x, q.y - p.y);
+  const d01 = dist(valleys[0]!, valleys[1]!);
+  const d12 = dist(valleys[1]!, valleys[2]!);
+  const spacing = dist(valleys[0]!, valleys[2]!);
+  const ratio = (spacing * SIDE_PER_VALLEY_SPACING) / (radius * 1.5);
+  if (Math.min(d01, d12) < 0.5 * Math.max(d01, d12) || ratio < 0.7 || ratio > 1.45) return none;
+  return { runs: fingers.runs, valleys, up };
+}
+
+/** Median grey level of the pixels selected by `keep`. */
+function medianWhere(data: Uint8Array, keep: (i: number) => boolean): number {
+  const hist = new Uint32Array(256);
+  let n = 0;
+  for (let i = 0; i < data.length; i++) {
+    if (keep(i)) {
+      hist[data[i]!]!++;
+      n++;
     }
   }
-  if (thumb !== undefined) {
-    // thumb on the right of "up" (clockwise in image coordinates, y down) → right hand
-    const rel = Math.atan2(Math.sin(thumb - up), Math.cos(thumb - up));
-    if (Math.abs(rel) > 0.5 && Math.abs(rel) < 2.4) geometry.hand = rel > 0 ? 'right' : 'left';
+  let acc = 0;
+  for (let v = 0; v < 256; v++) {
+    acc += hist[v]!;
+    if (acc * 2 >= n) return v;
   }
-  // hand cut by the frame (the wrist side is expected to leave the frame)
-  const reach = radius * 1.35;
-  geometry.touchesEdge = cx - reach < 0 || cx + reach >= w || cy - reach * 1.6 < 0;
-  return geometry;
+  return 255;
+}
+
+/**
+ * Walks from the gap between two fingers on the ring down to the bottom of the valley: the
+ * background pixel closest to the palm centre that can be reached through background.
+ */
+function descendGap(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  ring: number,
+  a: number,
+  b: number,
+): Point | null {
+  // start in the background between the two runs, as near the middle as possible
+  const n = Math.max(8, Math.ceil(ring * wrap(b - a)));
+  let x = -1;
+  let y = -1;
+  for (let k = 0; k <= n && x < 0; k++) {
+    const off = ((k % 2 ? -1 : 1) * Math.ceil(k / 2)) / n;
+    const t = a + wrap(b - a) * (0.5 + off);
+    const px = Math.round(cx + ring * Math.cos(t));
+    const py = Math.round(cy + ring * Math.sin(t));
+    if (px >= 0 && py >= 0 && px < w && py < h && !mask[py * w + px]) {
+      x = px;
+      y = py;
+    }
+  }
+  if (x < 0) return null;
+  const d2 = (px: number, py: number) => (px - cx) * (px - cx) + (py - cy) * (py - cy);
+  for (let step = 0; step < 4 * ring; step++) {
+    let bx = x;
+    let by = y;
+    let best = d2(x, y);
+    for (let dy = -1; dy <= 1; dy++) {
+      for (let dx = -1; dx <= 1; dx++) {
+        const nx = x + dx;
+        const ny = y + dy;
+        if (nx < 0 || ny < 0 || nx >= w || ny >= h || mask[ny * w + nx]) continue;
+        const d = d2(nx, ny);
+        if (d < best) {
+          best = d;
+          bx = nx;
+          by = ny;
+        }
+      }
+    }
+    if (bx === x && by === y) break;
+    x = bx;
+    y = by;
+  }
+  return { x, y };
+}
+
+/** Unit normal of the valley line p → q, on the side of the previous estimate of "up". */
+function valleyNormal(p: Point, q: Point, prev: number): number {
+  const along = Math.atan2(q.y - p.y, q.x - p.x);
+  const a = along - Math.PI / 2;
+  const b = along + Math.PI / 2;
+  return Math.cos(a - prev) > Math.cos(b - prev) ? a : b;
+}
+
+/**
+ * Sub-pixel valley bottom: across the gap, find on each line parallel to "up" where the grey
+ * level crosses the foreground threshold; the valley is the deepest crossing (parabola fit).
+ */
+function refineValley(frame: GrayImage, threshold: number, v: Point, up: number, radius: number): Point {
+  const ux = Math.cos(up);
+  const uy = Math.sin(up);
+  const lx = -uy;
+  const ly = ux;
+  const reach = Math.max(3, radius * 0.12);
+  const start = Math.max(3, radius * 0.1);
+  const step = 0.25;
+  const offsets: number[] = [];
+  const depth: number[] = [];
+  for (let t = -reach; t <= reach + 1e-9; t += 0.5) {
+    // from inside the gap (above the coarse valley) down into the palm
+    const bx = v.x + lx * t + ux * start;
+    const by = v.y + ly * t + uy * start;
+    let prev = bilinear(frame, bx, by);
+    let found = Number.NaN;
+    if (prev <= threshold) {
+      for (let s = step; s <= start + reach; s += step) {
+        const val = bilinear(frame, bx - ux * s, by - uy * s);
+        if (val > threshold) {
+          found = s - step + (step * (threshold - prev)) / (val - prev);
+          break;
+        }
+        prev = val;
+      }
+    }
+    offsets.push(t);
+    depth.push(found);
+  }
+  let k = -1;
+  for (let i = 0; i < depth.length; i++)
+    if (!Number.isNaN(depth[i]!) && (k < 0 || depth[i]! > depth[k]!)) k = i;
+  if (k < 0) return v;
+  let t = offsets[k]!;
+  let s = depth[k]!;
+  const a = depth[k - 1];
+  const c = depth[k + 1];
+  if (a !== undefined && c !== undefined && !Number.isNaN(a) && !Number.isNaN(c)) {
+    const den = a - 2 * s + c;
+    if (den < 0) {
+      const shift = Math.max(-1, Math.min(1, (0.5 * (a - c)) / den));
+      t += shift * 0.5;
+      s -= 0.25 * (a - c) * shift;
+    }
+  }
+  const bx = v.x + lx * t + ux * start;
+  const by = v.y + ly * t + uy * start;
+  return { x: bx - ux * s, y: by - uy * s };
+}
+
+/**
+ * Hand side from the thumb: the only large part of the hand beside the palm, away from the
+ * fingers and the wrist. The thumb on the right of "up" (clockwise, image y down) is a right hand.
+ */
+function handSide(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  roi: { cx: number; cy: number; side: number; up: number },
+): 'left' | 'right' | null {
+  const rho = roi.side / 1.5;
+  const ux = Math.cos(roi.up);
+  const uy = Math.sin(roi.up);
+  const reach = rho * 3;
+  const x0 = Math.max(0, Math.floor(roi.cx - reach));
+  const x1 = Math.min(w - 1, Math.ceil(roi.cx + reach));
+  const y0 = Math.max(0, Math.floor(roi.cy - reach));
+  const y1 = Math.min(h - 1, Math.ceil(roi.cy + reach));
+  let right = 0;
+  let left = 0;
+  for (let y = y0; y <= y1; y++) {
+    for (let x = x0; x <= x1; x++) {
+      if (!mask[y * w + x]) continue;
+      const dx = x - roi.cx;
+      const dy = y - roi.cy;
+      const along = dx * ux + dy * uy;
+      const across = -dx * uy + dy * ux;
+      if (along < -rho || along > 1.2 * rho) continue;
+      const a = Math.abs(across);
+      if (a < 1.2 * rho || a > 3 * rho) continue;
+      if (across > 0) right++;
+      else left++;
+    }
+  }
+  const big = Math.max(left, right);
+  if (big < 0.2 * rho * rho || big < 3 * Math.min(left, right)) return null;
+  return right > left ? 'right' : 'left';
 }
 
 /** Narrow foreground runs (fingers, thumb) on a circle; the widest run (the wrist) is dropped. */

@@ -11,16 +11,17 @@ export const ROI_SIDE_PER_RADIUS = 1.5;
  * mirrored so both hands share one code layout), ROI_SIZE² floats.
  */
 export function cropPalm(frame: GrayImage, g: HandGeometry): Float32Array {
-  const up = g.up ?? -Math.PI / 2;
+  const up = g.roi?.up ?? g.up ?? -Math.PI / 2;
   const ux = Math.cos(up);
   const uy = Math.sin(up);
   const mirror = g.hand === 'left' ? -1 : 1;
   const rx = -uy * mirror;
   const ry = ux * mirror;
-  const side = g.radius * ROI_SIDE_PER_RADIUS;
-  // centre a little towards the fingers: the inscribed circle sits low on a palm with a thumb
-  const cx = g.cx + ux * g.radius * 0.1;
-  const cy = g.cy + uy * g.radius * 0.1;
+  // the square placed from the finger valleys, or else around the inscribed circle, a little
+  // towards the fingers (the inscribed circle sits low on a palm with a thumb)
+  const side = g.roi?.side ?? g.radius * ROI_SIDE_PER_RADIUS;
+  const cx = g.roi?.cx ?? g.cx + ux * g.radius * 0.1;
+  const cy = g.roi?.cy ?? g.cy + uy * g.radius * 0.1;
   const out = new Float32Array(ROI_SIZE * ROI_SIZE);
   const step = side / ROI_SIZE;
   // supersample 2 × 2 when the palm is larger than the ROI grid (avoids aliasing)

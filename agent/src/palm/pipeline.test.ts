@@ -29,6 +29,11 @@ describe('processCapture', () => {
       ok: false,
       reason: 'underexposed',
     });
+    // the hand pushed sideways out of the frame: fingers or thumb cut off
+    for (const capture of [1, 2]) {
+      const cut = await renderPalm({ identity: 'pipe-2', hand: 'left', capture, condition: 'partial' });
+      expect(await processCapture(cut)).toMatchObject({ ok: false, reason: 'partial' });
+    }
     const black = { width: 320, height: 240, data: new Uint8Array(320 * 240) };
     expect(await processCapture(black)).toMatchObject({ ok: false, reason: 'no_hand' });
     expect(await processCapture({ width: 320, height: 240, data: new Uint8Array(10) })).toMatchObject({

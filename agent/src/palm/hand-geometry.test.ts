@@ -1,0 +1,97 @@
+import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
+import { describe, expect, it } from 'vitest';
+import { type HandGeometry, locateHand } from './hand-geometry.ts';
+import type { GrayImage } from './image-io.ts';
+import { bilinear } from './roi-input.ts';
+
+/** The frame turned by `angle` (rad, image coordinates) about its centre. */
+function rotate(frame: GrayImage, angle: number): GrayImage {
+  const { width: w, height: h } = frame;
+  const out = new Uint8Array(w * h);
+  const c = Math.cos(angle);
+  const s = Math.sin(angle);
+  const cx = (w - 1) / 2;
+  const cy = (h - 1) / 2;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const dx = x - cx;
+      const dy = y - cy;
+      const sx = cx + c * dx + s * dy;
+      const sy = cy - s * dx + c * dy;
+      const inside = sx >= 0 && sy >= 0 && sx <= w - 1 && sy <= h - 1;
+      out[y * w + x] = inside ? Math.round(bilinear(frame, sx, sy)) : frame.data[0]!;
+    }
+  }
+  return { width: w, height: h, data: out };
+}
+
+function mirror(frame: GrayImage): GrayImage {
+  const { width: w, height: h } = frame;
+  const out = new Uint8Array(w * h);
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) out[y * w + x] = frame.data[y * w + (w - 1 - x)]!;
+  return { width: w, height: h, data: out };
+}
+
+const angleDiff = (a: number, b: number) => Math.abs(Math.atan2(Math.sin(a - b), Math.cos(a - b)));
+const DEG = Math.PI / 180;
+
+function roiOf(g: HandGeometry) {
+  expect(g.roi).toBeDefined();
+  expect(g.valleys).toHaveLength(3);
+  return g.roi!;
+}
+
+describe('locateHand', () => {
+  it('places the ROI from the finger valleys: fingers up, palm-sized, on the palm', async () => {
+    for (const hand of ['left', 'right'] as const) {
+      const g = locateHand(await renderPalm({ identity: 'geo-1', hand, capture: 2 }));
+      const roi = roiOf(g);
+      expect(g.hand).toBe(hand);
+      expect(g.touchesEdge).toBe(false);
+      // the synthetic hands stand within ±0.25 rad of upright
+      expect(angleDiff(roi.up, -Math.PI / 2)).toBeLessThan(0.3);
+      expect(roi.side / g.radius).toBeGreaterThan(1.2);
+      expect(roi.side / g.radius).toBeLessThan(1.8);
+      // the valleys lie above the ROI centre, the ROI centre on the hand
+      for (const v of g.valleys!) expect(v.y).toBeLessThan(roi.cy);
+      expect(g.mask[Math.round(roi.cy) * 320 + Math.round(roi.cx)]).toBe(1);
+    }
+  });
+
+  it('follows a known rotation of the frame (ROI angle, centre and size)', async () => {
+    const frame = await renderPalm({ identity: 'geo-2', hand: 'right', capture: 1 });
+    const base = roiOf(locateHand(frame));
+    const c = { x: (frame.width - 1) / 2, y: (frame.height - 1) / 2 };
+    for (const deg of [-15, -7, 7, 15]) {
+      const a = deg * DEG;
+      const g = locateHand(rotate(frame, a));
+      const roi = roiOf(g);
+      expect(g.hand).toBe('right');
+      expect(angleDiff(roi.up, base.up + a) / DEG).toBeLessThan(2);
+      expect(Math.abs(roi.side / base.side - 1)).toBeLessThan(0.03);
+      const ex = c.x + Math.cos(a) * (base.cx - c.x) - Math.sin(a) * (base.cy - c.y);
+      const ey = c.y + Math.sin(a) * (base.cx - c.x) + Math.cos(a) * (base.cy - c.y);
+      expect(Math.hypot(roi.cx - ex, roi.cy - ey) / base.side).toBeLessThan(0.04);
+    }
+  });
+
+  it('tells the hands apart by the thumb: a mirrored right hand is a left hand', async () => {
+    const frame = await renderPalm({ identity: 'geo-3', hand: 'right', capture: 3 });
+    const g = locateHand(frame);
+    const m = locateHand(mirror(frame));
+    expect(g.hand).toBe('right');
+    expect(m.hand).toBe('left');
+    expect(angleDiff(roiOf(m).up, Math.PI - roiOf(g).up) / DEG).toBeLessThan(2);
+  });
+
+  it('finds no fingers on a blank frame, and a hand pushed out of the frame is cut', async () => {
+    const blank = locateHand({ width: 64, height: 64, data: new Uint8Array(64 * 64) });
+    expect(blank.up).toBeNull();
+    for (const capture of [1, 2, 3]) {
+      const g = locateHand(
+        await renderPalm({ identity: 'geo-4', hand: 'left', capture, condition: 'partial' }),
+      );
+      expect(g.up === null || g.hand === null || g.touchesEdge).toBe(true);
+    }
+  });
+});
