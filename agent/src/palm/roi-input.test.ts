@@ -71,5 +71,8 @@ describe('ROI input normalisation', () => {
     const white = { width: 100, height: 100, data: Uint8Array.from(img.data) };
     white.data.fill(255, 0, 300); // three white rows at the top
     expect(trimUniformBorder(white).height).toBe(97);
+    // a saturated palm (white rows at the top and 5 % white inside) is clipping, not padding
+    white.data.fill(255, 5000, 5500);
+    expect(trimUniformBorder(white)).toBe(white);
   });
 });

@@ -91,7 +91,7 @@ const ROI_MID = 128;
  * a 12-bit camera, an over-bright scanner) is smoothed to a different degree. Statistics come from
  * the central 3/4 of the ROI, so black padding or rotation corners do not set the gain.
  */
-export function normaliseRoi(roi: Float32Array, n = ROI_SIZE): Float32Array {
+export function normaliseRoi(roi: Float32Array, n = ROI_SIZE, spread = ROI_SPREAD): Float32Array {
   const m0 = Math.floor(n / 8);
   const m1 = n - m0;
   let lo = Number.POSITIVE_INFINITY;
@@ -120,7 +120,7 @@ export function normaliseRoi(roi: Float32Array, n = ROI_SIZE): Float32Array {
   const median = quantile(0.5);
   const p95 = quantile(0.95);
   // capped so that a nearly flat image (no palm texture) is not blown up into pure noise
-  const gain = Math.min(ROI_SPREAD / Math.max(p95 - p5, 1e-3), 16);
+  const gain = Math.min(spread / Math.max(p95 - p5, 1e-3), 16);
   return roi.map((v) => ROI_MID + (v - median) * gain);
 }
 
@@ -146,6 +146,13 @@ export function trimUniformBorder(img: GrayImage): GrayImage {
   while (left < w / 4 && uniform(top * w + left, w, bottom - top)) left++;
   while (w - right < w / 4 && uniform(top * w + right - 1, w, bottom - top)) right--;
   if (top === 0 && left === 0 && bottom === h && right === w) return img;
+  // Clipping, not padding, when the band's level also covers ≥ 1 % of the inside (a saturated or
+  // underexposed palm): trimming it would change the scale of this image only.
+  const level = data[top > 0 ? 0 : bottom < h ? (h - 1) * w : left > 0 ? 0 : w - 1]!;
+  let same = 0;
+  for (let r = top; r < bottom; r++)
+    for (let c = left; c < right; c++) if (Math.abs(data[r * w + c]! - level) <= 2) same++;
+  if (same >= 0.01 * (bottom - top) * (right - left)) return img;
   const cw = right - left;
   const out = new Uint8Array(cw * (bottom - top));
   for (let r = top; r < bottom; r++) out.set(data.subarray(r * w + left, r * w + right), (r - top) * cw);
