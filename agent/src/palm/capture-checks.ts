@@ -21,8 +21,8 @@ export interface CaptureMeasures {
   /**
    * Relative (log-domain) contrast of the central palm at vein scale: standard deviation of
    * log(smooth at 0.05 r / smooth at 0.2 r), r the palm radius. Gain-free and scale-free. Sub-surface
-   * veins and creases of a live hand give about 0.045–0.08; a print's paper-white and ink floor and a
-   * screen's black-level glow and gamma compress the tonal range, to about 0.025–0.045.
+   * veins and creases of a live hand give about 0.04–0.08; a print's paper-white and ink floor and a
+   * screen's black-level glow and gamma compress the tonal range, to about 0.025–0.05.
    */
   veinContrast: number;
 }
