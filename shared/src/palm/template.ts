@@ -1,5 +1,5 @@
 import { AppError } from '../errors.ts';
-import { crc32 } from './crc32.ts';
+import { crc32 } from '../wire/crc.ts';
 
 /**
  * Palm template, format version 1 (little endian), 928 bytes:
@@ -86,7 +86,7 @@ export function encodeTemplate(t: PalmTemplate): Uint8Array {
 }
 
 function templateCrc(bytes: Uint8Array): number {
-  return crc32(bytes, HEADER_BYTES, bytes.length, crc32(bytes, 0, 12));
+  return crc32(bytes.subarray(HEADER_BYTES), crc32(bytes.subarray(0, 12)));
 }
 
 /** Validates and decodes; any malformed input throws AppError INVALID_REQUEST (field "template"). */

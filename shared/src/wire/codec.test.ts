@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc8, crc16, crc32 } from './crc.ts';
+import { crc8, crc16, crc32, crc32Table } from './crc.ts';
 import { WireError } from './errors.ts';
 import { encodeFrame, MAX_PAYLOAD } from './frame.ts';
 import { decodeMessage, encodePayload, FRAME_TYPE, type Message, toFrame } from './messages.ts';
@@ -19,6 +19,15 @@ describe('checksums', () => {
   it('crc32 continues across chunks', () => {
     const all = ascii('123456789');
     expect(crc32(all.subarray(4), crc32(all.subarray(0, 4)))).toBe(0xcbf43926);
+    expect(crc32Table(all.subarray(4), crc32Table(all.subarray(0, 4)))).toBe(0xcbf43926);
+  });
+
+  it('the portable table CRC-32 equals the native one on any bytes and seed', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.nat({ max: 0xffffffff }), (bytes, seed) => {
+        expect(crc32Table(bytes, seed)).toBe(crc32(bytes, seed));
+      }),
+    );
   });
 });
 
