@@ -5,6 +5,7 @@ import { scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
 import { ScannerError } from '../driver/errors.ts';
 import type { CaptureResult as Frame } from '../driver/scanner-driver.ts';
 import type { CaptureResult as Processed } from '../palm/pipeline.ts';
+import { PresentationPolicy } from './presentation.ts';
 
 /** What the daemon needs from the scanner, the pipeline and the server link (injected; tests use fakes). */
 export interface KioskScanner {
@@ -125,8 +126,7 @@ export class KioskDaemon extends EventEmitter {
     const deadline = Date.parse(req.expires_at);
     const say = this.#opts.display;
     let attempts = 0;
-    let strikes = 0;
-    const live: Extract<Processed, { ok: true }>[] = [];
+    const policy = new PresentationPolicy(this.#opts.liveFrames, this.#opts.livenessStrikes);
     try {
       say(req.display);
       await this.#leds(0);
@@ -146,27 +146,22 @@ export class KioskDaemon extends EventEmitter {
           continue;
         }
         const processed = await this.#process(frame);
+        const verdict = policy.observe(processed);
+        if (verdict.kind === 'attack')
+          return await this.#identify(req, attempts, { liveness: 0, quality: 0, hand: 'right' });
+        if (verdict.kind === 'identify') {
+          // identify with the best capture; liveness is the weakest verdict of the frames
+          return await this.#identify(req, attempts, {
+            template: Buffer.from(verdict.best.template).toString('base64'),
+            hand: verdict.best.hand,
+            quality: toUnit(verdict.best.quality),
+            liveness: toUnit(verdict.liveness),
+          });
+        }
         if (!processed.ok) {
-          if (processed.reason === 'liveness_failed') {
-            strikes += 1;
-            if (strikes >= this.#opts.livenessStrikes) {
-              return await this.#identify(req, attempts, { liveness: 0, quality: 0, hand: 'right' });
-            }
-          }
           say(`${processed.message}. Please hold your palm flat, 5 cm above the scanner.`);
           await sleep(this.#opts.repromptMs);
-          continue;
         }
-        live.push(processed);
-        if (live.length < this.#opts.liveFrames) continue;
-        // identify with the best capture; liveness is the weakest verdict of the frames
-        const best = live.reduce((a, b) => (b.quality > a.quality ? b : a));
-        return await this.#identify(req, attempts, {
-          template: Buffer.from(best.template).toString('base64'),
-          hand: best.hand,
-          quality: toUnit(best.quality),
-          liveness: toUnit(Math.min(...live.map((l) => l.liveness))),
-        });
       }
       if (abort.signal.aborted) {
         say('Cancelled.');
