@@ -79,7 +79,7 @@ export function bilinear(img: GrayImage, x: number, y: number): number {
 }
 
 /** Robust spread (5th–95th percentile, grey levels) that `normaliseRoi` gives every ROI. */
-export const ROI_SPREAD = 40;
+export const ROI_SPREAD = 60;
 /** Mid grey level that `normaliseRoi` puts the median at. */
 const ROI_MID = 128;
 
