@@ -191,6 +191,8 @@ interface Point {
 const SIDE_PER_VALLEY_SPACING = 1.645;
 const CENTRE_BELOW_VALLEYS = 0.69;
 const RADIUS_WEIGHT = 0.25;
+/** A half line of the valleys this far (rad) off the outer line marks an outer valley as an outlier. */
+const OUTLIER_TILT = 0.07;
 
 /**
  * The four fingers on a circle around the palm: the tightest group of four consecutive narrow
@@ -240,10 +242,11 @@ function findValleys(frame: GrayImage, level: number, cx: number, cy: number, ra
   if (!fingers.group) return none;
   const group = fingers.group;
   // first estimate of "up": the mean direction of the four fingers seen from the palm
-  let up = Math.atan2(
+  const fingersUp = Math.atan2(
     group.reduce((s, a) => s + Math.sin(a), 0),
     group.reduce((s, a) => s + Math.cos(a), 0),
   );
+  let up = fingersUp;
   // the three finger valleys, in angular order: walk down each gap towards the palm
   const coarse: Point[] = [];
   for (let k = 0; k < 3; k++) {
@@ -258,6 +261,21 @@ function findValleys(frame: GrayImage, level: number, cx: number, cy: number, ra
     valleys = coarse.map((v) => refineValley(frame, level, v, up, radius));
   }
   up = valleyNormal(valleys[0]!, valleys[2]!, up);
+  // an outer valley found too deep or too shallow (a narrow gap closing early) tilts the line; of
+  // the outer line and the two half lines, keep the one nearest the fingers' direction, and replace
+  // a rejected outer valley by the other one mirrored through the middle valley
+  const [va, vm, vb] = valleys as [Point, Point, Point];
+  const mirror = (p: Point): Point => ({ x: 2 * vm.x - p.x, y: 2 * vm.y - p.y });
+  const lines = [
+    { n: up, v: valleys },
+    { n: valleyNormal(va, vm, up), v: [va, vm, mirror(va)] },
+    { n: valleyNormal(vm, vb, up), v: [mirror(vb), vm, vb] },
+  ];
+  const best = lines.reduce((x, y) => (Math.cos(y.n - fingersUp) > Math.cos(x.n - fingersUp) ? y : x));
+  if (Math.cos(best.n - up) < Math.cos(OUTLIER_TILT)) {
+    up = best.n;
+    valleys = best.v;
+  }
   const dist = (p: Point, q: Point) => Math.hypot(q.x - p.x, q.y - p.y);
   const d01 = dist(valleys[0]!, valleys[1]!);
   const d12 = dist(valleys[1]!, valleys[2]!);
