@@ -102,7 +102,7 @@ export function normaliseRoi(roi: Float32Array, n = ROI_SIZE, spread = ROI_SPREA
       if (v < lo) lo = v;
       if (v > hi) hi = v;
     }
-  if (!(hi - lo > 1e-3)) return roi.map(() => ROI_MID);
+  if (!(hi - lo > 1e-3)) return new Float32Array(roi.length).fill(ROI_MID);
   const bins = 2048;
   const hist = new Uint32Array(bins);
   const k = (bins - 1) / (hi - lo);
@@ -121,7 +121,10 @@ export function normaliseRoi(roi: Float32Array, n = ROI_SIZE, spread = ROI_SPREA
   const p95 = quantile(0.95);
   // capped so that a nearly flat image (no palm texture) is not blown up into pure noise
   const gain = Math.min(spread / Math.max(p95 - p5, 1e-3), 16);
-  return roi.map((v) => ROI_MID + (v - median) * gain);
+  const out = new Float32Array(roi.length);
+  const offset = ROI_MID - median * gain;
+  for (let i = 0; i < roi.length; i++) out[i] = roi[i]! * gain + offset;
+  return out;
 }
 
 /**
