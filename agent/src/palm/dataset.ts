@@ -4,6 +4,9 @@ import { AppError } from '@palmid/shared/errors.ts';
 
 const IMAGE_EXT = /\.(bmp|dib|png|jpe?g|jfif|pgm|ppm|pnm|tiff?|webp|gif)$/i;
 
+/** Sub-folders that hold one hand of a subject (a separate identity), not a session. */
+const HAND_DIR = /^(l|r|left|right)([ _-]?(hand|palm))?$/i;
+
 export interface Dataset {
   subjects: Array<{ name: string; files: string[] }>;
 }
@@ -39,7 +42,8 @@ async function imagesUnder(dir: string, depth = 0): Promise<string[]> {
 
 /**
  * `<dir>/<subject>/<image>` (or `<dir>/<subject>/<session>/<image>`); files directly in `<dir>`
- * are ignored, subjects sorted by name.
+ * are ignored, subjects sorted by name. Hand sub-folders (`<subject>/L/`, `<subject>/Right/`)
+ * are identities of their own, named `<subject>/<hand>`.
  */
 export async function listDataset(dir: string): Promise<Dataset> {
   let entries: string[];
@@ -61,7 +65,19 @@ export async function listDataset(dir: string): Promise<Dataset> {
     } catch {
       continue;
     }
-    const files = await imagesUnder(sub);
+    // `<subject>/L/`, `<subject>/right_hand/`…: a left and a right palm are two identities
+    const hands: string[] = [];
+    try {
+      for (const h of (await readdir(sub)).sort())
+        if (HAND_DIR.test(h) && (await stat(join(sub, h))).isDirectory()) hands.push(h);
+    } catch {
+      // unreadable sub-folder: imagesUnder skips it too
+    }
+    for (const h of hands) {
+      const files = await imagesUnder(join(sub, h));
+      if (files.length > 0) subjects.push({ name: `${name}/${h}`, files });
+    }
+    const files = (await imagesUnder(sub)).filter((f) => !hands.some((h) => f.startsWith(join(sub, h, '/'))));
     if (files.length > 0) subjects.push({ name, files });
   }
   if (subjects.length < 2) {

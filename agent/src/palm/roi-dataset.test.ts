@@ -38,4 +38,22 @@ describe('ROI dataset listing', () => {
     expect(ds.subjects[1]!.files).toHaveLength(1);
     for (const s of ds.subjects) for (const f of s.files) expect((await readImage(f)).width).toBe(20);
   });
+
+  it('treats hand sub-folders as separate identities and session sub-folders as one', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'palm-ds-'));
+    dirs.push(root);
+    const bmp = encodeBmp8({ width: 20, height: 20, data: new Uint8Array(400).fill(90) });
+    for (const d of ['p1/L', 'p1/R', 'p2/Left', 'p2/Right/session1', 'p3/s1', 'p3/s2'])
+      await mkdir(join(root, d), { recursive: true });
+    for (const d of ['p1/L', 'p1/R', 'p2/Left', 'p2/Right/session1', 'p3/s1', 'p3/s2'])
+      await writeFile(join(root, d, 'a.bmp'), bmp);
+    const ds = await listDataset(root);
+    expect(ds.subjects.map((s) => [s.name, s.files.length])).toEqual([
+      ['p1/L', 1],
+      ['p1/R', 1],
+      ['p2/Left', 1],
+      ['p2/Right', 1],
+      ['p3', 2],
+    ]);
+  });
 });
