@@ -149,6 +149,35 @@ describe('KioskDaemon multi-frame presentation-attack detection', () => {
     expect(call.params.template).toBeUndefined();
   });
 
+  it('one false attack verdict on a live hand is forgiven; a second one ends the context', async () => {
+    const forgiven = [attack, ok(80, 70), ok(85, 75)];
+    const link = new FakeLink();
+    const d = new KioskDaemon(scanner, async () => forgiven.shift()!, link, { repromptMs: 1 });
+    const done = outcome(d);
+    link.request('88888888-8888-4888-8888-888888888888');
+    expect(await done).toMatchObject({ status: 'completed', attempts: 3 });
+    expect(link.calls.find((c) => c.method === 'identify')!.params.template).toBeDefined();
+
+    const twice = [attack, ok(80, 70), attack];
+    const link2 = new FakeLink();
+    const d2 = new KioskDaemon(scanner, async () => twice.shift() ?? attack, link2, { repromptMs: 1 });
+    const done2 = outcome(d2);
+    link2.request('99999999-9999-4999-8999-999999999999');
+    expect(await done2).toMatchObject({ status: 'failed', reason: 'liveness_failed', attempts: 3 });
+    expect(link2.calls.find((c) => c.method === 'identify')!.params.template).toBeUndefined();
+
+    // a stricter kiosk can still fail at the first verdict
+    const strict = [attack];
+    const link3 = new FakeLink();
+    const d3 = new KioskDaemon(scanner, async () => strict.shift() ?? attack, link3, {
+      repromptMs: 1,
+      livenessStrikes: 1,
+    });
+    const done3 = outcome(d3);
+    link3.request('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa');
+    expect(await done3).toMatchObject({ status: 'failed', reason: 'liveness_failed', attempts: 1 });
+  });
+
   it('a live hand is identified once, with the best capture and the weakest liveness verdict', async () => {
     const script = [ok(90, 60), ok(70, 95)];
     const link = new FakeLink();

@@ -30,7 +30,9 @@ export interface KioskOptions {
   maxAttempts?: number;
   /**
    * Presentation-attack verdicts within one context after which it is reported as liveness_failed.
-   * Default 1: an attacker must not get several tries at the detector within one transaction.
+   * Default 2: one bona fide capture in ~75 scores below the liveness threshold, so with one strike
+   * about 1 % of genuine transactions failed as attacks; with two, none of 300 did, while an attack
+   * still has to pass the detector on both live frames (`tsx agent/scripts/kiosk-policy.ts`).
    */
   livenessStrikes?: number;
   /**
@@ -67,7 +69,7 @@ export class KioskDaemon extends EventEmitter {
     this.#link = link;
     this.#opts = {
       maxAttempts: opts.maxAttempts ?? 8,
-      livenessStrikes: opts.livenessStrikes ?? 1,
+      livenessStrikes: opts.livenessStrikes ?? 2,
       liveFrames: opts.liveFrames ?? 2,
       repromptMs: opts.repromptMs ?? 300,
       display: opts.display ?? (() => undefined),
