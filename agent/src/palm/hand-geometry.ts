@@ -133,14 +133,36 @@ export function locateHand(frame: GrayImage): HandGeometry {
   // found do not look like a hand's.
   const palm = medianWhere(data, (i) => distance[i]! >= radius * 1.5);
   const level = (share: number) => threshold + share * (palm - threshold);
-  const palmRadius = radius;
+  // the palm is the largest inscribed circle, unless a wrist as wide as the palm holds it: then
+  // the largest circle well away from it (on the palm) is tried as the centre of the finger scan
+  const centres = [{ x: cx, y: cy }];
+  let second = 0;
+  let si = -1;
+  for (let i = 0; i < distance.length; i++) {
+    if (distance[i]! <= second) continue;
+    const dx = (i % w) - cx;
+    const dy = Math.floor(i / w) - cy;
+    if (dx * dx + dy * dy >= radius * radius) {
+      second = distance[i]!;
+      si = i;
+    }
+  }
+  if (si >= 0 && second >= 0.75 * best) centres.push({ x: si % w, y: Math.floor(si / w) });
   let found: { valleys: Point[]; up: number; runs: number } | null = null;
   let runs = 0;
-  for (const share of VALLEY_LEVELS) {
-    const r = findValleys(frame, level(share), cx, cy, palmRadius);
-    runs = Math.max(runs, r.runs);
-    if (r.valleys) {
-      found = { valleys: r.valleys, up: r.up, runs: r.runs };
+  for (const c of centres) {
+    for (const share of VALLEY_LEVELS) {
+      const r = findValleys(frame, level(share), c.x, c.y, radius);
+      runs = Math.max(runs, r.runs);
+      if (r.valleys) {
+        found = { valleys: r.valleys, up: r.up, runs: r.runs };
+        break;
+      }
+    }
+    if (found) {
+      // the finger scan's centre; the scale stays that of the largest circle (the palm's size)
+      geometry.cx = c.x;
+      geometry.cy = c.y;
       break;
     }
   }
@@ -154,7 +176,7 @@ export function locateHand(frame: GrayImage): HandGeometry {
   // scale from the outer valley spacing, checked against the inscribed radius
   const spacing = Math.hypot(valleys[2]!.x - valleys[0]!.x, valleys[2]!.y - valleys[0]!.y);
   const fromValleys = spacing * SIDE_PER_VALLEY_SPACING;
-  const fromRadius = palmRadius * 1.5;
+  const fromRadius = radius * 1.5;
   const side = fromValleys ** (1 - RADIUS_WEIGHT) * fromRadius ** RADIUS_WEIGHT;
   // centre below the valley line, on the perpendicular through the middle of the outer valleys
   const mx = (valleys[0]!.x + valleys[2]!.x) / 2;
@@ -201,27 +223,33 @@ const OUTLIER_TILT = 0.07;
  */
 function findFingers(mask: Uint8Array, w: number, h: number, cx: number, cy: number, radius: number) {
   let runs = 0;
+  const groups: Array<{ group: number[]; ring: number }> = [];
   for (const k of [1.65, 1.5, 1.85, 2.05, 2.3]) {
     const ring = radius * k;
     const narrow = ringRuns(mask, w, h, cx, cy, ring, N_RING);
     if (k === 1.65) runs = narrow.length;
     if (narrow.length < 4) continue;
-    const angles = narrow.map((r) => (2 * Math.PI * (r.from + r.len / 2)) / N_RING).sort((a, b) => a - b);
+    runs = Math.max(runs, narrow.length);
+    const sorted = narrow
+      .map((r) => ({ angle: (2 * Math.PI * (r.from + r.len / 2)) / N_RING, len: r.len }))
+      .sort((a, b) => a.angle - b.angle);
     let bestSpan = Number.POSITIVE_INFINITY;
-    let group: number[] = [];
-    for (let s = 0; s < angles.length; s++) {
-      const g = [0, 1, 2, 3].map((j) => angles[(s + j) % angles.length]!);
-      const span = wrap(g[3]! - g[0]!);
+    let group: typeof sorted = [];
+    for (let s = 0; s < sorted.length; s++) {
+      const g = [0, 1, 2, 3].map((j) => sorted[(s + j) % sorted.length]!);
+      const span = wrap(g[3]!.angle - g[0]!.angle);
       if (span < bestSpan) {
         bestSpan = span;
         group = g;
       }
     }
-    // four fingers fan out over well under half a turn, with no gap wider than the others combined
-    if (bestSpan > 2.4) continue;
-    return { runs: Math.max(runs, narrow.length), group, ring };
+    // four fingers fan out over well under half a turn and cross the ring about equally wide
+    // (two fingers merged into one run are twice as wide)
+    const lens = group.map((r) => r.len).sort((a, b) => a - b);
+    if (bestSpan > 2.4 || lens[3]! > 1.7 * lens[0]!) continue;
+    groups.push({ group: group.map((r) => r.angle), ring });
   }
-  return { runs, group: null, ring: 0 };
+  return { runs, groups };
 }
 
 const N_RING = 360;
@@ -238,9 +266,25 @@ function findValleys(frame: GrayImage, level: number, cx: number, cy: number, ra
   const tight = new Uint8Array(w * h);
   for (let i = 0; i < data.length; i++) tight[i] = data[i]! > level ? 1 : 0;
   const fingers = findFingers(tight, w, h, cx, cy, radius);
-  const none = { runs: fingers.runs, valleys: null, up: 0 };
-  if (!fingers.group) return none;
-  const group = fingers.group;
+  for (const { group, ring } of fingers.groups) {
+    const valleys = valleysOf(frame, tight, level, cx, cy, radius, group, ring);
+    if (valleys) return { runs: fingers.runs, ...valleys };
+  }
+  return { runs: fingers.runs, valleys: null, up: 0 };
+}
+
+/** The valleys of one group of four fingers, or null when they do not look like a hand's. */
+function valleysOf(
+  frame: GrayImage,
+  tight: Uint8Array,
+  level: number,
+  cx: number,
+  cy: number,
+  radius: number,
+  group: number[],
+  ring: number,
+): { valleys: Point[]; up: number } | null {
+  const { width: w, height: h } = frame;
   // first estimate of "up": the mean direction of the four fingers seen from the palm
   const fingersUp = Math.atan2(
     group.reduce((s, a) => s + Math.sin(a), 0),
@@ -250,8 +294,8 @@ function findValleys(frame: GrayImage, level: number, cx: number, cy: number, ra
   // the three finger valleys, in angular order: walk down each gap towards the palm
   const coarse: Point[] = [];
   for (let k = 0; k < 3; k++) {
-    const v = descendGap(tight, w, h, cx, cy, fingers.ring, group[k]!, group[k + 1]!);
-    if (!v) return none;
+    const v = descendGap(tight, w, h, cx, cy, ring, group[k]!, group[k + 1]!);
+    if (!v) return null;
     coarse.push(v);
   }
   // the line through the outer valleys fixes the rotation; refine the valleys sub-pixel along it
@@ -261,6 +305,11 @@ function findValleys(frame: GrayImage, level: number, cx: number, cy: number, ra
     valleys = coarse.map((v) => refineValley(frame, level, v, up, radius));
   }
   up = valleyNormal(valleys[0]!, valleys[2]!, up);
+  // three valleys of four fingers are about evenly spaced (a thumb web is not)
+  const dist = (p: Point, q: Point) => Math.hypot(q.x - p.x, q.y - p.y);
+  const d01 = dist(valleys[0]!, valleys[1]!);
+  const d12 = dist(valleys[1]!, valleys[2]!);
+  if (Math.min(d01, d12) < 0.6 * Math.max(d01, d12)) return null;
   // an outer valley found too deep or too shallow (a narrow gap closing early) tilts the line; of
   // the outer line and the two half lines, keep the one nearest the fingers' direction, and replace
   // a rejected outer valley by the other one mirrored through the middle valley
@@ -276,13 +325,10 @@ function findValleys(frame: GrayImage, level: number, cx: number, cy: number, ra
     up = best.n;
     valleys = best.v;
   }
-  const dist = (p: Point, q: Point) => Math.hypot(q.x - p.x, q.y - p.y);
-  const d01 = dist(valleys[0]!, valleys[1]!);
-  const d12 = dist(valleys[1]!, valleys[2]!);
   const spacing = dist(valleys[0]!, valleys[2]!);
   const ratio = (spacing * SIDE_PER_VALLEY_SPACING) / (radius * 1.5);
-  if (Math.min(d01, d12) < 0.5 * Math.max(d01, d12) || ratio < 0.7 || ratio > 1.45) return none;
-  return { runs: fingers.runs, valleys, up };
+  if (ratio < 0.7 || ratio > 1.45) return null;
+  return { valleys, up };
 }
 
 /** Median grey level of the pixels selected by `keep`. */
