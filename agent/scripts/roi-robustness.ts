@@ -4,11 +4,20 @@
  * for the classic competitive code (baseline) and palmid. Protocol: session 1 is the gallery and
  * session 2 the probes, so genuine pairs are cross-session same-subject pairs and impostor pairs
  * cross-session different-subject pairs.
- * usage: tsx agent/scripts/roi-robustness.ts <roi-dir> [--only name,name] [--no-baseline] [--json out.json]
+ * palmid is scored with the rotation-tolerant ROI distance: each probe is coded at the angles of a
+ * set (`--angles`, sets separated by "/", default ROI_ROTATION_ANGLES; "0" is the plain distance)
+ * and a pair keeps the minimum distance of the probe variants against the gallery's 0° template.
+ * One column per set; the union of the angles is extracted once per probe image.
+ * usage: tsx agent/scripts/roi-robustness.ts <roi-dir> [--only name,name] [--no-baseline] [--angles 0/0,-6,6]
  * e.g.   tsx agent/scripts/make-roi-set.ts /tmp/r --style contactless --subjects 40 --per-session 3
  */
 import { basename } from 'node:path';
-import { PACKED_WORDS, packedDistance, packTemplate, shiftedDistance } from '@palmid/shared/palm/match.ts';
+import {
+  PACKED_WORDS,
+  type packedDistance,
+  packTemplate,
+  shiftedDistance,
+} from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { Command } from 'commander';
 import sharp, { type Sharp } from 'sharp';
@@ -17,7 +26,8 @@ import { listDataset } from '../src/palm/dataset.ts';
 import { type GrayImage, readImage } from '../src/palm/image-io.ts';
 import { errorRates } from '../src/palm/metrics.ts';
 import { bilinear } from '../src/palm/roi-input.ts';
-import { extractRoiTemplate } from '../src/palm/roi-template.ts';
+import { ROI_ROTATION_ANGLES, variantMatcher } from '../src/palm/roi-rotation.ts';
+import { extractRoiTemplate, extractRoiTemplates } from '../src/palm/roi-template.ts';
 
 type Perturb = (img: GrayImage) => GrayImage | Promise<GrayImage>;
 interface Perturbation {
@@ -166,9 +176,15 @@ const program = new Command()
   .argument('<dir>')
   .option('--only <names>', 'comma-separated perturbation name prefixes')
   .option('--no-baseline', 'skip the baseline competitive code')
+  .option('--angles <sets>', 'probe angle sets in degrees, "/"-separated (e.g. 0/0,-6,6)')
   .parse();
 const dir = program.args[0]!;
-const opts = program.opts<{ only?: string; baseline: boolean }>();
+const opts = program.opts<{ only?: string; baseline: boolean; angles?: string }>();
+const angleSets: number[][] = opts.angles
+  ? opts.angles.split('/').map((set) => set.split(',').map(Number))
+  : [[...ROI_ROTATION_ANGLES]];
+if (angleSets.some((set) => set.some((a) => !Number.isFinite(a)))) throw new Error('bad --angles');
+const unionAngles = [0, ...new Set(angleSets.flat().filter((a) => a !== 0))];
 const chosen = opts.only
   ? PERTURBATIONS.filter((p) => opts.only!.split(',').some((n) => p.name.startsWith(n.trim())))
   : PERTURBATIONS;
@@ -231,17 +247,59 @@ async function eer(
   return errorRates(genuine, impostor).eer;
 }
 
+/**
+ * EER per angle set: gallery (session 1) at 0°, probes (session 2, perturbed) coded at every angle
+ * of `unionAngles` in one batch; a set scores the minimum over its angles.
+ */
+async function eerRotations(p: Perturbation, cache: Map<Item, Uint32Array>): Promise<number[]> {
+  const v = unionAngles.length;
+  const gallery = items.filter((it) => it.session === 1);
+  const probes = items.filter((it) => it.session === 2);
+  const g = new Uint32Array(gallery.length * PACKED_WORDS);
+  for (const [i, it] of gallery.entries()) {
+    let w = p.both ? undefined : cache.get(it);
+    if (!w) {
+      const img = p.both ? await p.apply(it.image) : it.image;
+      w = packTemplate(decodeTemplate(await extractRoiTemplate(img)));
+      if (!p.both) cache.set(it, w);
+    }
+    g.set(w, i * PACKED_WORDS);
+  }
+  const pv = new Uint32Array(probes.length * v * PACKED_WORDS);
+  for (const [j, it] of probes.entries()) {
+    const ts = await extractRoiTemplates(await p.apply(it.image), unionAngles);
+    for (const [k, t] of ts.entries()) pv.set(packTemplate(decodeTemplate(t)), (j * v + k) * PACKED_WORDS);
+  }
+  const sets = angleSets.map((set) => set.map((a) => unionAngles.indexOf(a)));
+  const genuine = sets.map(() => [] as number[]);
+  const impostor = sets.map(() => [] as number[]);
+  const d = new Float64Array(v);
+  for (const [i, a] of gallery.entries()) {
+    const match = variantMatcher(g, i * PACKED_WORDS);
+    for (const [j, b] of probes.entries()) {
+      for (let k = 0; k < v; k++) d[k] = match(pv, (j * v + k) * PACKED_WORDS, 1);
+      for (const [s, set] of sets.entries()) {
+        let best = Number.POSITIVE_INFINITY;
+        for (const k of set) best = Math.min(best, d[k]!);
+        (a.subject === b.subject ? genuine[s]! : impostor[s]!).push(best);
+      }
+    }
+  }
+  return sets.map((_, s) => errorRates(genuine[s]!, impostor[s]!).eer);
+}
+
 const s1 = items.filter((i) => i.session === 1).length;
 console.log(
   `${dir}: ${dataset.subjects.length} subjects, ${s1} gallery / ${items.length - s1} probe images; EER in % (perturbation on session 2)`,
 );
-console.log(`| perturbation | ${opts.baseline ? 'baseline | ' : ''}palmid |`);
-console.log(`| --- | ${opts.baseline ? '---: | ' : ''}---: |`);
+const setNames = angleSets.map((set) => `palmid ${set.join(',')}°`);
+console.log(`| perturbation | ${opts.baseline ? 'baseline | ' : ''}${setNames.join(' | ')} |`);
+console.log(`| --- | ${opts.baseline ? '---: | ' : ''}${setNames.map(() => '---:').join(' | ')} |`);
 const cacheP = new Map<Item, Uint32Array>();
 const cacheB = new Map<Item, Uint32Array>();
 for (const p of chosen) {
-  const palm = await eer((img) => extractRoiTemplate(img), packedDistance, p, cacheP);
+  const palm = await eerRotations(p, cacheP);
   const base = opts.baseline ? await eer(baselineTemplate, baselineDistance, p, cacheB) : Number.NaN;
   const pct = (x: number) => (100 * x).toFixed(2);
-  console.log(`| ${p.name} | ${opts.baseline ? `${pct(base)} | ` : ''}${pct(palm)} |`);
+  console.log(`| ${p.name} | ${opts.baseline ? `${pct(base)} | ` : ''}${palm.map(pct).join(' | ')} |`);
 }

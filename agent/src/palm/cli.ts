@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Attack, renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import { compareTemplates } from '@palmid/shared/palm/match.ts';
+import { compareTemplates, distanceToScore, packTemplate } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate, TEMPLATE_MAGIC } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
@@ -15,7 +15,8 @@ import { evaluate } from './evaluate.ts';
 import { readImage } from './image-io.ts';
 import { evaluatePad } from './pad-eval.ts';
 import { processCapture } from './pipeline.ts';
-import { extractRoiTemplate } from './roi-template.ts';
+import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES, rotationTolerantDistance } from './roi-rotation.ts';
+import { extractRoiTemplate, extractRoiTemplates } from './roi-template.ts';
 
 function int(name: string, min: number, max: number) {
   return (v: string) => {
@@ -40,6 +41,26 @@ async function templateFrom(path: string, roi: boolean): Promise<Uint8Array> {
     return t;
   }
   return extractTemplate(path, roi);
+}
+
+/** `--rotations` value: probe angles in degrees, 0° first ("0" turns the rotation search off). */
+function angleList(v: string): number[] {
+  const a = v.split(',').map((x) => Number(x.trim()));
+  if (a.length === 0 || a.some((x) => !Number.isFinite(x) || Math.abs(x) > 45))
+    throw new InvalidArgumentError('--rotations must be comma-separated angles in [-45, 45]');
+  return [0, ...new Set(a.filter((x) => x !== 0))];
+}
+
+/** Packs templates back to back (probe variants for `rotationTolerantDistance`). */
+function packAll(templates: Uint8Array[]): Uint32Array {
+  const words = templates.map((t) => packTemplate(decodeTemplate(t)));
+  const out = new Uint32Array(words.reduce((n, w) => n + w.length, 0));
+  let o = 0;
+  for (const w of words) {
+    out.set(w, o);
+    o += w.length;
+  }
+  return out;
 }
 
 async function extractTemplate(path: string, roi: boolean): Promise<Uint8Array> {
@@ -155,16 +176,27 @@ export function buildCli(): Command {
     .description('compare two palms (images or template files) 1:1')
     .argument('<a>', 'image or template file')
     .argument('<b>', 'image or template file')
-    .option('--roi', 'images are already-cropped palm ROIs')
-    .action(async (a: string, b: string, o: { roi?: boolean }) => {
+    .option('--roi', 'images are already-cropped palm ROIs (b, the probe, is searched over rotations)')
+    .option('--rotations <deg>', 'with --roi: probe angles, comma-separated', angleList, [
+      ...ROI_ROTATION_ANGLES,
+    ])
+    .action(async (a: string, b: string, o: { roi?: boolean; rotations: number[] }) => {
       const ta = await templateFrom(a, o.roi ?? false);
-      const tb = await templateFrom(b, o.roi ?? false);
-      const score = compareTemplates(ta, tb);
+      let score: number;
+      let threshold = MATCH_THRESHOLD;
+      const bytes = await readFile(b).catch(() => null);
+      const bIsTemplate = bytes !== null && bytes.length >= 2 && bytes.readUInt16LE(0) === TEMPLATE_MAGIC;
+      if (o.roi && !bIsTemplate && o.rotations.length > 1) {
+        const variants = await extractRoiTemplates(await readImage(b), o.rotations);
+        const d = rotationTolerantDistance(packAll([ta]), 0, packAll(variants), 0, variants.length);
+        score = distanceToScore(d);
+        threshold = ROI_MATCH_THRESHOLD;
+      } else score = compareTemplates(ta, await templateFrom(b, o.roi ?? false));
       console.log(
         JSON.stringify({
           score: Number(score.toFixed(4)),
-          match: score >= MATCH_THRESHOLD,
-          threshold: MATCH_THRESHOLD,
+          match: score >= threshold,
+          threshold,
         }),
       );
     });
@@ -174,6 +206,12 @@ export function buildCli(): Command {
     .description('verification accuracy over <dir>/<subject>/<image>: EER, FRR at FAR 1e-3 / 1e-4, timings')
     .argument('<dir>', 'dataset directory')
     .option('--roi', 'images are already-cropped palm ROIs (any size)')
+    .option(
+      '--rotations <deg>',
+      'with --roi: angles the later image of a pair is coded at, minimum distance kept ("0": off)',
+      angleList,
+      [...ROI_ROTATION_ANGLES],
+    )
     .option('--json', 'print only the JSON report')
     .option('--plot <png>', 'write the DET curve to a PNG file')
     .option(
@@ -183,7 +221,10 @@ export function buildCli(): Command {
       5_000_000,
     )
     .action(
-      async (dir: string, o: { roi?: boolean; json?: boolean; plot?: string; maxImpostors: number }) => {
+      async (
+        dir: string,
+        o: { roi?: boolean; rotations: number[]; json?: boolean; plot?: string; maxImpostors: number },
+      ) => {
         const dataset = await listDataset(dir);
         const total = dataset.subjects.reduce((n, s) => n + s.files.length, 0);
         const bar = o.json ? null : progress(total);
@@ -192,6 +233,10 @@ export function buildCli(): Command {
           dataset,
           async (file) => {
             try {
+              if (o.roi && o.rotations.length > 1) {
+                const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
+                return { template: template!, variants };
+              }
               return { template: await extractTemplate(file, o.roi ?? false) };
             } catch (err) {
               if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };

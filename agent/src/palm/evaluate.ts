@@ -2,6 +2,7 @@ import { PACKED_WORDS, packedDistance, packTemplate } from '@palmid/shared/palm/
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import type { Dataset } from './dataset.ts';
 import { errorRates, percentile } from './metrics.ts';
+import { variantMatcher } from './roi-rotation.ts';
 
 export interface EvalReport {
   subjects: number;
@@ -23,8 +24,15 @@ export interface EvalExtra {
   impostor: Float64Array;
 }
 
-/** Template per file (or a failure reason), with the extraction time per image. */
-export type Extract = (file: string) => Promise<{ template: Uint8Array } | { reason: string }>;
+/**
+ * Template per file (or a failure reason), with the extraction time per image. `variants` are
+ * extra probe-side templates of the same image (e.g. rotated ROIs, `extractRoiTemplates`): a pair
+ * (i, j), i listed before j, then scores the minimum of packedDistance(i's template, v) over j's
+ * template and variants (rotation-tolerant distance, see roi-rotation.ts).
+ */
+export type Extract = (
+  file: string,
+) => Promise<{ template: Uint8Array; variants?: Uint8Array[] } | { reason: string }>;
 
 export interface EvalOptions {
   /** Upper bound on impostor comparisons; beyond it a fixed stride samples them. */
@@ -48,7 +56,7 @@ export async function evaluate(
   options: EvalOptions = {},
 ): Promise<{ report: EvalReport; extra: EvalExtra }> {
   const files = dataset.subjects.flatMap((s, si) => s.files.map((file) => ({ file, subject: si })));
-  const packed: Array<{ subject: number; words: Uint32Array }> = [];
+  const packed: Array<{ subject: number; words: Uint32Array; variants: Uint32Array[] }> = [];
   const failures: EvalExtra['failures'] = [];
   const extractMs: number[] = [];
   for (const [i, f] of files.entries()) {
@@ -61,13 +69,24 @@ export async function evaluate(
     }
     extractMs.push(cpuMs() - t0);
     if ('template' in result)
-      packed.push({ subject: f.subject, words: packTemplate(decodeTemplate(result.template)) });
+      packed.push({
+        subject: f.subject,
+        words: packTemplate(decodeTemplate(result.template)),
+        variants: (result.variants ?? []).map((v) => packTemplate(decodeTemplate(v))),
+      });
     else failures.push({ file: f.file, reason: result.reason });
     options.onProgress?.('extract', i + 1, files.length);
   }
   const n = packed.length;
   const all = new Uint32Array(n * PACKED_WORDS);
   for (const [i, p] of packed.entries()) all.set(p.words, i * PACKED_WORDS);
+  // probe-side codes per image, [template, ...variants], padded with the template to a fixed count
+  const per = 1 + Math.max(0, ...packed.map((p) => p.variants.length));
+  const probes = per > 1 && !options.distance ? new Uint32Array(n * per * PACKED_WORDS) : null;
+  if (probes)
+    for (const [i, p] of packed.entries())
+      for (let k = 0; k < per; k++)
+        probes.set(k === 0 ? p.words : (p.variants[k - 1] ?? p.words), (i * per + k) * PACKED_WORDS);
   const genuine: number[] = [];
   const impostor: number[] = [];
   const totalPairs = (n * (n - 1)) / 2;
@@ -81,10 +100,13 @@ export async function evaluate(
   const matchStart = cpuMs();
   let matches = 0;
   for (let i = 0; i < n; i++) {
+    const rotated = probes ? variantMatcher(all, i * PACKED_WORDS) : null;
     for (let j = i + 1; j < n; j++) {
       const same = packed[i]!.subject === packed[j]!.subject;
       if (!same && impIndex++ % stride !== 0) continue;
-      const d = (options.distance ?? packedDistance)(all, i * PACKED_WORDS, all, j * PACKED_WORDS);
+      const d = rotated
+        ? rotated(probes!, j * per * PACKED_WORDS, per)
+        : (options.distance ?? packedDistance)(all, i * PACKED_WORDS, all, j * PACKED_WORDS);
       matches++;
       (same ? genuine : impostor).push(d);
     }

@@ -4,6 +4,7 @@ import { sharedExtractor } from './extractor.ts';
 import type { GrayImage } from './image-io.ts';
 import { FEATURE_CHANNELS, FEATURE_GRID } from './model-graph.ts';
 import { roiInput } from './roi-input.ts';
+import { ROI_ROTATION_ANGLES, rotateRoi } from './roi-rotation.ts';
 
 export interface RoiTemplateOptions {
   hand?: TemplateHand;
@@ -26,11 +27,31 @@ export async function extractRoiTemplate(
   options: RoiTemplateOptions = {},
 ): Promise<Uint8Array> {
   const [code] = await codesFromRois([roiInput(image)]);
+  return templateOf(code!, options);
+}
+
+/**
+ * An already-cropped palm ROI → one template per angle of `angles` (degrees, default
+ * ROI_ROTATION_ANGLES, 0° first): the normalised 128² ROI is rotated about its centre (bilinear)
+ * and all variants go through the feature graph in one ONNX batch. The 0° template equals
+ * `extractRoiTemplate(image)`.
+ */
+export async function extractRoiTemplates(
+  image: GrayImage,
+  angles: readonly number[] = ROI_ROTATION_ANGLES,
+  options: RoiTemplateOptions = {},
+): Promise<Uint8Array[]> {
+  const roi = roiInput(image);
+  const codes = await codesFromRois(angles.map((a) => rotateRoi(roi, a)));
+  return codes.map((c) => templateOf(c, options));
+}
+
+function templateOf(code: PalmCode, options: RoiTemplateOptions): Uint8Array {
   return encodeTemplate({
     version: 1,
     hand: options.hand ?? 'unknown',
     quality: options.quality ?? 100,
     liveness: options.liveness ?? 100,
-    ...code!,
+    ...code,
   });
 }

@@ -1,0 +1,129 @@
+import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
+import { packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
+import { decodeTemplate } from '@palmid/shared/palm/template.ts';
+import { describe, expect, it } from 'vitest';
+import type { Dataset } from './dataset.ts';
+import { evaluate } from './evaluate.ts';
+import type { GrayImage } from './image-io.ts';
+import { bilinear } from './roi-input.ts';
+import { ROI_ROTATION_ANGLES, rotateRoi, rotationTolerantDistance } from './roi-rotation.ts';
+import { extractRoiTemplate, extractRoiTemplates } from './roi-template.ts';
+
+function ramp(n: number): Float32Array {
+  const out = new Float32Array(n * n);
+  for (let y = 0; y < n; y++)
+    for (let x = 0; x < n; x++) out[y * n + x] = 3 * x + 0.5 * y * y + Math.sin(x * y);
+  return out;
+}
+
+/** An 8-bit image rotated by `deg` about its centre (the same convention as `rotateRoi`). */
+function rotateImage(img: GrayImage, deg: number): GrayImage {
+  const a = (deg * Math.PI) / 180;
+  const c = (img.width - 1) / 2;
+  const data = new Uint8Array(img.width * img.height);
+  for (let y = 0; y < img.height; y++)
+    for (let x = 0; x < img.width; x++) {
+      const u = x - c;
+      const v = y - c;
+      const sx = c + Math.cos(a) * u + Math.sin(a) * v;
+      const sy = c - Math.sin(a) * u + Math.cos(a) * v;
+      data[y * img.width + x] = Math.round(bilinear(img, sx, sy));
+    }
+  return { width: img.width, height: img.height, data };
+}
+
+const pack = (templates: Uint8Array[]): Uint32Array => {
+  const words = templates.map((t) => packTemplate(decodeTemplate(t)));
+  const out = new Uint32Array(words.length * words[0]!.length);
+  for (const [i, w] of words.entries()) out.set(w, i * w.length);
+  return out;
+};
+
+describe('rotateRoi', () => {
+  it('is the identity at 0° (a copy)', () => {
+    const roi = ramp(16);
+    const r = rotateRoi(roi, 0, 16);
+    expect(r).toEqual(roi);
+    expect(r).not.toBe(roi);
+  });
+
+  it('is an exact index permutation at 90°', () => {
+    const n = 16;
+    const roi = ramp(n);
+    const r = rotateRoi(roi, 90, n);
+    for (let y = 0; y < n; y++)
+      for (let x = 0; x < n; x++) expect(r[y * n + x]).toBeCloseTo(roi[(n - 1 - x) * n + y]!, 3);
+  });
+
+  it('+θ then −θ restores the centre of a smooth image', () => {
+    const n = 64;
+    const roi = new Float32Array(n * n);
+    for (let y = 0; y < n; y++)
+      for (let x = 0; x < n; x++) roi[y * n + x] = 100 + 40 * Math.sin(x / 5 + y / 7);
+    const back = rotateRoi(rotateRoi(roi, 8, n), -8, n);
+    let worst = 0;
+    for (let y = 16; y < 48; y++)
+      for (let x = 16; x < 48; x++) worst = Math.max(worst, Math.abs(back[y * n + x]! - roi[y * n + x]!));
+    expect(worst).toBeLessThan(2);
+  });
+});
+
+describe('rotation-tolerant ROI matching', () => {
+  it('codes the 0° variant like extractRoiTemplate, in one batch of ROI_ROTATION_ANGLES', async () => {
+    const img = renderRoi({ identity: 'rot-a', style: 'contactless', session: 1, sample: 0 });
+    const ts = await extractRoiTemplates(img);
+    expect(ts).toHaveLength(ROI_ROTATION_ANGLES.length);
+    expect(ROI_ROTATION_ANGLES[0]).toBe(0);
+    const plain = packTemplate(decodeTemplate(await extractRoiTemplate(img)));
+    const first = packTemplate(decodeTemplate(ts[0]!));
+    expect(packedDistance(plain, 0, first, 0)).toBeLessThan(0.01);
+  });
+
+  it('a rotated ROI matches the original better with variants than without', async () => {
+    for (const deg of [-8, 8]) {
+      const img = renderRoi({ identity: 'rot-b', style: 'contactless', session: 1, sample: 0 });
+      const gallery = pack([await extractRoiTemplate(img)]);
+      const variants = await extractRoiTemplates(rotateImage(img, deg));
+      const probe = pack(variants);
+      const plain = packedDistance(gallery, 0, probe, 0);
+      const tolerant = rotationTolerantDistance(gallery, 0, probe, 0, variants.length);
+      expect(tolerant).toBeLessThan(plain - 0.03);
+      // never above the plain distance: the 0° variant is one of the candidates
+      expect(tolerant).toBeLessThanOrEqual(plain);
+    }
+  });
+
+  it('keeps different palms apart', async () => {
+    const a = pack([
+      await extractRoiTemplate(renderRoi({ identity: 'rot-c', style: 'contact', session: 1, sample: 0 })),
+    ]);
+    const v = await extractRoiTemplates(
+      renderRoi({ identity: 'rot-d', style: 'contact', session: 2, sample: 0 }),
+    );
+    expect(rotationTolerantDistance(a, 0, pack(v), 0, v.length)).toBeGreaterThan(0.28);
+  });
+
+  it('eval scores the minimum over the later image’s variants', async () => {
+    const subjects = [0, 1, 2, 3];
+    const dataset: Dataset = {
+      subjects: subjects.map((s) => ({ name: `s${s}`, files: [`${s}/1`, `${s}/2`] })),
+    };
+    const image = (file: string): GrayImage => {
+      const [s, session] = file.split('/').map(Number) as [number, 1 | 2];
+      const img = renderRoi({ identity: `rot-e${s}`, style: 'contact', session, sample: 0 });
+      return session === 2 ? rotateImage(img, 8) : img;
+    };
+    const plain = await evaluate(dataset, async (f) => ({ template: await extractRoiTemplate(image(f)) }));
+    const rotated = await evaluate(dataset, async (f) => {
+      const [template, ...variants] = await extractRoiTemplates(image(f));
+      return { template: template!, variants };
+    });
+    expect(rotated.report.genuine_pairs).toBe(4);
+    expect(rotated.report.impostor_pairs).toBe(24);
+    for (const [i, g] of rotated.extra.genuine.entries())
+      expect(g).toBeLessThanOrEqual(plain.extra.genuine[i]! + 0.01);
+    const mean = (a: Float64Array) => a.reduce((s, x) => s + x, 0) / a.length;
+    expect(mean(rotated.extra.genuine)).toBeLessThan(mean(plain.extra.genuine) - 0.02);
+    expect(Math.min(...rotated.extra.impostor)).toBeGreaterThan(Math.max(...rotated.extra.genuine));
+  });
+});

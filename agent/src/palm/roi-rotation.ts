@@ -1,0 +1,85 @@
+import { PACKED_WORDS, probeMatcher } from '@palmid/shared/palm/match.ts';
+import { ROI_SIZE } from './model-graph.ts';
+
+/**
+ * Rotation search for the `--roi` path. Already-cropped contactless ROIs keep a residual in-plane
+ * rotation between sessions that the matcher's translation/tile search cannot absorb, so the
+ * probe is coded at a few angles (one ONNX batch) and a pair scores the minimum distance over
+ * them (see docs/palm-pipeline.md, "Robustness of `--roi` input").
+ */
+
+/** Angles (degrees) of the probe variants, 0° first. Chosen with data, see the docs. */
+export const ROI_ROTATION_ANGLES: readonly number[] = [0, -8, 8];
+
+/**
+ * Decision threshold on the similarity score (1 − 2 × distance) for the rotation-tolerant ROI
+ * distance, calibrated with `agent/scripts/calibrate-threshold.ts` at FMR 1e-4 over the synthetic
+ * ROI sets. The minimum over variants lowers impostor distances too, so it differs from the
+ * whole-frame MATCH_THRESHOLD that the server uses.
+ */
+export const ROI_MATCH_THRESHOLD = 0.48;
+
+/**
+ * Rotates an n × n ROI by `deg` degrees (counter-clockwise in image coordinates, y down) about
+ * its centre with bilinear sampling; samples outside the ROI take the nearest edge value.
+ */
+export function rotateRoi(roi: Float32Array, deg: number, n = ROI_SIZE): Float32Array {
+  if (deg === 0) return Float32Array.from(roi);
+  const a = (deg * Math.PI) / 180;
+  const cos = Math.cos(a);
+  const sin = Math.sin(a);
+  const c = (n - 1) / 2;
+  const max = n - 1;
+  const out = new Float32Array(n * n);
+  for (let y = 0; y < n; y++) {
+    const v = y - c;
+    for (let x = 0; x < n; x++) {
+      const u = x - c;
+      const sx = Math.max(0, Math.min(max, c + cos * u + sin * v));
+      const sy = Math.max(0, Math.min(max, c - sin * u + cos * v));
+      const ix = Math.min(Math.floor(sx), max - 1);
+      const iy = Math.min(Math.floor(sy), max - 1);
+      const fx = sx - ix;
+      const fy = sy - iy;
+      const i = iy * n + ix;
+      const top = roi[i]! + (roi[i + 1]! - roi[i]!) * fx;
+      const bottom = roi[i + n]! + (roi[i + n + 1]! - roi[i + n]!) * fx;
+      out[y * n + x] = top + (bottom - top) * fy;
+    }
+  }
+  return out;
+}
+
+/**
+ * Rotation-tolerant distance: the minimum of `packedDistance(gallery, variant)` over `count`
+ * packed probe variants laid out back to back from `vo` (the 0° variant included, so the result
+ * never exceeds the plain distance). The gallery template is the other image's 0° code.
+ */
+export function rotationTolerantDistance(
+  gallery: Uint32Array,
+  go: number,
+  variants: Uint32Array,
+  vo: number,
+  count: number,
+): number {
+  return variantMatcher(gallery, go)(variants, vo, count);
+}
+
+/**
+ * `rotationTolerantDistance` with the gallery template fixed: it is laid out for the SIMD kernel
+ * once (`probeMatcher`) and reused for every variant and every probe.
+ */
+export function variantMatcher(
+  gallery: Uint32Array,
+  go = 0,
+): (variants: Uint32Array, vo: number, count: number) => number {
+  const match = probeMatcher(gallery, go);
+  return (variants, vo, count) => {
+    let best = Number.POSITIVE_INFINITY;
+    for (let k = 0; k < count; k++) {
+      const d = match(variants, vo + k * PACKED_WORDS);
+      if (d < best) best = d;
+    }
+    return best;
+  };
+}
