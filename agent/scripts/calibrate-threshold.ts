@@ -1,22 +1,45 @@
 /**
  * Pools genuine and impostor distances over ROI datasets and prints the score threshold at
- * FMR 1e-3 / 1e-4 / 1e-5 with the FNMR there (feeds shared/src/palm/threshold.ts).
- * usage: tsx agent/scripts/calibrate-threshold.ts <roi-dir>...
+ * FMR 1e-3 / 1e-4 / 1e-5 with the FNMR there. Pairs are scored like `palm eval --roi`: the
+ * rotation-tolerant distance over the probe angles (default ROI_ROTATION_ANGLES; feeds
+ * ROI_MATCH_THRESHOLD in agent/src/palm/roi-rotation.ts). `--rotations 0` scores the plain
+ * distance (feeds shared/src/palm/threshold.ts).
+ * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8] <roi-dir>...
  */
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
 import { listDataset } from '../src/palm/dataset.ts';
 import { evaluate } from '../src/palm/evaluate.ts';
 import { readImage } from '../src/palm/image-io.ts';
-import { extractRoiTemplate } from '../src/palm/roi-template.ts';
+import { ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
+import { extractRoiTemplates } from '../src/palm/roi-template.ts';
+
+const args = process.argv.slice(2);
+let angles = [...ROI_ROTATION_ANGLES];
+const flag = args.indexOf('--rotations');
+if (flag >= 0) {
+  angles = [
+    0,
+    ...new Set(
+      args[flag + 1]!.split(',')
+        .map(Number)
+        .filter((a) => a !== 0),
+    ),
+  ];
+  if (angles.some((a) => !Number.isFinite(a))) throw new Error('bad --rotations');
+  args.splice(flag, 2);
+}
+console.log(JSON.stringify({ rotations: angles }));
 
 const impostor: number[] = [];
 const genuine: number[] = [];
-for (const dir of process.argv.slice(2)) {
-  const { extra, report } = await evaluate(await listDataset(dir), async (f) => ({
-    template: await extractRoiTemplate(await readImage(f)),
-  }));
-  impostor.push(...extra.impostor);
-  genuine.push(...extra.genuine);
+for (const dir of args) {
+  const { extra, report } = await evaluate(await listDataset(dir), async (f) => {
+    const [template, ...variants] = await extractRoiTemplates(await readImage(f), angles);
+    return { template: template!, variants };
+  });
+  // a loop, not push(...x): spreading 300 k arguments overflows the stack
+  for (const d of extra.impostor) impostor.push(d);
+  for (const d of extra.genuine) genuine.push(d);
   console.log(dir, JSON.stringify(report));
 }
 impostor.sort((a, b) => a - b);

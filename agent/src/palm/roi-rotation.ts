@@ -19,18 +19,25 @@ export const ROI_ROTATION_ANGLES: readonly number[] = [0, -8, 8];
  */
 export const ROI_MATCH_THRESHOLD = 0.48;
 
-/**
- * Rotates an n × n ROI by `deg` degrees (counter-clockwise in image coordinates, y down) about
- * its centre with bilinear sampling; samples outside the ROI take the nearest edge value.
- */
-export function rotateRoi(roi: Float32Array, deg: number, n = ROI_SIZE): Float32Array {
-  if (deg === 0) return Float32Array.from(roi);
+interface RotationMap {
+  /** Top-left source index per output pixel, and the bilinear fractions. */
+  index: Int32Array;
+  fx: Float32Array;
+  fy: Float32Array;
+}
+const maps = new Map<string, RotationMap>();
+
+/** Sampling map of a rotation, computed once per (angle, size): the probe angles are fixed. */
+function rotationMap(deg: number, n: number): RotationMap {
+  const key = `${deg}:${n}`;
+  let m = maps.get(key);
+  if (m) return m;
   const a = (deg * Math.PI) / 180;
   const cos = Math.cos(a);
   const sin = Math.sin(a);
   const c = (n - 1) / 2;
   const max = n - 1;
-  const out = new Float32Array(n * n);
+  m = { index: new Int32Array(n * n), fx: new Float32Array(n * n), fy: new Float32Array(n * n) };
   for (let y = 0; y < n; y++) {
     const v = y - c;
     for (let x = 0; x < n; x++) {
@@ -39,13 +46,29 @@ export function rotateRoi(roi: Float32Array, deg: number, n = ROI_SIZE): Float32
       const sy = Math.max(0, Math.min(max, c - sin * u + cos * v));
       const ix = Math.min(Math.floor(sx), max - 1);
       const iy = Math.min(Math.floor(sy), max - 1);
-      const fx = sx - ix;
-      const fy = sy - iy;
-      const i = iy * n + ix;
-      const top = roi[i]! + (roi[i + 1]! - roi[i]!) * fx;
-      const bottom = roi[i + n]! + (roi[i + n + 1]! - roi[i + n]!) * fx;
-      out[y * n + x] = top + (bottom - top) * fy;
+      m.index[y * n + x] = iy * n + ix;
+      m.fx[y * n + x] = sx - ix;
+      m.fy[y * n + x] = sy - iy;
     }
+  }
+  if (maps.size >= 64) maps.clear();
+  maps.set(key, m);
+  return m;
+}
+
+/**
+ * Rotates an n × n ROI by `deg` degrees (counter-clockwise in image coordinates, y down) about
+ * its centre with bilinear sampling; samples outside the ROI take the nearest edge value.
+ */
+export function rotateRoi(roi: Float32Array, deg: number, n = ROI_SIZE): Float32Array {
+  if (deg === 0) return Float32Array.from(roi);
+  const { index, fx, fy } = rotationMap(deg, n);
+  const out = new Float32Array(n * n);
+  for (let p = 0; p < n * n; p++) {
+    const i = index[p]!;
+    const top = roi[i]! + (roi[i + 1]! - roi[i]!) * fx[p]!;
+    const bottom = roi[i + n]! + (roi[i + n + 1]! - roi[i + n]!) * fx[p]!;
+    out[p] = top + (bottom - top) * fy[p]!;
   }
   return out;
 }
