@@ -7,6 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import {
   api,
+  kioskAgentEnv,
   lastJson,
   run,
   start,
@@ -38,13 +39,7 @@ async function main(): Promise<void> {
   const vendor = await admin<{ vendor_id: string; api_key: string }>('vendor', 'create', '--name', 'Bench');
   const kiosk = await admin<{ pvs_id: string; device_token: string }>('pvs', 'create', '--name', 'bench');
   const sim = await startSim(['--capture-ms', '100']);
-  const agentEnv = {
-    PALMID_AGENT_CONFIG: `${tmp.dir}/a.json`,
-    PALMID_DEVICE: sim.device,
-    PALMID_SERVER_URL: server.base,
-    PALMID_PVS_ID: kiosk.pvs_id,
-    PALMID_DEVICE_TOKEN: kiosk.device_token,
-  };
+  const agentEnv = kioskAgentEnv(`${tmp.dir}/a.json`, sim, server.base, kiosk);
   await sim.autoPresent({ identity: 'bench-user', hand: 'right' });
   await run(
     'agent/src/cli/main.ts',

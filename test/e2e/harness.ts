@@ -165,6 +165,22 @@ export async function startSim(args: string[] = []): Promise<SimProc> {
   });
 }
 
+/** Environment of an `agent` process that serves `kiosk` from the simulator `sim` against `serverUrl`. */
+export function kioskAgentEnv(
+  configFile: string,
+  sim: Pick<SimProc, 'device'>,
+  serverUrl: string,
+  kiosk: { pvs_id: string; device_token: string },
+): Record<string, string> {
+  return {
+    PALMID_AGENT_CONFIG: configFile,
+    PALMID_DEVICE: sim.device,
+    PALMID_SERVER_URL: serverUrl,
+    PALMID_PVS_ID: kiosk.pvs_id,
+    PALMID_DEVICE_TOKEN: kiosk.device_token,
+  };
+}
+
 export async function api<T = { data: Record<string, unknown> }>(
   base: string,
   method: string,

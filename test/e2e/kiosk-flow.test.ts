@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   api,
+  kioskAgentEnv,
   lastJson,
   type Proc,
   run,
@@ -68,13 +69,7 @@ describe('kiosk end to end', () => {
     vendor = await admin('vendor', 'create', '--name', 'Cafe X', '--url', 'https://cafe-x.example');
     kiosk = await admin('pvs', 'create', '--name', 'front desk');
     sim = await startSim(['--capture-ms', '100']);
-    agentEnv = {
-      PALMID_AGENT_CONFIG: `${tmp.dir}/agent.json`,
-      PALMID_DEVICE: sim.device,
-      PALMID_SERVER_URL: server.base,
-      PALMID_PVS_ID: kiosk.pvs_id,
-      PALMID_DEVICE_TOKEN: kiosk.device_token,
-    };
+    agentEnv = kioskAgentEnv(`${tmp.dir}/agent.json`, sim, server.base, kiosk);
   }, 120_000);
 
   afterAll(async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   api,
+  kioskAgentEnv,
   lastJson,
   type Proc,
   run,
@@ -68,13 +69,7 @@ describe('network drop and tenant isolation across processes', () => {
       const agent = start(
         'agent/src/cli/main.ts',
         ['run'],
-        {
-          PALMID_AGENT_CONFIG: `${tmp.dir}/agent-${i}.json`,
-          PALMID_DEVICE: sim.device,
-          PALMID_SERVER_URL: serverUrl,
-          PALMID_PVS_ID: kiosks[i]!.pvs_id,
-          PALMID_DEVICE_TOKEN: kiosks[i]!.device_token,
-        },
+        kioskAgentEnv(`${tmp.dir}/agent-${i}.json`, sim, serverUrl, kiosks[i]!),
         `agent-${i}`,
       );
       agents.push(agent);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   api,
+  kioskAgentEnv,
   lastJson,
   type Proc,
   run,
@@ -66,13 +67,7 @@ describe('kiosk under scanner faults; secrets never logged', () => {
     secrets.device_token = kiosk.device_token;
     sim = await startSim(['--capture-ms', '100']);
     logs.push({ proc: 'sim', lines: sim.output });
-    agentEnv = {
-      PALMID_AGENT_CONFIG: `${tmp.dir}/agent.json`,
-      PALMID_DEVICE: sim.device,
-      PALMID_SERVER_URL: server.base,
-      PALMID_PVS_ID: kiosk.pvs_id,
-      PALMID_DEVICE_TOKEN: kiosk.device_token,
-    };
+    agentEnv = kioskAgentEnv(`${tmp.dir}/agent.json`, sim, server.base, kiosk);
     await sim.autoPresent({ identity: 'carol', hand: 'right' });
     const enrol = start(
       'agent/src/cli/main.ts',

@@ -5,6 +5,7 @@ import { verifyAuditChain } from '@palmid/server/modules/audit/service.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   api,
+  kioskAgentEnv,
   lastJson,
   type Proc,
   run,
@@ -70,13 +71,7 @@ suite(`kiosk end to end on PostgreSQL + Redis with two instances${skip ? ` (${sk
     vendor = await admin('vendor', 'create', '--name', 'Cluster Cafe', '--url', 'https://cluster.example');
     kiosk = await admin('pvs', 'create', '--name', 'kiosk on A');
     sim = await startSim(['--capture-ms', '100']);
-    agentEnv = {
-      PALMID_AGENT_CONFIG: `${tmp.dir}/agent.json`,
-      PALMID_DEVICE: sim.device,
-      PALMID_SERVER_URL: A.base,
-      PALMID_PVS_ID: kiosk.pvs_id,
-      PALMID_DEVICE_TOKEN: kiosk.device_token,
-    };
+    agentEnv = kioskAgentEnv(`${tmp.dir}/agent.json`, sim, A.base, kiosk);
   }, 120_000);
 
   afterAll(async () => {
