@@ -313,6 +313,7 @@ keys
       const newKey = loadMasterKey(undefined, opts.newKeyFile);
       const report = await rotateMasterKey(s.database.db, oldKey, newKey, {
         batchSize: Math.max(1, Number(opts.batch) || 500),
+        anchorFile: anchorPath(s.config),
       });
       return { ...report, new_key_file: opts.newKeyFile };
     });
@@ -320,7 +321,7 @@ keys
       res,
       (r: typeof res) =>
         `master key rotated: ${r.users.rewrapped} data key(s) re-wrapped (${r.users.already} already, ${r.users.erased} erased), ` +
-        `${r.results.resealed} auth result(s) and ${r.idempotency.resealed} kiosk answer(s) re-sealed, audit head ${r.audit.resigned ? 're-signed' : 'unsigned (empty log)'}.\n` +
+        `${r.results.resealed} auth result(s) and ${r.idempotency.resealed} kiosk answer(s) re-sealed, audit head ${r.audit.resigned ? 're-signed' : 'unsigned (empty log)'}, audit anchor ${r.anchor ?? 'absent'}.\n` +
         `Start the servers with the key in ${r.new_key_file} (PALMID_KEY_FILE or PALMID_MASTER_KEY), then destroy the old key.`,
     );
   });

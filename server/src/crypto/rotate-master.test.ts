@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/index.ts';
+import { AnchorKeeper, checkAnchor, readAnchorFile } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
 import { recallAnswer, rememberAnswer } from '../modules/pvs/idempotency.ts';
 import { createTestApp, seedVendor, type TestApp } from '../testing.ts';
@@ -88,7 +89,12 @@ describe('master key rotation', () => {
   it('moves every wrapped data key, sealed result, kept answer and the audit head to the new key', async () => {
     const database = await openDatabase(url);
     try {
-      const report = await rotateMasterKey(database.db, oldKey, newKey, { batchSize: 2 });
+      // the anchor a server on the old key left behind
+      const anchorFile = join(dir, 'audit-anchor.json');
+      await new AnchorKeeper(database.db, new Keyring(oldKey), anchorFile).update();
+      const report = await rotateMasterKey(database.db, oldKey, newKey, { batchSize: 2, anchorFile });
+      expect(report.anchor).toBe('resigned');
+      expect(await checkAnchor(database.db, new Keyring(newKey), readAnchorFile(anchorFile)!)).toEqual([]);
       expect(report.users).toEqual({ rewrapped: 2, already: 0, erased: 1 });
       expect(report.results).toEqual({ resealed: 1, already: 0 });
       expect(report.idempotency).toMatchObject({ resealed: 1, already: 0 });
@@ -102,7 +108,8 @@ describe('master key rotation', () => {
       expect(() => new Keyring(oldKey).unwrap(user.user_id, row.wrapped_key!)).toThrow();
       expect((await verifyAuditChain(database.db, new Keyring(oldKey))).ok).toBe(false);
       // A rerun (after an interruption, say) finds everything done.
-      const again = await rotateMasterKey(database.db, oldKey, newKey, { batchSize: 2 });
+      const again = await rotateMasterKey(database.db, oldKey, newKey, { batchSize: 2, anchorFile });
+      expect(again.anchor).toBe('already');
       expect(again.users).toEqual({ rewrapped: 0, already: 2, erased: 1 });
       expect(again.results).toEqual({ resealed: 0, already: 1 });
     } finally {

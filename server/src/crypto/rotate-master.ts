@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
+import { resignAnchorFile } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
 import { readResult } from '../modules/auth-contexts/service.ts';
 import { recallAnswer } from '../modules/pvs/idempotency.ts';
@@ -26,12 +27,16 @@ export interface RotationReport {
   results: { resealed: number; already: number };
   idempotency: { resealed: number; already: number; expired: number };
   audit: { rows: number; resigned: boolean };
+  /** the audit anchor file (docs/reliability.md), when `anchorFile` was given */
+  anchor?: 'resigned' | 'already' | 'absent' | 'invalid';
 }
 
 export interface RotationOptions {
   batchSize?: number;
   now?: number;
   onProgress?: (what: string, done: number) => void;
+  /** audit anchor file to re-sign under the new key once the chain verifies */
+  anchorFile?: string;
 }
 
 const DAY_MS = 86_400_000;
@@ -212,5 +217,6 @@ export async function rotateMasterKey(
   if (!after.ok)
     throw new Error(`audit chain does not verify under the new key: ${after.problems[0]?.problem}`);
   report.audit.rows = after.rows;
+  if (options.anchorFile) report.anchor = resignAnchorFile(options.anchorFile, from, to);
   return report;
 }

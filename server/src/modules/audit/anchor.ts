@@ -112,11 +112,37 @@ export class AnchorKeeper {
     if (stored && stored.seq > next.seq)
       return { written: false, rollback: { anchored: stored.seq, head: next.seq } };
     if (stored && stored.seq === next.seq && stored.hash === next.hash) return { written: false };
-    mkdirSync(dirname(this.path), { recursive: true });
-    const tmp = `${this.path}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify(next)}\n`, { mode: 0o600 });
-    chmodSync(tmp, 0o600);
-    renameSync(tmp, this.path);
+    writeAnchor(this.path, next);
     return { written: true };
   }
+}
+
+/**
+ * Master-key rotation: re-signs the anchor file under the new key (same seq and hash). An anchor
+ * that neither key signed is left alone and reported, never blessed.
+ */
+export function resignAnchorFile(
+  path: string,
+  from: Keyring,
+  to: Keyring,
+): 'resigned' | 'already' | 'absent' | 'invalid' {
+  let anchor: AuditAnchor | undefined;
+  try {
+    anchor = readAnchorFile(path);
+  } catch {
+    return 'invalid';
+  }
+  if (!anchor) return 'absent';
+  if (sameText(anchor.mac, headMac(to, anchor.seq, anchor.hash))) return 'already';
+  if (!sameText(anchor.mac, headMac(from, anchor.seq, anchor.hash))) return 'invalid';
+  writeAnchor(path, { ...anchor, mac: headMac(to, anchor.seq, anchor.hash) });
+  return 'resigned';
+}
+
+function writeAnchor(path: string, anchor: AuditAnchor): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, path);
 }
