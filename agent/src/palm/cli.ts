@@ -2,7 +2,13 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Attack, renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import { compareTemplates, distanceToScore, packTemplate } from '@palmid/shared/palm/match.ts';
+import {
+  compareTemplates,
+  distanceToScore,
+  PACKED_WORDS,
+  packedDistance,
+  packTemplate,
+} from '@palmid/shared/palm/match.ts';
 import { decodeTemplate, TEMPLATE_MAGIC } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
@@ -181,17 +187,30 @@ export function buildCli(): Command {
       ...ROI_ROTATION_ANGLES,
     ])
     .action(async (a: string, b: string, o: { roi?: boolean; rotations: number[] }) => {
-      const ta = await templateFrom(a, o.roi ?? false);
       let score: number;
       let threshold = MATCH_THRESHOLD;
-      const bytes = await readFile(b).catch(() => null);
-      const bIsTemplate = bytes !== null && bytes.length >= 2 && bytes.readUInt16LE(0) === TEMPLATE_MAGIC;
-      if (o.roi && !bIsTemplate && o.rotations.length > 1) {
-        const variants = await extractRoiTemplates(await readImage(b), o.rotations);
-        const d = rotationTolerantDistance(packAll([ta]), 0, packAll(variants), 0, variants.length);
+      const isTemplate = async (f: string) => {
+        const bytes = await readFile(f).catch(() => null);
+        return bytes !== null && bytes.length >= 2 && bytes.readUInt16LE(0) === TEMPLATE_MAGIC;
+      };
+      if (o.roi && o.rotations.length > 1 && !(await isTemplate(b))) {
+        // the distance of `eval --roi`: b's variants against a's template and, when a is an
+        // image too, a's variants against b's template
+        const vb = await extractRoiTemplates(await readImage(b), o.rotations);
+        const va = (await isTemplate(a))
+          ? [await templateFrom(a, true)]
+          : await extractRoiTemplates(await readImage(a), o.rotations);
+        const pa = packAll(va);
+        const pb = packAll(vb);
+        let d = rotationTolerantDistance(pa, 0, pb, 0, vb.length);
+        for (let k = 1; k < va.length; k++) d = Math.min(d, packedDistance(pa, k * PACKED_WORDS, pb, 0));
         score = distanceToScore(d);
         threshold = ROI_MATCH_THRESHOLD;
-      } else score = compareTemplates(ta, await templateFrom(b, o.roi ?? false));
+      } else
+        score = compareTemplates(
+          await templateFrom(a, o.roi ?? false),
+          await templateFrom(b, o.roi ?? false),
+        );
       console.log(
         JSON.stringify({
           score: Number(score.toFixed(4)),

@@ -1,4 +1,4 @@
-import { PACKED_WORDS, packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
+import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import type { Dataset } from './dataset.ts';
 import { errorRates, percentile } from './metrics.ts';
@@ -26,9 +26,10 @@ export interface EvalExtra {
 
 /**
  * Template per file (or a failure reason), with the extraction time per image. `variants` are
- * extra probe-side templates of the same image (e.g. rotated ROIs, `extractRoiTemplates`): a pair
- * (i, j), i listed before j, then scores the minimum of packedDistance(i's template, v) over j's
- * template and variants (rotation-tolerant distance, see roi-rotation.ts).
+ * extra templates of the same image (e.g. rotated ROIs, `extractRoiTemplates`): a pair then scores
+ * the minimum over both directions of the rotation-tolerant distance (roi-rotation.ts), i.e. of
+ * packedDistance(i's template, j's variants) and packedDistance(i's variants, j's template), so
+ * that the score does not depend on which image of the pair is listed first.
  */
 export type Extract = (
   file: string,
@@ -101,12 +102,17 @@ export async function evaluate(
   let matches = 0;
   for (let i = 0; i < n; i++) {
     const rotated = probes ? variantMatcher(all, i * PACKED_WORDS) : null;
+    // i's own variants against j's template: the other direction
+    const reverse = probes
+      ? Array.from({ length: per - 1 }, (_, k) => probeMatcher(probes, (i * per + k + 1) * PACKED_WORDS))
+      : [];
     for (let j = i + 1; j < n; j++) {
       const same = packed[i]!.subject === packed[j]!.subject;
       if (!same && impIndex++ % stride !== 0) continue;
-      const d = rotated
+      let d = rotated
         ? rotated(probes!, j * per * PACKED_WORDS, per)
         : (options.distance ?? packedDistance)(all, i * PACKED_WORDS, all, j * PACKED_WORDS);
+      for (const m of reverse) d = Math.min(d, m(all, j * PACKED_WORDS));
       matches++;
       (same ? genuine : impostor).push(d);
     }

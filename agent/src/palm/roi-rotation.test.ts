@@ -109,7 +109,7 @@ describe('rotation-tolerant ROI matching', () => {
     expect(distanceToScore(d)).toBeLessThan(ROI_MATCH_THRESHOLD);
   });
 
-  it('eval scores the minimum over the later image’s variants', async () => {
+  it('eval scores the minimum over both images’ variants', async () => {
     const subjects = [0, 1, 2, 3];
     const dataset: Dataset = {
       subjects: subjects.map((s) => ({ name: `s${s}`, files: [`${s}/1`, `${s}/2`] })),
