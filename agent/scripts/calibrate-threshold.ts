@@ -7,10 +7,11 @@
  * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8] <roi-dir>...
  */
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
+import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { listDataset } from '../src/palm/dataset.ts';
 import { evaluate } from '../src/palm/evaluate.ts';
 import { readImage } from '../src/palm/image-io.ts';
-import { ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
+import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplates } from '../src/palm/roi-template.ts';
 
 const args = process.argv.slice(2);
@@ -53,6 +54,15 @@ for (const fmr of [1e-3, 1e-4, 1e-5]) {
       score: Number(distanceToScore(t).toFixed(4)),
       fnmr: Number(fnmr.toFixed(5)),
     }),
+  );
+}
+// the operating point of the constant in use (ROI_MATCH_THRESHOLD, or MATCH_THRESHOLD for "0")
+for (const score of angles.length > 1 ? [ROI_MATCH_THRESHOLD, 0.5] : [MATCH_THRESHOLD]) {
+  const d = (1 - score) / 2;
+  const fmr = impostor.filter((x) => x < d).length / impostor.length;
+  const fnmr = genuine.filter((g) => g >= d).length / genuine.length;
+  console.log(
+    JSON.stringify({ threshold: score, fmr: Number(fmr.toExponential(3)), fnmr: Number(fnmr.toFixed(5)) }),
   );
 }
 console.log(JSON.stringify({ genuine: genuine.length, impostor: impostor.length }));
