@@ -1,27 +1,6 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { api, lastJson, startServer, tempDir } from './harness.ts';
-
-const ROOT = new URL('../../', import.meta.url).pathname;
-
-/** Runs a CLI as a process (asynchronously: the test's own sockets keep being served meanwhile). */
-function cli(
-  script: string,
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', join(ROOT, script), ...args],
-      { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
+import { api, cli, lastJson, startServer, tempDir } from './harness.ts';
 
 describe('npm run admin (operator CLI on the server database)', () => {
   const tmp = tempDir('palmid-admin-');

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,6 +96,24 @@ export async function run(
   ]);
   if (code !== 0) throw new Error(`${script} ${args.join(' ')} exited ${code}:\n${p.output.join('\n')}`);
   return p.stdout.join('\n');
+}
+
+/** Runs a CLI to its end as a process (asynchronously: the test's own sockets keep being served meanwhile). */
+export function cli(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, script), ...args],
+      { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: timeoutMs },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    );
+  });
 }
 
 export function lastJson<T>(text: string): T {

@@ -276,7 +276,8 @@ export function buildCli(): Command {
         );
         bar?.stop();
         if (o.plot) await writeDetPlot(o.plot, [{ label: dir, points: extra.det, eer: report.eer }]);
-        if (!o.json && extra.failures.length > 0) {
+        // stderr even with --json: stdout stays pure JSON, and excluded images must never go unnoticed
+        if (extra.failures.length > 0) {
           console.error(
             `${extra.failures.length} image(s) failed to enrol (excluded): ${extra.failures
               .slice(0, 5)
