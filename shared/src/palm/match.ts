@@ -34,6 +34,52 @@ export function packInto(t: PalmTemplate, out: Uint32Array, offset: number): voi
   }
 }
 
+/**
+ * The six code planes of a row of `a` against the shifted row of `b`, XORed and masked by `m`:
+ * per byte lane (8 columns), how many code bits differ (≤ 48). The popcounts are fused: the 4-bit
+ * lane sums of three words each (≤ 12) are added before widening to bytes, which halves the work
+ * of six separate popcounts.
+ */
+function differingBytes(
+  a: Uint32Array,
+  ia: number,
+  b: Uint32Array,
+  ib: number,
+  left: number,
+  right: number,
+  m: number,
+): number {
+  let x = (a[ia + 1]! ^ ((b[ib + 1]! >>> right) << left)) & m;
+  let y = (a[ia + 2]! ^ ((b[ib + 2]! >>> right) << left)) & m;
+  let z = (a[ia + 3]! ^ ((b[ib + 3]! >>> right) << left)) & m;
+  x -= (x >>> 1) & 0x55555555;
+  y -= (y >>> 1) & 0x55555555;
+  z -= (z >>> 1) & 0x55555555;
+  let s1 =
+    (x & 0x33333333) +
+    ((x >>> 2) & 0x33333333) +
+    (y & 0x33333333) +
+    ((y >>> 2) & 0x33333333) +
+    (z & 0x33333333) +
+    ((z >>> 2) & 0x33333333);
+  x = (a[ia + 4]! ^ ((b[ib + 4]! >>> right) << left)) & m;
+  y = (a[ia + 5]! ^ ((b[ib + 5]! >>> right) << left)) & m;
+  z = (a[ia + 6]! ^ ((b[ib + 6]! >>> right) << left)) & m;
+  x -= (x >>> 1) & 0x55555555;
+  y -= (y >>> 1) & 0x55555555;
+  z -= (z >>> 1) & 0x55555555;
+  let s2 =
+    (x & 0x33333333) +
+    ((x >>> 2) & 0x33333333) +
+    (y & 0x33333333) +
+    ((y >>> 2) & 0x33333333) +
+    (z & 0x33333333) +
+    ((z >>> 2) & 0x33333333);
+  s1 = (s1 & 0x0f0f0f0f) + ((s1 >>> 4) & 0x0f0f0f0f);
+  s2 = (s2 & 0x0f0f0f0f) + ((s2 >>> 4) & 0x0f0f0f0f);
+  return s1 + s2;
+}
+
 /** Distance at one shift, sampling every `rowStep`-th row. Returns NaN when overlap is too small. */
 export function shiftedDistance(
   a: Uint32Array,
@@ -57,37 +103,7 @@ export function shiftedDistance(
     const m = a[ia]! & ((b[ib]! >>> right) << left);
     if (m === 0) continue;
     n += popcount32(m);
-    // six masked XOR words, popcounts fused: 4-bit lane sums of three words each (≤ 12) are
-    // added before widening to bytes, which halves the work of six separate popcounts
-    let x = (a[ia + 1]! ^ ((b[ib + 1]! >>> right) << left)) & m;
-    let y = (a[ia + 2]! ^ ((b[ib + 2]! >>> right) << left)) & m;
-    let z = (a[ia + 3]! ^ ((b[ib + 3]! >>> right) << left)) & m;
-    x -= (x >>> 1) & 0x55555555;
-    y -= (y >>> 1) & 0x55555555;
-    z -= (z >>> 1) & 0x55555555;
-    let s1 =
-      (x & 0x33333333) +
-      ((x >>> 2) & 0x33333333) +
-      (y & 0x33333333) +
-      ((y >>> 2) & 0x33333333) +
-      (z & 0x33333333) +
-      ((z >>> 2) & 0x33333333);
-    x = (a[ia + 4]! ^ ((b[ib + 4]! >>> right) << left)) & m;
-    y = (a[ia + 5]! ^ ((b[ib + 5]! >>> right) << left)) & m;
-    z = (a[ia + 6]! ^ ((b[ib + 6]! >>> right) << left)) & m;
-    x -= (x >>> 1) & 0x55555555;
-    y -= (y >>> 1) & 0x55555555;
-    z -= (z >>> 1) & 0x55555555;
-    let s2 =
-      (x & 0x33333333) +
-      ((x >>> 2) & 0x33333333) +
-      (y & 0x33333333) +
-      ((y >>> 2) & 0x33333333) +
-      (z & 0x33333333) +
-      ((z >>> 2) & 0x33333333);
-    s1 = (s1 & 0x0f0f0f0f) + ((s1 >>> 4) & 0x0f0f0f0f);
-    s2 = (s2 & 0x0f0f0f0f) + ((s2 >>> 4) & 0x0f0f0f0f);
-    bits += Math.imul(s1 + s2, 0x01010101) >>> 24;
+    bits += Math.imul(differingBytes(a, ia, b, ib, left, right, m), 0x01010101) >>> 24;
   }
   const minOverlap = MIN_OVERLAP / rowStep;
   if (n < minOverlap) return Number.NaN;
@@ -143,35 +159,7 @@ export function tiledDistance(
           c = (c + (c >>> 4)) & 0x0f0f0f0f;
           evenN += c & 0x00ff00ff;
           oddN += (c >>> 8) & 0x00ff00ff;
-          let x = (a[ia + 1]! ^ ((b[ib + 1]! >>> right) << left)) & m;
-          let y = (a[ia + 2]! ^ ((b[ib + 2]! >>> right) << left)) & m;
-          let z = (a[ia + 3]! ^ ((b[ib + 3]! >>> right) << left)) & m;
-          x -= (x >>> 1) & 0x55555555;
-          y -= (y >>> 1) & 0x55555555;
-          z -= (z >>> 1) & 0x55555555;
-          let s1 =
-            (x & 0x33333333) +
-            ((x >>> 2) & 0x33333333) +
-            (y & 0x33333333) +
-            ((y >>> 2) & 0x33333333) +
-            (z & 0x33333333) +
-            ((z >>> 2) & 0x33333333);
-          x = (a[ia + 4]! ^ ((b[ib + 4]! >>> right) << left)) & m;
-          y = (a[ia + 5]! ^ ((b[ib + 5]! >>> right) << left)) & m;
-          z = (a[ia + 6]! ^ ((b[ib + 6]! >>> right) << left)) & m;
-          x -= (x >>> 1) & 0x55555555;
-          y -= (y >>> 1) & 0x55555555;
-          z -= (z >>> 1) & 0x55555555;
-          let s2 =
-            (x & 0x33333333) +
-            ((x >>> 2) & 0x33333333) +
-            (y & 0x33333333) +
-            ((y >>> 2) & 0x33333333) +
-            (z & 0x33333333) +
-            ((z >>> 2) & 0x33333333);
-          s1 = (s1 & 0x0f0f0f0f) + ((s1 >>> 4) & 0x0f0f0f0f);
-          s2 = (s2 & 0x0f0f0f0f) + ((s2 >>> 4) & 0x0f0f0f0f);
-          const v = s1 + s2;
+          const v = differingBytes(a, ia, b, ib, left, right, m);
           evenBits += v & 0x00ff00ff;
           oddBits += (v >>> 8) & 0x00ff00ff;
         }
