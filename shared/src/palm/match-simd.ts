@@ -1,3 +1,4 @@
+import { compileKernelModule, instantiateKernel } from '../wasm/kernel.ts';
 import { MATCH_KERNEL_BASE64 } from './match-kernel.wasm.ts';
 import { GRID } from './template.ts';
 
@@ -17,28 +18,11 @@ interface KernelExports {
   distance(): number;
 }
 
-function decodeBase64(s: string): Uint8Array {
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-/** The part of the WebAssembly JS API used here (the project's lib settings do not declare it). */
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { exports: unknown };
-}
-
 function instantiate(): { exports: KernelExports; mem: Uint32Array } | null {
-  const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-  if (!wasm) return null;
+  const module = compileKernelModule(MATCH_KERNEL_BASE64);
+  if (!module) return null;
   try {
-    const bytes = decodeBase64(MATCH_KERNEL_BASE64);
-    if (!wasm.validate(bytes)) return null; // engine without SIMD
-    const instance = new wasm.Instance(new wasm.Module(bytes), {});
-    const exports = instance.exports as unknown as KernelExports;
+    const exports = instantiateKernel<KernelExports>(module);
     return { exports, mem: new Uint32Array(exports.memory.buffer) };
   } catch {
     return null;

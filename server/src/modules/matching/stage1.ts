@@ -1,4 +1,5 @@
 import { CODE_PLANES, GRID, type PalmTemplate, popcount32 } from '@palmid/shared/palm/template.ts';
+import { compileKernelModule, instantiateKernel } from '@palmid/shared/wasm/kernel.ts';
 import { STAGE1_KERNEL_BASE64 } from './stage1-kernel.wasm.ts';
 
 /**
@@ -66,25 +67,7 @@ interface KernelExports {
   memory: { buffer: ArrayBuffer; grow(pages: number): number };
   scan(desc: number, n: number, out: number): void;
 }
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { exports: unknown };
-}
-
-function compileKernel(): object | null {
-  const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-  if (!wasm) return null;
-  try {
-    const bin = atob(STAGE1_KERNEL_BASE64);
-    const bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    return wasm.validate(bytes) ? new wasm.Module(bytes) : null; // invalid: engine without SIMD
-  } catch {
-    return null;
-  }
-}
-const kernelModule = compileKernel();
+const kernelModule = compileKernelModule(STAGE1_KERNEL_BASE64);
 
 /** Whether the first stage scans with the WebAssembly SIMD kernel on this engine. */
 export const stage1SimdAvailable = kernelModule !== null;
@@ -105,9 +88,7 @@ export class Stage1Store {
   private readonly probe = new Uint32Array(DESCRIPTOR_WORDS);
 
   constructor(capacity: number, simd = true) {
-    const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    if (simd && kernelModule && wasm)
-      this.kernel = new wasm.Instance(kernelModule, {}).exports as unknown as KernelExports;
+    if (simd && kernelModule) this.kernel = instantiateKernel<KernelExports>(kernelModule);
     this.reserve(capacity);
   }
 
