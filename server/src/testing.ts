@@ -1,6 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  attestCapture,
+  type CaptureAttestation,
+  type CapturePurpose,
+  generateDeviceKey,
+  publicKeyToString,
+} from '@palmid/shared/capture/attestation.ts';
 import type { FastifyInstance } from 'fastify';
 import WebSocket from 'ws';
 import { buildApp } from './app.ts';
@@ -8,6 +16,7 @@ import { type ContextOverrides, closeContext, createContext } from './bootstrap.
 import { type Config, loadConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import { createScratchDatabase, type ScratchDatabase } from './db/scratch.ts';
+import { bindOnHello } from './modules/devices/service.ts';
 import { ExactGallery, ExactMatcher } from './modules/matching/exact.ts';
 import { createUser, issueUserToken } from './modules/users/service.ts';
 import { createVendor } from './modules/vendors/service.ts';
@@ -76,6 +85,76 @@ export async function seedUser(ctx: AppContext) {
   return { userId: user.id, token: token.user_token, ledgerId: user.ledgerId };
 }
 
+export interface Sample {
+  template?: string;
+  hand?: 'left' | 'right';
+  quality?: number;
+  liveness?: number;
+}
+
+/**
+ * A capture device as tests need one: its own Ed25519 key (as the agent makes it) and a counter; signs
+ * samples the way the agent does (shared/src/capture/attestation.ts).
+ */
+export class TestDevice {
+  readonly key = generateDeviceKey();
+  counter = 0;
+
+  constructor(readonly pvsId: string) {}
+
+  get publicKey(): string {
+    return publicKeyToString(this.key.publicKey);
+  }
+
+  attest(
+    purpose: CapturePurpose,
+    subject: string,
+    nonce: string | undefined,
+    sample: Sample,
+    capturedAt = Date.now(),
+  ): CaptureAttestation {
+    this.counter += 1;
+    return attestCapture({
+      privateKey: this.key.privateKey,
+      purpose,
+      deviceId: this.pvsId,
+      subject,
+      nonce,
+      template:
+        sample.template === undefined ? undefined : new Uint8Array(Buffer.from(sample.template, 'base64')),
+      hand: sample.hand,
+      quality: sample.quality ?? 0.9,
+      liveness: sample.liveness ?? 0.9,
+      capturedAt,
+      counter: this.counter,
+    });
+  }
+
+  /** A palm for `POST /api/v1/auth`, attested by this device (a fresh capture id, no server nonce). */
+  direct<T extends Sample>(
+    palm: T,
+    capturedAt = Date.now(),
+  ): T & { quality: number; liveness: number; attestation: CaptureAttestation } {
+    const full = { ...palm, quality: palm.quality ?? 0.9, liveness: palm.liveness ?? 0.9 };
+    return { ...full, attestation: this.attest('direct', randomUUID(), undefined, full, capturedAt) };
+  }
+}
+
+/** Binds a new test device's key to a kiosk made with `createPvs` (what the agent's first hello does). */
+export async function provisionDevice(
+  ctx: AppContext,
+  pvs: { pvs_id: string; provisioning_secret: string },
+): Promise<TestDevice> {
+  const device = new TestDevice(pvs.pvs_id);
+  await bindOnHello(
+    ctx.database.db,
+    pvs.pvs_id,
+    { public_key: device.publicKey, provisioning_secret: pvs.provisioning_secret },
+    ctx.now(),
+  );
+  return device;
+}
+
 /** A minimal JSON-frame WebSocket client (kiosk or vendor side). */
 export class FrameClient {
   readonly frames: Record<string, unknown>[] = [];
@@ -84,9 +163,21 @@ export class FrameClient {
     resolve: (f: Record<string, unknown>) => void;
   }[] = [];
 
+  /** The latest nonce of each `scan.request` this (kiosk) socket received, by auth_id. */
+  readonly nonces = new Map<string, string>();
+  readonly #nonceWaiters: { authId: string; resolve: (nonce: string) => void }[] = [];
+
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (d) => {
       const f = JSON.parse(d.toString()) as Record<string, unknown>;
+      if (f.method === 'scan.request') {
+        const p = f.params as { auth_id: string; nonce: string };
+        this.nonces.set(p.auth_id, p.nonce);
+        for (const n of this.#nonceWaiters.filter((x) => x.authId === p.auth_id)) {
+          this.#nonceWaiters.splice(this.#nonceWaiters.indexOf(n), 1);
+          n.resolve(p.nonce);
+        }
+      }
       const w = this.#waiters.find((x) => x.pred(f));
       if (w) {
         this.#waiters.splice(this.#waiters.indexOf(w), 1);
@@ -126,6 +217,70 @@ export class FrameClient {
   async call(id: string, method: string, params: unknown): Promise<Record<string, unknown>> {
     this.ws.send(JSON.stringify({ id, method, params }));
     return this.next((f) => f.id === id);
+  }
+
+  /** The nonce of the `scan.request` for `authId` (waits for it). */
+  nonceFor(authId: string, timeoutMs = 5000): Promise<string> {
+    const known = this.nonces.get(authId);
+    if (known) return Promise.resolve(known);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no scan.request for ${authId}`)), timeoutMs);
+      this.#nonceWaiters.push({
+        authId,
+        resolve: (n) => {
+          clearTimeout(timer);
+          resolve(n);
+        },
+      });
+    });
+  }
+
+  /** `hello` with the device's public key (and the provisioning secret, which binds it the first time). */
+  hello(
+    id: string,
+    device: TestDevice,
+    extra: { provisioning_secret?: string; mode?: 'kiosk' | 'enrol' | 'check' } = {},
+  ): Promise<Record<string, unknown>> {
+    const { provisioning_secret, ...rest } = extra;
+    return this.call(id, 'hello', {
+      pvs_id: device.pvsId,
+      agent_version: 'test',
+      firmware: 'test',
+      model: 'test',
+      ...rest,
+      device_key: { public_key: device.publicKey, ...(provisioning_secret ? { provisioning_secret } : {}) },
+    });
+  }
+
+  /** `identify` for a context pushed to this socket, attested by `device` with the context's nonce. */
+  async identify(
+    id: string,
+    device: TestDevice,
+    params: Sample & { auth_id: string },
+  ): Promise<Record<string, unknown>> {
+    const nonce = await this.nonceFor(params.auth_id);
+    const sample = { hand: 'right' as const, quality: 0.9, liveness: 0.9, ...params };
+    return this.call(id, 'identify', {
+      ...sample,
+      attestation: device.attest('identify', params.auth_id, nonce, sample),
+    });
+  }
+
+  /** `enroll.begin`, then `enroll` with every sample attested by `device`. */
+  async enroll(
+    id: string,
+    device: TestDevice,
+    samples: [Sample & { template: string }, ...(Sample & { template: string })[]],
+  ): Promise<Record<string, unknown>> {
+    const begun = await this.call(`${id}:begin`, 'enroll.begin', {});
+    const b = begun.result as { enrolment_id: string; nonce: string } | undefined;
+    if (!b) return begun;
+    const signed = samples.map((s) => {
+      const sample = { hand: 'right' as const, quality: 0.9, liveness: 0.9, ...s };
+      return { ...sample, attestation: device.attest('enroll', b.enrolment_id, b.nonce, sample) };
+    });
+    const [first, ...rest] = signed;
+    return this.call(id, 'enroll', { ...first, ...(rest.length > 0 ? { samples: rest } : {}) });
   }
 
   close(): void {

@@ -13,7 +13,7 @@ import {
   readAnchorFile,
 } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
-import { createPvs, listPvs, revokePvs } from '../modules/pvs/service.ts';
+import { createPvs, listPvs, rekeyPvs, revokePvs } from '../modules/pvs/service.ts';
 import { issueUserToken, requireUser } from '../modules/users/service.ts';
 import {
   createVendor,
@@ -144,7 +144,9 @@ vendor
 const pvs = program.command('pvs').description('manage kiosks (palm-vein scanner systems)');
 pvs
   .command('create')
-  .description('register a kiosk; prints its device token once')
+  .description(
+    'register a kiosk or an integrator capture host; prints its device token and one-time provisioning secret once',
+  )
   .requiredOption('--name <name>', 'kiosk name')
   .option('--vendor <vendor_id>', 'serve only this vendor (omit: enrolment and any vendor)')
   .action(async (o: { name: string; vendor?: string }) => {
@@ -154,7 +156,7 @@ pvs
     print(
       res,
       (r: typeof res) =>
-        `kiosk ${r.pvs_id} (${r.name})\ndevice token: ${r.device_token}\nStore the token now: it is shown only once.`,
+        `kiosk ${r.pvs_id} (${r.name})\ndevice token: ${r.device_token}\nprovisioning secret: ${r.provisioning_secret}\nStore both now: they are shown only once. The device's first connection with the secret registers its key.`,
     );
   });
 pvs
@@ -177,6 +179,20 @@ pvs
               `${r.pvs_id}  ${r.name}${r.vendor_id ? `  vendor ${r.vendor_id}` : ''}${r.revoked ? '  (revoked)' : ''}`,
           )
           .join('\n') || '(no kiosks)',
+    );
+  });
+pvs
+  .command('rekey')
+  .description(
+    "drop a device's registered capture key and print a new one-time provisioning secret (a replaced or reinstalled device)",
+  )
+  .argument('<pvs_id>')
+  .action(async (id: string) => {
+    const res = await withStore((s) => rekeyPvs(s.database.db, id));
+    print(
+      res,
+      (r: typeof res) =>
+        `kiosk ${r.pvs_id}: key dropped\nprovisioning secret: ${r.provisioning_secret}\nSet it on the device (provisioningSecret); its next connection registers its new key.`,
     );
   });
 pvs

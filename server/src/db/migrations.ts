@@ -242,6 +242,32 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .execute();
       },
     },
+    '0005_capture_devices': {
+      // Attested captures (modules/devices, docs/security.md): each capture device's registered Ed25519
+      // public key, its one-time provisioning secret (hashed) and the highest counter accepted; and the
+      // single-use server nonces handed out with scan.request and enroll.begin.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('capture_keys')
+          .addColumn('pvs_id', 'text', (c) => c.primaryKey())
+          .addColumn('public_key', 'text')
+          .addColumn('provisioning_hash', 'text')
+          .addColumn('last_counter', 'bigint', (c) => c.notNull())
+          .addColumn('bound_at', 'bigint')
+          .addColumn('updated_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('capture_nonces')
+          .addColumn('nonce', 'text', (c) => c.primaryKey())
+          .addColumn('pvs_id', 'text', (c) => c.notNull())
+          .addColumn('purpose', 'text', (c) => c.notNull())
+          .addColumn('subject', 'text', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('used_at', 'bigint')
+          .execute();
+        await db.schema.createIndex('capture_nonces_pvs').on('capture_nonces').column('pvs_id').execute();
+      },
+    },
   };
 }
 

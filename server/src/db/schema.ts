@@ -153,6 +153,30 @@ export interface KioskLockoutsTable {
   locked_until: number;
 }
 
+/** A capture device's registered key (modules/devices), one row per kiosk or capture host. */
+export interface CaptureKeysTable {
+  pvs_id: string;
+  /** raw Ed25519 public key, base64url; null until the device's first hello binds it */
+  public_key: string | null;
+  /** SHA-256 of the one-time provisioning secret; null once used */
+  provisioning_hash: string | null;
+  /** highest device counter accepted (0: none yet) */
+  last_counter: number;
+  bound_at: number | null;
+  updated_at: number;
+}
+
+/** Single-use server nonces for captures (scan.request, enroll.begin). */
+export interface CaptureNoncesTable {
+  nonce: string;
+  pvs_id: string;
+  purpose: string;
+  /** auth_id or enrolment_id the nonce was issued for */
+  subject: string;
+  expires_at: number;
+  used_at: number | null;
+}
+
 export interface DB {
   vendors: VendorsTable;
   api_keys: ApiKeysTable;
@@ -169,6 +193,8 @@ export interface DB {
   pvs: PvsTable;
   idempotency: IdempotencyTable;
   kiosk_lockouts: KioskLockoutsTable;
+  capture_keys: CaptureKeysTable;
+  capture_nonces: CaptureNoncesTable;
 }
 
 /** A database handle or an open transaction: services accept either. */

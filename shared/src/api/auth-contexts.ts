@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { captureAttestationSchema } from '../capture/attestation.ts';
 import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
 
 export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;
@@ -11,6 +12,7 @@ export const FAILURE_REASONS = [
   'underage',
   'cancelled',
   'expired',
+  'attestation_failed',
 ] as const;
 /** SPEC §2.2: a vendor that asks for more than this many attributes in one context is refused. */
 export const MAX_ATTRIBUTES_PER_CONTEXT = 16;
@@ -155,7 +157,11 @@ export const palmInputSchema = z
   .object({
     template: templateB64Schema,
     hand: handSchema.optional(),
+    /** required for a capture to be believed (docs/vendor-api.md "Attested palms") */
     liveness: z.number().min(0).max(1).optional(),
+    quality: z.number().min(0).max(1).optional(),
+    /** signature of a capture device registered to the calling vendor (shared/src/capture/attestation.ts) */
+    attestation: captureAttestationSchema.optional(),
   })
   .strict();
 

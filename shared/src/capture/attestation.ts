@@ -190,10 +190,10 @@ export function attestCapture(a: AttestInput): CaptureAttestation {
 
 /** The sample an attestation travels with, as received. */
 export interface AttestedSample {
-  template: Uint8Array | undefined;
-  hand: 'left' | 'right' | undefined;
-  quality: number | undefined;
-  liveness: number | undefined;
+  template?: Uint8Array | undefined;
+  hand?: 'left' | 'right' | undefined;
+  quality?: number | undefined;
+  liveness?: number | undefined;
 }
 
 export type CaptureRejection = 'missing' | 'malformed' | 'liveness_missing' | 'signature' | 'stale';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { authResultSchema } from '../api/auth-contexts.ts';
 import { handSchema, templateB64Schema, uuidSchema } from '../api/common.ts';
+import { captureAttestationSchema } from '../capture/attestation.ts';
 
 /** /ws/pvs: kiosk agent ↔ server (CONTRACT §6). */
 const sample = z.object({
@@ -8,6 +9,11 @@ const sample = z.object({
   hand: handSchema,
   quality: z.number().min(0).max(1),
   liveness: z.number().min(0).max(1),
+  /**
+   * The device's signature over this capture (shared/src/capture/attestation.ts, docs/websocket.md).
+   * Optional in the schema only so that a capture without one is answered `attestation_failed`.
+   */
+  attestation: captureAttestationSchema.optional(),
 });
 
 export const pvsMethods = {
@@ -19,7 +25,19 @@ export const pvsMethods = {
         firmware: z.string().max(64),
         model: z.string().max(128),
         /** `enrol`: a short enrolment session that takes no authentication requests. Default `kiosk`. */
-        mode: z.enum(['kiosk', 'enrol']).optional(),
+        /** `check`: a diagnostic connection (agent doctor) that takes no requests either. */
+        mode: z.enum(['kiosk', 'enrol', 'check']).optional(),
+        /**
+         * The device's Ed25519 public key (raw 32 bytes, base64url). With the one-time provisioning secret
+         * of `admin pvs create` (or `pvs rekey`) the first hello binds it; afterwards another key is refused.
+         */
+        device_key: z
+          .object({
+            public_key: z.string().max(64),
+            provisioning_secret: z.string().max(128).optional(),
+          })
+          .strict()
+          .optional(),
       })
       .strict(),
     result: z.object({
@@ -27,7 +45,14 @@ export const pvsMethods = {
       vendor_id: z.string().nullable(),
       server_version: z.string(),
       time: z.string(),
+      /** whether a device key is registered: until it is, no capture of this device is believed */
+      device_key: z.enum(['bound', 'unbound']),
     }),
+  },
+  'enroll.begin': {
+    /** Starts an enrolment: its id and single-use nonce go into the signature of every sample. */
+    params: z.object({}).strict(),
+    result: z.object({ enrolment_id: z.string(), nonce: z.string(), expires_at: z.string() }),
   },
   enroll: {
     /** One sample, plus optional further samples (both hands, several captures) enrolled together. */
@@ -65,6 +90,8 @@ export const scanRequestSchema = z.object({
   currency: z.string().nullable(),
   display: z.string(),
   expires_at: z.string(),
+  /** single-use server nonce: the capture's attestation must carry it (docs/websocket.md) */
+  nonce: z.string(),
 });
 export const scanCancelSchema = z.object({ auth_id: uuidSchema, reason: z.string().optional() });
 

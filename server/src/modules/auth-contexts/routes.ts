@@ -12,6 +12,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
+import { DirectLockout } from '../devices/direct-lockout.ts';
+import { checkCapture } from '../devices/service.ts';
 import { dispatchToKiosks } from './dispatch.ts';
 import {
   cancelAuthContext,
@@ -41,6 +43,7 @@ export function decodeTemplate(b64: string): Uint8Array {
 
 export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
+  const lockout = new DirectLockout(ctx.database.db);
 
   app.post(
     '/api/v1/auth/create',
@@ -137,34 +140,49 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       const { auth_context, palm } = request.body;
       const template = decodeTemplate(palm.template);
       ctx.matcher.validate(template);
-      const evidence = { template, hand: palm.hand, liveness: palm.liveness };
-      const needsProofs = auth_context.minimum_age != null || (auth_context.predicates?.length ?? 0) > 0;
-      const { row, result } = needsProofs
-        ? // Proving takes 0.2-0.5 s and must not hold the database: create, prove, then resolve.
-          await (async () => {
-            const created = await ctx.database.db
+      // Only a palm attested by a capture device of this vendor is believed (docs/vendor-api.md).
+      const capture = await checkCapture(ctx, {
+        purpose: 'direct',
+        vendorId: vendor.id,
+        samples: [{ ...palm, template }],
+      });
+      if (!capture.ok) request.log.warn({ why: capture.why }, 'direct capture refused');
+      const settle = capture.ok ? await lockout.admit(capture.deviceId, vendor.keyId, ctx.now()) : undefined;
+      const evidence = { template, hand: palm.hand, liveness: palm.liveness, capture };
+      let settled = false;
+      try {
+        const needsProofs = auth_context.minimum_age != null || (auth_context.predicates?.length ?? 0) > 0;
+        const { row, result } = needsProofs
+          ? // Proving takes 0.2-0.5 s and must not hold the database: create, prove, then resolve.
+            await (async () => {
+              const created = await ctx.database.db
+                .transaction()
+                .execute((trx) => createAuthContext(ctx, trx, vendor, auth_context));
+              const prepared = await prepareProofs(ctx, created, evidence);
+              return ctx.database.db.transaction().execute(async (trx) => {
+                const current = await loadContext(ctx, trx, created.id);
+                if (!current) throw new AppError('NOT_FOUND', 'Authentication context not found');
+                return resolveWithPalm(ctx, trx, current, evidence, callerOf(request), prepared);
+              });
+            })()
+          : await ctx.database.db
               .transaction()
-              .execute((trx) => createAuthContext(ctx, trx, vendor, auth_context));
-            const prepared = await prepareProofs(ctx, created, evidence);
-            return ctx.database.db.transaction().execute(async (trx) => {
-              const current = await loadContext(ctx, trx, created.id);
-              if (!current) throw new AppError('NOT_FOUND', 'Authentication context not found');
-              return resolveWithPalm(ctx, trx, current, evidence, callerOf(request), prepared);
-            });
-          })()
-        : await ctx.database.db
-            .transaction()
-            .execute(async (trx) =>
-              resolveWithPalm(
-                ctx,
-                trx,
-                await createAuthContext(ctx, trx, vendor, auth_context),
-                evidence,
-                callerOf(request),
-              ),
-            );
-      publishUpdate(ctx, row, result);
-      return ok(reply, { auth_id: row.id, status: row.status, auth_result: result });
+              .execute(async (trx) =>
+                resolveWithPalm(
+                  ctx,
+                  trx,
+                  await createAuthContext(ctx, trx, vendor, auth_context),
+                  evidence,
+                  callerOf(request),
+                ),
+              );
+        publishUpdate(ctx, row, result);
+        await settle?.(result.reason === 'no_match' || result.reason === 'liveness_failed');
+        settled = true;
+        return ok(reply, { auth_id: row.id, status: row.status, auth_result: result });
+      } finally {
+        if (!settled) await settle?.(undefined);
+      }
     },
   );
 };

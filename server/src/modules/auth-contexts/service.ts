@@ -16,6 +16,7 @@ import type { AuthContextsTable } from '../../db/schema.ts';
 import { readAttributeValues } from '../attributes/service.ts';
 import { type AuditEntry, appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
+import { auditCaptureFailure, type CaptureVerdict } from '../devices/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
 import { getUser, touchLastAuth } from '../users/service.ts';
 import {
@@ -269,6 +270,8 @@ export interface PalmEvidence {
   template?: Uint8Array | undefined;
   hand?: 'left' | 'right' | undefined;
   liveness?: number | undefined;
+  /** The capture's attestation verdict (modules/devices): without a good one nothing is matched. */
+  capture?: CaptureVerdict | undefined;
 }
 
 export interface Resolution {
@@ -309,6 +312,8 @@ async function decide(
   palm: PalmEvidence,
   now: number,
 ): Promise<Decision> {
+  // Attested captures (docs/security.md): checked before anything else, never matched when refused.
+  if (!palm.capture?.ok) return { kind: 'fail', reason: 'attestation_failed' };
   if (palm.liveness !== undefined && palm.liveness < LIVENESS_THRESHOLD)
     return { kind: 'fail', reason: 'liveness_failed' };
   if (!palm.template) throw AppError.invalid('template', 'required', 'A template is required');
@@ -479,6 +484,8 @@ export async function resolveWithPalm(
   const d = await decide(ctx, db, row, palm, now);
   if (d.kind === 'fail') {
     const result: AuthResult = { success: false, user_id: null, attributes: {}, timestamp, reason: d.reason };
+    if (palm.capture && !palm.capture.ok)
+      await auditCaptureFailure(ctx, db, caller, palm.capture, row.vendor_id, now);
     return finish(result, 'failed', null);
   }
   const { user, vendor, pseudo, attributes, outcome } = d;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, FrameClient, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, FrameClient, seedVendor, type TestApp, TestDevice } from '../../testing.ts';
 import { createPvs } from './service.ts';
 
 const TEMPLATE = Buffer.from('kiosk-enrolled-palm-0001').toString('base64');
@@ -8,7 +8,7 @@ describe('/ws/pvs and /ws/vendor', () => {
   let t: TestApp;
   let base: string;
   let vendor: { vendor_id: string; api_key: string };
-  let kiosk: { pvs_id: string; device_token: string };
+  let kiosk: { pvs_id: string; device_token: string; provisioning_secret: string };
 
   beforeAll(async () => {
     t = await createTestApp();
@@ -52,29 +52,30 @@ describe('/ws/pvs and /ws/vendor', () => {
 
   it('enrols, then a vendor context reaches the kiosk and the vendor socket sees it complete', async () => {
     const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
-    const hello = await k.call('h1', 'hello', {
-      pvs_id: kiosk.pvs_id,
-      agent_version: 'test',
-      firmware: 'sim-1',
-      model: 'palm-v1',
-    });
-    expect(hello.result).toMatchObject({ pvs_id: kiosk.pvs_id, vendor_id: null });
-
-    const enrolled = await k.call('e1', 'enroll', {
+    const device = new TestDevice(kiosk.pvs_id);
+    // without the provisioning secret the key is not bound, and an unattested enrolment is refused
+    const unbound = await k.hello('h0', device);
+    expect(unbound.result).toMatchObject({ device_key: 'unbound' });
+    const refused = await k.call('e0', 'enroll', {
       template: TEMPLATE,
       hand: 'right',
       quality: 0.9,
       liveness: 0.95,
     });
+    expect(refused.error).toMatchObject({ code: 'FORBIDDEN', details: { reason: 'attestation_failed' } });
+    const hello = await k.hello('h1', device, { provisioning_secret: kiosk.provisioning_secret });
+    expect(hello.result).toMatchObject({ pvs_id: kiosk.pvs_id, vendor_id: null, device_key: 'bound' });
+    // the secret is single-use and another key is refused once one is bound
+    const intruder = await k.hello('h2', new TestDevice(kiosk.pvs_id), {
+      provisioning_secret: kiosk.provisioning_secret,
+    });
+    expect(intruder.error).toMatchObject({ code: 'FORBIDDEN', details: { reason: 'device_key_mismatch' } });
+
+    const enrolled = await k.enroll('e1', device, [{ template: TEMPLATE, hand: 'right', liveness: 0.95 }]);
     const { user_id, claim_code } = enrolled.result as { user_id: string; claim_code: string };
     expect(claim_code).toMatch(/^[A-Z2-9]{5}-[A-Z2-9]{5}$/);
     // replaying the same request id does not enrol twice
-    const replay = await k.call('e1', 'enroll', {
-      template: TEMPLATE,
-      hand: 'right',
-      quality: 0.9,
-      liveness: 0.95,
-    });
+    const replay = await k.enroll('e1', device, [{ template: TEMPLATE, hand: 'right', liveness: 0.95 }]);
     expect((replay.result as { user_id: string }).user_id).toBe(user_id);
     expect(
       await t.ctx.database.db.selectFrom('users').select('id').where('id', '=', user_id).execute(),
@@ -99,26 +100,16 @@ describe('/ws/pvs and /ws/vendor', () => {
     );
     expect(scanning.params).toMatchObject({ auth_id: authId });
 
-    const idf = await k.call('i1', 'identify', {
-      auth_id: authId,
-      template: TEMPLATE,
-      hand: 'right',
-      quality: 0.9,
-      liveness: 0.9,
-    });
+    expect((req.params as { nonce: string }).nonce).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    const idf = await k.identify('i1', device, { auth_id: authId, template: TEMPLATE });
+    expect(idf.error).toBeUndefined();
     expect(idf.result).toMatchObject({ status: 'completed', auth_result: { success: true } });
     const done = await v.next(
       (f) => f.method === 'auth.updated' && (f.params as { status: string }).status === 'completed',
     );
     expect(done.params).toMatchObject({ auth_id: authId, auth_result: { success: true } });
     // identify replay returns the same answer, not an error about a terminal context
-    const again = await k.call('i1', 'identify', {
-      auth_id: authId,
-      template: TEMPLATE,
-      hand: 'right',
-      quality: 0.9,
-      liveness: 0.9,
-    });
+    const again = await k.identify('i1', device, { auth_id: authId, template: TEMPLATE });
     expect(again.result).toEqual(idf.result);
     const sub = await v.call('s1', 'subscribe', { auth_id: authId });
     expect(sub.result).toMatchObject({ auth_id: authId, status: 'completed' });
@@ -130,7 +121,8 @@ describe('/ws/pvs and /ws/vendor', () => {
     const other = await seedVendor(t.ctx, 'Other Vendor');
     const own = await createPvs(t.ctx.database.db, { name: 'own kiosk', vendorId: vendor.vendor_id });
     const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${own.device_token}` });
-    await k.call('h', 'hello', { pvs_id: own.pvs_id, agent_version: 't', firmware: 'f', model: 'm' });
+    const device = new TestDevice(own.pvs_id);
+    await k.hello('h', device, { provisioning_secret: own.provisioning_secret });
     const theirs = await t.app.inject({
       method: 'POST',
       url: '/api/v1/auth/create',
@@ -155,6 +147,7 @@ describe('/ws/pvs and /ws/vendor', () => {
       hand: 'right',
       quality: 1,
       liveness: 1,
+      attestation: device.attest('identify', theirId, 'AAAAAAAAAAAAAAAAAAAAAA', { template: TEMPLATE }),
     });
     expect((steal.error as { code: string }).code).toBe('NOT_FOUND');
     // and a vendor cannot target another vendor's kiosk
@@ -171,7 +164,8 @@ describe('/ws/pvs and /ws/vendor', () => {
   it('locks a kiosk after repeated failed matches', async () => {
     const lk = await createPvs(t.ctx.database.db, { name: 'lock kiosk' });
     const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${lk.device_token}` });
-    await k.call('h', 'hello', { pvs_id: lk.pvs_id, agent_version: 't', firmware: 'f', model: 'm' });
+    const device = new TestDevice(lk.pvs_id);
+    await k.hello('h', device, { provisioning_secret: lk.provisioning_secret });
     const codes: string[] = [];
     for (let i = 0; i < 6; i++) {
       const c = await t.app.inject({
@@ -180,7 +174,7 @@ describe('/ws/pvs and /ws/vendor', () => {
         headers: { 'x-api-key': vendor.api_key },
         payload: { auth_context: { type: 'login', pvs_id: lk.pvs_id } },
       });
-      const r = await k.call(`i${i}`, 'identify', {
+      const r = await k.identify(`i${i}`, device, {
         auth_id: c.json().data.auth_id,
         template: Buffer.from(`unknown-palm-${i}-xxxxxxx`).toString('base64'),
         hand: 'left',
@@ -194,6 +188,65 @@ describe('/ws/pvs and /ws/vendor', () => {
       );
     }
     expect(codes).toEqual(['no_match', 'no_match', 'no_match', 'no_match', 'no_match', 'RATE_LIMITED']);
+    k.ws.close();
+  });
+
+  it('fails a context whose capture is unattested, replayed or mis-signed, and never matches it', async () => {
+    const ak = await createPvs(t.ctx.database.db, { name: 'attest kiosk' });
+    const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${ak.device_token}` });
+    const device = new TestDevice(ak.pvs_id);
+    await k.hello('h', device, { provisioning_secret: ak.provisioning_secret });
+    const context = async () => {
+      const c = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/create',
+        headers: { 'x-api-key': vendor.api_key },
+        payload: { auth_context: { type: 'login', pvs_id: ak.pvs_id } },
+      });
+      const authId = c.json().data.auth_id as string;
+      return { authId, nonce: await k.nonceFor(authId) };
+    };
+    const sample = { template: TEMPLATE, hand: 'right' as const, quality: 0.9, liveness: 0.9 };
+    const reasonOf = (r: Record<string, unknown>) =>
+      (r.result as { auth_result: { reason?: string; success: boolean } }).auth_result;
+
+    const a = await context();
+    expect(reasonOf(await k.call('n1', 'identify', { auth_id: a.authId, ...sample })).reason).toBe(
+      'attestation_failed',
+    );
+    // a valid capture of context b, replayed on context c (its nonce is b's) and then on b again
+    const b = await context();
+    const signed = {
+      auth_id: b.authId,
+      ...sample,
+      attestation: device.attest('identify', b.authId, b.nonce, sample),
+    };
+    expect(reasonOf(await k.call('n2', 'identify', signed))).toMatchObject({ success: true });
+    const c = await context();
+    expect(reasonOf(await k.call('n3', 'identify', { ...signed, auth_id: c.authId })).reason).toBe(
+      'attestation_failed',
+    );
+    // another key (not the registered one)
+    const d = await context();
+    const stranger = new TestDevice(ak.pvs_id);
+    expect(
+      reasonOf(
+        await k.call('n4', 'identify', {
+          auth_id: d.authId,
+          ...sample,
+          attestation: stranger.attest('identify', d.authId, d.nonce, sample),
+        }),
+      ).reason,
+    ).toBe('attestation_failed');
+    const audit = await t.ctx.database.db
+      .selectFrom('audit')
+      .selectAll()
+      .where('user_id', '=', `device:${ak.pvs_id}`)
+      .execute();
+    expect(audit.length).toBe(3);
+    expect(audit.every((r) => r.attribute_name === 'capture_attestation' && r.result === 'DENIED')).toBe(
+      true,
+    );
     k.ws.close();
   });
 });

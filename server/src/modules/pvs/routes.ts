@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { AppError } from '@palmid/shared/errors.ts';
 import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
 import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
@@ -17,6 +18,13 @@ import {
   resolveWithPalm,
   toRecord,
 } from '../auth-contexts/service.ts';
+import {
+  auditCaptureFailure,
+  bindOnHello,
+  checkCapture,
+  ENROLMENT_NONCE_TTL_MS,
+  issueNonce,
+} from '../devices/service.ts';
 import { addPalm, createClaimCode, createUser } from '../users/service.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 import { KioskLockout } from './lockout.ts';
@@ -83,6 +91,12 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
       const scanning = await markScanning(ctx, ctx.database.db, row);
       if (!scanning) return;
       if (scanning.status !== row.status) publishUpdate(ctx, scanning);
+      // A fresh single-use nonce per delivery: the capture's attestation must carry it.
+      const nonce = await issueNonce(
+        ctx.database.db,
+        { pvsId: pvs.id, purpose: 'identify', subject: row.id, expiresAt: Number(row.expires_at) },
+        ctx.now(),
+      );
       const msg: ScanRequest = {
         auth_id: row.id,
         type: row.type,
@@ -90,6 +104,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
         currency: row.currency,
         display: display(row),
         expires_at: new Date(Number(row.expires_at)).toISOString(),
+        nonce,
       };
       rpc.send({ method: 'scan.request', params: msg });
     };
@@ -104,8 +119,9 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               field: 'pvs_id',
               reason: 'mismatch',
             });
+          const deviceKey = await bindOnHello(ctx.database.db, pvs.id, params.device_key, ctx.now());
           await touchPvs(ctx.database.db, pvs.id, ctx.now());
-          if (!unregister && params.mode !== 'enrol') {
+          if (!unregister && (params.mode ?? 'kiosk') === 'kiosk') {
             unregister = ctx.kiosks.register({
               pvsId: pvs.id,
               vendorId: pvs.vendorId,
@@ -139,7 +155,25 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             vendor_id: pvs.vendorId,
             server_version: ctx.version,
             time: new Date(ctx.now()).toISOString(),
+            device_key: deviceKey,
           };
+        },
+
+        'enroll.begin': async () => {
+          if (pvs.vendorId !== null) {
+            throw new AppError('FORBIDDEN', 'Only kiosks without a vendor enrol users', {
+              reason: 'vendor_kiosk',
+            });
+          }
+          const now = ctx.now();
+          const enrolmentId = randomUUID();
+          const expiresAt = now + ENROLMENT_NONCE_TTL_MS;
+          const nonce = await issueNonce(
+            ctx.database.db,
+            { pvsId: pvs.id, purpose: 'enroll', subject: enrolmentId, expiresAt },
+            now,
+          );
+          return { enrolment_id: enrolmentId, nonce, expires_at: new Date(expiresAt).toISOString() };
         },
 
         heartbeat: async () => {
@@ -154,6 +188,24 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             });
           }
           const samples = [params, ...(params.samples ?? [])];
+          const key = `pvs:${pvs.id}:enroll:${id}`;
+          // A retried request (same id) gets its stored answer; its nonce is spent, so it is not checked again.
+          const replayed = await recallAnswer(ctx, ctx.database.db, key);
+          if (replayed) return replayed as { user_id: string; claim_code: string; expires_at: string };
+          const templates = samples.map((s) => ({ hand: s.hand, template: decodeTemplate(s.template) }));
+          const capture = await checkCapture(ctx, {
+            purpose: 'enroll',
+            deviceId: pvs.id,
+            samples: samples.map((s, i) => ({ ...s, template: templates[i]!.template })),
+          });
+          if (!capture.ok) {
+            log.warn({ why: capture.why }, 'enrolment capture refused');
+            await auditCaptureFailure(ctx, ctx.database.db, caller, capture, null, ctx.now());
+            throw new AppError('FORBIDDEN', 'The capture attestation was refused', {
+              field: 'attestation',
+              reason: 'attestation_failed',
+            });
+          }
           for (const s of samples) {
             if (s.liveness < 0.5)
               throw new AppError('INVALID_REQUEST', 'A sample failed the liveness check', {
@@ -161,9 +213,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                 reason: 'liveness_failed',
               });
           }
-          const templates = samples.map((s) => ({ hand: s.hand, template: decodeTemplate(s.template) }));
           for (const t of templates) ctx.matcher.validate(t.template);
-          const key = `pvs:${pvs.id}:enroll:${id}`;
           const { answer, added } = await ctx.database.db.transaction().execute(async (trx) => {
             const previous = await recallAnswer(ctx, trx, key);
             if (previous)
@@ -187,6 +237,15 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
         },
 
         identify: async (params, id) => {
+          const template = params.template === undefined ? undefined : decodeTemplate(params.template);
+          // Started before any await: one device's captures are judged in the order they arrived.
+          const checked = checkCapture(ctx, {
+            purpose: 'identify',
+            deviceId: pvs.id,
+            subject: params.auth_id,
+            samples: [{ ...params, template }],
+          });
+          checked.catch(() => undefined); // awaited below; a refused lockout must not leave it unhandled
           const now = ctx.now();
           const locked = await lockout.admit(pvs.id, now);
           if (locked > 0) {
@@ -201,8 +260,9 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             const key = `pvs:${pvs.id}:identify:${id}`;
             const previous = await recallAnswer(ctx, ctx.database.db, key);
             if (previous) return previous as { status: string; auth_result: never };
-            const template = params.template === undefined ? undefined : decodeTemplate(params.template);
-            const palm = { template, hand: params.hand, liveness: params.liveness };
+            const capture = await checked;
+            if (!capture.ok) log.warn({ why: capture.why, auth_id: params.auth_id }, 'capture refused');
+            const palm = { template, hand: params.hand, liveness: params.liveness, capture };
             const served = async (db: Db) => {
               const row = await loadContext(ctx, db, params.auth_id);
               if (!row || !servesContext(pvs, row)) {

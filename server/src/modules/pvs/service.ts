@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '@palmid/shared/errors.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
+import { newProvisioningSecret } from '../devices/service.ts';
 
 export interface PvsPrincipal {
   id: string;
@@ -34,7 +35,23 @@ export async function createPvs(
       revoked_at: null,
     })
     .execute();
-  return { pvs_id: id, name: input.name, vendor_id: input.vendorId ?? null, device_token: token };
+  // The device binds its own key with this one-time secret (docs/kiosk-install.md).
+  const provisioning_secret = await newProvisioningSecret(db, id, now);
+  return {
+    pvs_id: id,
+    name: input.name,
+    vendor_id: input.vendorId ?? null,
+    device_token: token,
+    provisioning_secret,
+  };
+}
+
+/** `admin pvs rekey`: drops the device's registered key and issues a new one-time provisioning secret. */
+export async function rekeyPvs(db: Db, id: string, now = Date.now()) {
+  const row = await db.selectFrom('pvs').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst();
+  if (!row || row.revoked_at !== null)
+    throw new AppError('NOT_FOUND', `No active kiosk ${id}`, { field: 'pvs_id', reason: 'unknown' });
+  return { pvs_id: id, provisioning_secret: await newProvisioningSecret(db, id, now) };
 }
 
 export async function listPvs(db: Db) {

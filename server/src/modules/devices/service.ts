@@ -1,0 +1,236 @@
+import { randomBytes } from 'node:crypto';
+import {
+  type AttestedSample,
+  type CaptureAttestation,
+  type CapturePurpose,
+  publicKeyFromString,
+  verifyCapture,
+} from '@palmid/shared/capture/attestation.ts';
+import { AppError } from '@palmid/shared/errors.ts';
+import type { AppContext, Caller } from '../../context.ts';
+import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
+import type { Db } from '../../db/index.ts';
+import { appendAudit } from '../audit/service.ts';
+import { advanceCounter, bindKey, consumeNonce, insertNonce, loadKey, resetKey } from './store.ts';
+
+/**
+ * Capture devices and their attestations (docs/security.md "Attested captures"). A device (a kiosk's agent
+ * or an integrator's capture host) is registered with `admin pvs create`, which prints a one-time
+ * provisioning secret; the device's first `hello` with that secret binds the Ed25519 public key it made.
+ * Every capture it sends is signed (shared/src/capture/attestation.ts) and checked here before the
+ * template reaches the matcher.
+ */
+
+export const PROVISIONING_PREFIX = 'prov_';
+/** How long an enrolment nonce (enroll.begin) stays valid: capturing several samples takes a while. */
+export const ENROLMENT_NONCE_TTL_MS = 10 * 60_000;
+
+export type DeviceKeyState = 'bound' | 'unbound';
+
+/** Issues a (new) one-time provisioning secret; a key bound before is dropped (`admin pvs rekey`). */
+export async function newProvisioningSecret(db: Db, pvsId: string, now: number): Promise<string> {
+  const secret = newSecret(PROVISIONING_PREFIX);
+  await resetKey(db, pvsId, hashSecret(secret), now);
+  return secret;
+}
+
+/**
+ * The key part of `hello`: binds the presented public key when the provisioning secret is given and still
+ * unused; refuses a key other than the bound one. A hello without a key (or without the secret, before
+ * binding) is accepted, but nothing that device captures is believed until a key is bound.
+ */
+export async function bindOnHello(
+  db: Db,
+  pvsId: string,
+  deviceKey: { public_key: string; provisioning_secret?: string | undefined } | undefined,
+  now: number,
+): Promise<DeviceKeyState> {
+  const row = await loadKey(db, pvsId);
+  if (deviceKey) {
+    try {
+      publicKeyFromString(deviceKey.public_key);
+    } catch {
+      throw new AppError('INVALID_REQUEST', 'device_key.public_key is not an Ed25519 public key', {
+        field: 'device_key.public_key',
+        reason: 'malformed',
+      });
+    }
+  }
+  if (row?.public_key) {
+    if (deviceKey && deviceKey.public_key !== row.public_key)
+      throw new AppError('FORBIDDEN', 'Another device key is registered for this kiosk (admin pvs rekey)', {
+        field: 'device_key.public_key',
+        reason: 'device_key_mismatch',
+      });
+    return 'bound';
+  }
+  if (!deviceKey?.provisioning_secret) return 'unbound';
+  const hash = hashSecret(deviceKey.provisioning_secret);
+  const valid =
+    row?.provisioning_hash != null &&
+    safeEqualHex(row.provisioning_hash, hash) &&
+    (await bindKey(db, pvsId, hash, deviceKey.public_key, now));
+  if (!valid)
+    throw new AppError('FORBIDDEN', 'The provisioning secret is invalid or already used (admin pvs rekey)', {
+      field: 'device_key.provisioning_secret',
+      reason: 'provisioning_secret_invalid',
+    });
+  return 'bound';
+}
+
+export async function deviceKeyState(db: Db, pvsId: string): Promise<DeviceKeyState> {
+  return (await loadKey(db, pvsId))?.public_key ? 'bound' : 'unbound';
+}
+
+/** A fresh single-use nonce for one capture (scan.request) or one enrolment (enroll.begin). */
+export async function issueNonce(
+  db: Db,
+  q: { pvsId: string; purpose: CapturePurpose; subject: string; expiresAt: number },
+  now: number,
+): Promise<string> {
+  const nonce = randomBytes(16).toString('base64url');
+  await insertNonce(
+    db,
+    { nonce, pvs_id: q.pvsId, purpose: q.purpose, subject: q.subject, expires_at: q.expiresAt },
+    now,
+  );
+  return nonce;
+}
+
+export type CaptureFailure =
+  | 'missing'
+  | 'malformed'
+  | 'liveness_missing'
+  | 'signature'
+  | 'stale'
+  | 'unknown_device'
+  | 'other_vendor'
+  | 'no_key'
+  | 'wrong_device'
+  | 'subject'
+  | 'nonce'
+  | 'counter';
+
+export type CaptureVerdict =
+  | { ok: true; deviceId: string }
+  | { ok: false; deviceId: string | null; why: CaptureFailure; message: string };
+
+export interface AttestedCapture extends AttestedSample {
+  attestation?: CaptureAttestation | undefined;
+}
+
+export interface CaptureQuery {
+  purpose: CapturePurpose;
+  /** The device the capture must come from (the socket's kiosk); undefined: the one the attestation names. */
+  deviceId?: string | undefined;
+  /** Direct path: the device must be registered to this vendor. */
+  vendorId?: string | undefined;
+  /** The auth_id (identify) the capture must be for; enrolment ids come with their nonce. */
+  subject?: string | undefined;
+  /** One capture, or an enrolment's samples (one nonce, increasing counters). */
+  samples: AttestedCapture[];
+}
+
+/** Per device, checks run one at a time in the order they were asked for (counters must increase). */
+const queues = new Map<string, Promise<unknown>>();
+function serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const before = queues.get(key) ?? Promise.resolve();
+  const run = before.then(fn, fn);
+  const tail = run.catch(() => undefined);
+  queues.set(key, tail);
+  void tail.then(() => {
+    if (queues.get(key) === tail) queues.delete(key);
+  });
+  return run;
+}
+
+/**
+ * Verifies a capture's attestation: signature with the device's registered key, freshness of captured_at,
+ * the nonce (issued to this device for this subject, unused: consumed here) and the counter (above the
+ * last accepted one: advanced here). Call it synchronously on arrival: checks of one device are serialised
+ * in call order, so captures signed in order are judged in order.
+ */
+export function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureVerdict> {
+  const named = q.samples[0]?.attestation?.device_id ?? null;
+  const deviceId = q.deviceId ?? named;
+  const fail = (why: CaptureFailure, message: string): CaptureVerdict => ({
+    ok: false,
+    deviceId,
+    why,
+    message,
+  });
+  if (!deviceId) return Promise.resolve(fail('missing', 'the capture carries no attestation'));
+  return serial(deviceId, async () => {
+    const db = ctx.database.db;
+    const now = ctx.now();
+    if (q.samples.length === 0) return fail('missing', 'no capture');
+    if (q.vendorId !== undefined) {
+      const device = await db
+        .selectFrom('pvs')
+        .select(['vendor_id', 'revoked_at'])
+        .where('id', '=', deviceId)
+        .executeTakeFirst();
+      if (!device || device.revoked_at !== null)
+        return fail('unknown_device', 'the capture device is not registered');
+      if (device.vendor_id !== q.vendorId)
+        return fail('other_vendor', 'the capture device is not registered to this vendor');
+    }
+    const key = await loadKey(db, deviceId);
+    if (!key?.public_key) return fail('no_key', 'the capture device has no registered key');
+    const publicKey = publicKeyFromString(key.public_key);
+    const first = q.samples[0]!.attestation;
+    let previous = 0;
+    for (const s of q.samples) {
+      const r = verifyCapture({ attestation: s.attestation, sample: s, purpose: q.purpose, publicKey, now });
+      if (!r.ok) return fail(r.why, r.message);
+      const a = s.attestation!;
+      if (a.device_id !== deviceId) return fail('wrong_device', 'the capture is attested by another device');
+      if (a.subject !== first!.subject || (a.nonce ?? '') !== (first!.nonce ?? ''))
+        return fail('subject', 'the samples of one request must share subject and nonce');
+      if (a.counter <= previous) return fail('counter', 'the device counter does not increase');
+      previous = a.counter;
+    }
+    const subject = first!.subject;
+    if (q.subject !== undefined && subject !== q.subject)
+      return fail('subject', 'the capture was attested for another request');
+    if (q.purpose !== 'direct') {
+      if (!first!.nonce) return fail('nonce', 'the capture carries no server nonce');
+      const fresh = await consumeNonce(
+        db,
+        { nonce: first!.nonce, pvsId: deviceId, purpose: q.purpose, subject },
+        now,
+      );
+      if (!fresh) return fail('nonce', 'the nonce is unknown, expired, for another request or already used');
+    } else if (first!.nonce) return fail('nonce', 'the direct path has no server nonce');
+    const lowest = first!.counter;
+    if (!(await advanceCounter(db, deviceId, lowest, previous, now)))
+      return fail('counter', 'the device counter does not increase (replayed capture?)');
+    return { ok: true, deviceId };
+  });
+}
+
+/** Records a refused capture in the audit log (no user is known: the row is filed under the device). */
+export async function auditCaptureFailure(
+  ctx: AppContext,
+  db: Db,
+  caller: Caller,
+  verdict: Extract<CaptureVerdict, { ok: false }>,
+  vendorId: string | null,
+  now: number,
+): Promise<void> {
+  await appendAudit(
+    db,
+    ctx.keyring,
+    caller,
+    [
+      {
+        userId: `device:${verdict.deviceId ?? 'unknown'}`,
+        vendorId,
+        attributeName: 'capture_attestation',
+        operation: 'READ',
+        result: 'DENIED',
+      },
+    ],
+    now,
+  );
+}

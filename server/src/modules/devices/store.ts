@@ -1,0 +1,104 @@
+import type { Db } from '../../db/index.ts';
+import type { CaptureKeysTable } from '../../db/schema.ts';
+
+/**
+ * The devices module's tables: `capture_keys` (one row per capture device: its registered public key,
+ * one-time provisioning secret hash and highest accepted counter) and `capture_nonces` (single-use server
+ * nonces). Other modules go through ./service.ts.
+ */
+export type CaptureKeyRow = CaptureKeysTable;
+
+export async function loadKey(db: Db, pvsId: string): Promise<CaptureKeyRow | undefined> {
+  const row = await db.selectFrom('capture_keys').selectAll().where('pvs_id', '=', pvsId).executeTakeFirst();
+  return row ? { ...row, last_counter: Number(row.last_counter) } : undefined;
+}
+
+/** A new provisioning secret (hash) for a device: any bound key is dropped, the counter starts over. */
+export async function resetKey(db: Db, pvsId: string, provisioningHash: string, now: number): Promise<void> {
+  const values = {
+    public_key: null,
+    provisioning_hash: provisioningHash,
+    last_counter: 0,
+    bound_at: null,
+    updated_at: now,
+  };
+  await db
+    .insertInto('capture_keys')
+    .values({ pvs_id: pvsId, ...values })
+    .onConflict((oc) => oc.column('pvs_id').doUpdateSet(values))
+    .execute();
+}
+
+/** Binds a public key if the provisioning secret is still unused (compare-and-set: one binder wins). */
+export async function bindKey(
+  db: Db,
+  pvsId: string,
+  provisioningHash: string,
+  publicKey: string,
+  now: number,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('capture_keys')
+    .set({ public_key: publicKey, provisioning_hash: null, bound_at: now, updated_at: now })
+    .where('pvs_id', '=', pvsId)
+    .where('provisioning_hash', '=', provisioningHash)
+    .where('public_key', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+/**
+ * Moves the device's counter to `highest` if `lowest` (the request's first counter) is above the last
+ * accepted one (compare-and-set, so it holds across instances).
+ */
+export async function advanceCounter(
+  db: Db,
+  pvsId: string,
+  lowest: number,
+  highest: number,
+  now: number,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('capture_keys')
+    .set({ last_counter: highest, updated_at: now })
+    .where('pvs_id', '=', pvsId)
+    .where('last_counter', '<', lowest)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+export async function insertNonce(
+  db: Db,
+  row: { nonce: string; pvs_id: string; purpose: string; subject: string; expires_at: number },
+  now: number,
+): Promise<void> {
+  // Nonces are short-lived: the device's expired ones go when it gets a new one.
+  await db
+    .deleteFrom('capture_nonces')
+    .where('pvs_id', '=', row.pvs_id)
+    .where('expires_at', '<', now)
+    .execute();
+  await db
+    .insertInto('capture_nonces')
+    .values({ ...row, used_at: null })
+    .execute();
+}
+
+/** Marks a nonce used if it was issued to this device for this purpose and subject and is still valid. */
+export async function consumeNonce(
+  db: Db,
+  q: { nonce: string; pvsId: string; purpose: string; subject: string },
+  now: number,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('capture_nonces')
+    .set({ used_at: now })
+    .where('nonce', '=', q.nonce)
+    .where('pvs_id', '=', q.pvsId)
+    .where('purpose', '=', q.purpose)
+    .where('subject', '=', q.subject)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
