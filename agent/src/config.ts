@@ -28,6 +28,13 @@ export const agentConfigSchema = z
       .default('http://127.0.0.1:8080'),
     /** Kiosk credential from `npm run admin -- pvs create` (sent as Bearer on /ws/pvs). */
     deviceToken: z.string().min(1, 'must not be empty').optional(),
+    /**
+     * One-time provisioning secret from `npm run admin -- pvs create` (or `pvs rekey`): the first hello
+     * with it registers this device's public key. Useless once used.
+     */
+    provisioningSecret: z.string().min(1, 'must not be empty').optional(),
+    /** The device's private key (Ed25519, mode 0600); default: device-key.pem beside the config file. */
+    deviceKeyFile: z.string().min(1).optional(),
     /** Kiosk id from `npm run admin -- pvs create` (announced in hello; must match the token). */
     pvsId: z.uuid({ error: 'must be a UUID' }).optional(),
     /** serial:/dev/ttyUSB0 | tcp:HOST:PORT | hid:VID:PID | hid:/dev/hidrawN | sim */

@@ -1,5 +1,11 @@
 import { EventEmitter } from 'node:events';
 import { FirmwareSimulator, synthPalmSource } from '@palmid/firmware-sim';
+import {
+  attestCapture,
+  type CaptureAttestation,
+  generateDeviceKey,
+  verifyCapture,
+} from '@palmid/shared/capture/attestation.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScannerDriver } from '../driver/scanner-driver.ts';
 import { processCapture } from '../palm/pipeline.ts';
@@ -25,9 +31,14 @@ class FakeLink extends EventEmitter implements KioskLink {
       currency: 'EUR',
       display: 'Pay 1.00 EUR',
       expires_at: new Date(Date.now() + expiresInMs).toISOString(),
+      nonce: `nonce-${authId.slice(0, 8)}`,
     });
   }
 }
+
+const DEVICE = generateDeviceKey();
+const DEVICE_ID = '99999999-9999-4999-8999-999999999999';
+let counter = 0;
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -47,6 +58,17 @@ function kiosk(presented: { identity: string; hand: 'left' | 'right'; attack?: '
   const daemon = new KioskDaemon(driver, processCapture, link, {
     repromptMs: 5,
     display: (l) => lines.push(l),
+    attest: (authId, nonce, sample) =>
+      attestCapture({
+        privateKey: DEVICE.privateKey,
+        purpose: 'identify',
+        deviceId: DEVICE_ID,
+        subject: authId,
+        nonce,
+        ...sample,
+        capturedAt: Date.now(),
+        counter: ++counter,
+      }),
   });
   cleanups.push(async () => {
     await driver.close();
@@ -72,6 +94,17 @@ describe('KioskDaemon', () => {
     expect(typeof call.params.template).toBe('string');
     expect(call.params.liveness as number).toBeGreaterThanOrEqual(0.5);
     expect(k.lines[0]).toBe('Pay 1.00 EUR');
+    // the capture is signed as sent: the server's verifier accepts it with the device's public key
+    const p = call.params as { template: string; hand: 'right'; quality: number; liveness: number };
+    const check = verifyCapture({
+      attestation: call.params.attestation as CaptureAttestation,
+      sample: { ...p, template: new Uint8Array(Buffer.from(p.template, 'base64')) },
+      purpose: 'identify',
+      publicKey: DEVICE.publicKey,
+      now: Date.now(),
+    });
+    expect(check.ok).toBe(true);
+    expect(call.params.attestation).toMatchObject({ subject: auth, nonce: 'nonce-11111111' });
   }, 30_000);
 
   it('reports a printed photo as a presentation attack without sending a template', async () => {
@@ -84,6 +117,16 @@ describe('KioskDaemon', () => {
     const call = k.link.calls.find((c) => c.method === 'identify')!;
     expect(call.params.template).toBeUndefined();
     expect(call.params.liveness as number).toBeLessThan(0.5);
+    // the attack report is attested too (over the empty template)
+    expect(
+      verifyCapture({
+        attestation: call.params.attestation as CaptureAttestation,
+        sample: { template: undefined, hand: 'right', quality: 0, liveness: call.params.liveness as number },
+        purpose: 'identify',
+        publicKey: DEVICE.publicKey,
+        now: Date.now(),
+      }).ok,
+    ).toBe(true);
   }, 30_000);
 
   it('stops on scan.cancel and drops queued requests that are cancelled', async () => {

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { CaptureAttestation } from '@palmid/shared/capture/attestation.ts';
 import { LED } from '@palmid/shared/wire/messages.ts';
 import type { ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import { scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
@@ -41,6 +42,15 @@ export interface KioskOptions {
    * pass the detector on every one of them, while a live hand costs one more capture. Default 2.
    */
   liveFrames?: number;
+  /**
+   * Signs a capture for `identify` with the device key (docs/websocket.md "Attested captures"): the
+   * context's auth_id, the nonce of its scan.request and the sample as sent.
+   */
+  attest?: (
+    authId: string,
+    nonce: string,
+    sample: { template: Uint8Array | undefined; hand: 'left' | 'right'; quality: number; liveness: number },
+  ) => CaptureAttestation;
   /** Pause between a rejected capture and the next prompt. */
   repromptMs?: number;
   display?: (line: string) => void;
@@ -58,7 +68,10 @@ export class KioskDaemon extends EventEmitter {
   readonly #scanner: KioskScanner;
   readonly #process: ProcessFrame;
   readonly #link: KioskLink;
-  readonly #opts: Required<Omit<KioskOptions, 'display'>> & { display: (line: string) => void };
+  readonly #opts: Required<Omit<KioskOptions, 'display' | 'attest'>> & {
+    display: (line: string) => void;
+    attest: KioskOptions['attest'];
+  };
   readonly #queue: ScanRequest[] = [];
   #current: { authId: string; abort: AbortController } | undefined;
   #running = false;
@@ -74,6 +87,7 @@ export class KioskDaemon extends EventEmitter {
       liveFrames: opts.liveFrames ?? 2,
       repromptMs: opts.repromptMs ?? 300,
       display: opts.display ?? (() => undefined),
+      attest: opts.attest,
     };
     link.on('notification', (method, params) => this.#onNotification(method, params));
   }
@@ -151,11 +165,16 @@ export class KioskDaemon extends EventEmitter {
         const processed = await this.#process(frame);
         const verdict = policy.observe(processed);
         if (verdict.kind === 'attack')
-          return await this.#identify(req, attempts, { liveness: 0, quality: 0, hand: 'right' });
+          return await this.#identify(req, attempts, {
+            template: undefined,
+            liveness: 0,
+            quality: 0,
+            hand: 'right',
+          });
         if (verdict.kind === 'identify') {
           // identify with the best capture; liveness is the weakest verdict of the frames
           return await this.#identify(req, attempts, {
-            template: Buffer.from(verdict.best.template).toString('base64'),
+            template: verdict.best.template,
             hand: verdict.best.hand,
             quality: toUnit(verdict.best.quality),
             liveness: toUnit(verdict.liveness),
@@ -185,11 +204,19 @@ export class KioskDaemon extends EventEmitter {
   async #identify(
     req: ScanRequest,
     attempts: number,
-    sample: { template?: string; hand: 'left' | 'right'; quality: number; liveness: number },
+    sample: { template: Uint8Array | undefined; hand: 'left' | 'right'; quality: number; liveness: number },
   ): Promise<Outcome> {
+    const attestation = this.#opts.attest?.(req.auth_id, req.nonce, sample);
     const res = await this.#link.call<{ status: string; auth_result: { success: boolean; reason?: string } }>(
       'identify',
-      { auth_id: req.auth_id, ...sample },
+      {
+        auth_id: req.auth_id,
+        ...(sample.template ? { template: Buffer.from(sample.template).toString('base64') } : {}),
+        hand: sample.hand,
+        quality: sample.quality,
+        liveness: sample.liveness,
+        ...(attestation ? { attestation } : {}),
+      },
       {
         id: `identify:${req.auth_id}`,
         timeoutMs: Math.max(5000, Date.parse(req.expires_at) - Date.now() + 5000),

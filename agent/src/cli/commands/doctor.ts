@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { LoadedConfig } from '../../config.ts';
 import { type CliContext, EXIT } from '../context.ts';
 import { type CheckResult, checkClock, checkModel, checkServer, checkToken } from '../doctor-checks.ts';
+import { checkDeviceKey } from './attest.ts';
 
 const MARK: Record<CheckResult['status'], string> = { ok: '✔', warn: '!', fail: '✘', skip: '-' };
 
@@ -70,7 +71,9 @@ async function checkDevice(ctx: CliContext, loaded: LoadedConfig, capture: boole
 export function registerDoctor(program: Command, ctx: CliContext): void {
   program
     .command('doctor')
-    .description('check the scanner, firmware, model file, server link and clock; exit 1 if any check fails')
+    .description(
+      'check the scanner, firmware, model file, server link, clock and device key; exit 1 if any check fails',
+    )
     .option('--capture', 'also take one test capture')
     .option('--json', 'machine-readable output')
     .option('--timeout <ms>', 'server request timeout', (v) => Number(v), 3000)
@@ -84,12 +87,20 @@ export function registerDoctor(program: Command, ctx: CliContext): void {
           detail: loaded.fileExists ? loaded.file : `${loaded.file} not found; defaults, env and flags only`,
         },
       ];
-      const [device, model, server] = await Promise.all([
+      const [device, model, server, deviceKey] = await Promise.all([
         checkDevice(ctx, loaded, opts.capture ?? false),
         checkModel(config.modelPath),
         checkServer(config.serverUrl, opts.timeout),
+        checkDeviceKey(loaded, opts.timeout),
       ]);
-      results.push(...device, model, server.result, checkClock(server), checkToken(config.deviceToken));
+      results.push(
+        ...device,
+        model,
+        server.result,
+        checkClock(server),
+        checkToken(config.deviceToken),
+        deviceKey,
+      );
 
       const failed = results.filter((r) => r.status === 'fail');
       if (opts.json) {

@@ -2,14 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
-import { kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
+import { deviceKeyOf, kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
 
 type Hand = 'left' | 'right';
 interface Sample {
-  template: string;
+  template: Uint8Array;
   hand: Hand;
   quality: number;
   liveness: number;
+  capturedAt: number;
 }
 
 function parseHands(value: string): Hand[] {
@@ -45,8 +46,27 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         const log = (line: string) => ctx.io.err(`${line}\n`);
         const stop = new AbortController();
         process.once('SIGINT', () => stop.abort());
+        const key = deviceKeyOf(loaded, log);
         const driver = await openScannerPatiently(ctx, loaded, stop.signal, log);
         if (!driver) return;
+        // The server's nonce comes first: every sample captured after it is signed with it (freshness).
+        const uplink = kioskUplink(loaded, id, driver, () => undefined, 'enrol', key);
+        uplink.start();
+        let begun: { enrolment_id: string; nonce: string };
+        try {
+          begun = await uplink.call<{ enrolment_id: string; nonce: string }>(
+            'enroll.begin',
+            {},
+            { timeoutMs: 15_000 },
+          );
+        } catch (err) {
+          await uplink.stop();
+          await driver.close();
+          throw new CliError(
+            `enrolment failed: ${err instanceof Error ? err.message : String(err)}`,
+            EXIT.FAILED,
+          );
+        }
         const samples: Sample[] = [];
         try {
           for (const hand of hands) {
@@ -67,10 +87,11 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                   continue;
                 }
                 got = {
-                  template: Buffer.from(p.template).toString('base64'),
+                  template: p.template,
                   hand: p.hand,
                   quality: p.quality / 100,
                   liveness: p.liveness / 100,
+                  capturedAt: Date.now(),
                 };
               }
               if (!got)
@@ -82,13 +103,28 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
               log('  ✔ captured');
             }
           }
+        } catch (err) {
+          await uplink.stop();
+          throw err;
         } finally {
           await driver.close();
         }
-        const uplink = kioskUplink(loaded, id, driver, () => undefined, 'enrol');
-        uplink.start();
         try {
-          const [first, ...rest] = samples as [Sample, ...Sample[]];
+          // Each sample signed in order (counters increase), with the enrolment's id and nonce.
+          const signed = samples.map((s) => ({
+            template: Buffer.from(s.template).toString('base64'),
+            hand: s.hand,
+            quality: s.quality,
+            liveness: s.liveness,
+            attestation: key.attest({
+              purpose: 'enroll',
+              deviceId: id.pvsId,
+              subject: begun.enrolment_id,
+              nonce: begun.nonce,
+              ...s,
+            }),
+          }));
+          const [first, ...rest] = signed as [(typeof signed)[number], ...typeof signed];
           // One request id for the whole enrolment: a retry after a dropped link cannot create two users.
           const res = await uplink.call<{ user_id: string; claim_code: string; expires_at: string }>(
             'enroll',

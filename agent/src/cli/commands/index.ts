@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.ts';
+import { registerAttest } from './attest.ts';
 import { registerCapture } from './capture.ts';
 import { registerConfig } from './config.ts';
 import { registerDevices } from './devices.ts';
@@ -18,4 +19,5 @@ export const commands: RegisterCommand[] = [
   registerConfig,
   registerRun,
   registerEnroll,
+  registerAttest,
 ];

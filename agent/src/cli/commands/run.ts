@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
+import { DeviceKey, deviceKeyPath } from '../../attestation/device-key.ts';
 import type { LoadedConfig } from '../../config.ts';
 import type { ScannerDriver } from '../../driver/scanner-driver.ts';
 import { KioskDaemon } from '../../kiosk/daemon.ts';
@@ -43,22 +44,38 @@ export async function openScannerPatiently(
   return undefined;
 }
 
+/** The device key (made on first use, beside the config file unless deviceKeyFile says otherwise). */
+export function deviceKeyOf(loaded: LoadedConfig, log?: (l: string) => void): DeviceKey {
+  try {
+    const { key, created } = DeviceKey.loadOrCreate(deviceKeyPath(loaded.file, loaded.config.deviceKeyFile));
+    if (created) log?.(`made a new device key at ${key.path} (mode 0600; it never leaves this device)`);
+    return key;
+  } catch (err) {
+    throw new CliError(err instanceof Error ? err.message : String(err), EXIT.USAGE);
+  }
+}
+
 export function kioskUplink(
   loaded: LoadedConfig,
   id: { pvsId: string; deviceToken: string },
-  driver: ScannerDriver,
+  driver: Pick<ScannerDriver, 'info'> | undefined,
   log: (l: string) => void,
-  mode: 'kiosk' | 'enrol' = 'kiosk',
+  mode: 'kiosk' | 'enrol' | 'check' = 'kiosk',
+  key?: DeviceKey,
 ): Uplink {
+  const secret = loaded.config.provisioningSecret;
   return new Uplink({
     serverUrl: loaded.config.serverUrl,
     deviceToken: id.deviceToken,
     hello: () => ({
       pvs_id: id.pvsId,
       agent_version: AGENT_VERSION,
-      firmware: driver.info?.firmware ?? 'unknown',
+      firmware: driver?.info?.firmware ?? 'unknown',
       model: basename(loaded.config.modelPath),
       mode,
+      ...(key
+        ? { device_key: { public_key: key.publicKey, ...(secret ? { provisioning_secret: secret } : {}) } }
+        : {}),
     }),
     log,
   });
@@ -85,12 +102,30 @@ export function registerRun(program: Command, ctx: CliContext): void {
       log(`scanner ${i.model}, firmware ${i.firmware} on ${loaded.config.device}`);
       driver.on('disconnected', (err: Error) => log(`scanner disconnected: ${err.message}`));
       driver.on('reconnected', () => log('scanner reconnected'));
-      const uplink = kioskUplink(loaded, id, driver, log);
-      uplink.on('connected', () => log(`connected to ${loaded.config.serverUrl} as kiosk ${id.pvsId}`));
+      const key = deviceKeyOf(loaded, log);
+      const uplink = kioskUplink(loaded, id, driver, log, 'kiosk', key);
+      uplink.on('connected', (r: { device_key?: string }) => {
+        log(`connected to ${loaded.config.serverUrl} as kiosk ${id.pvsId}`);
+        if (r.device_key !== 'bound')
+          log(
+            'the server has no key registered for this device: captures will be refused (set provisioningSecret from admin pvs create / pvs rekey)',
+          );
+      });
       uplink.on('disconnected', () => log('server link lost; reconnecting'));
       uplink.on('refused', (e: { message: string }) => log(`server refused the kiosk: ${e.message}`));
       const daemon = new KioskDaemon(driver, processCapture, uplink, {
         maxAttempts: opts.maxAttempts,
+        attest: (authId, nonce, sample) =>
+          key.attest({
+            purpose: 'identify',
+            deviceId: id.pvsId,
+            subject: authId,
+            nonce,
+            template: sample.template,
+            hand: sample.hand,
+            quality: sample.quality,
+            liveness: sample.liveness,
+          }),
         display: (line) => ctx.io.out(`[kiosk] ${line}\n`),
       });
       daemon.on('outcome', (o: { auth_id: string; status: string; reason?: string; attempts: number }) =>

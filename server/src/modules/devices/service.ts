@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import {
   type AttestedSample,
   type CaptureAttestation,
+  CAPTURE_FRESHNESS_MS,
   type CapturePurpose,
   publicKeyFromString,
   verifyCapture,
@@ -180,8 +181,19 @@ export function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureV
     const publicKey = publicKeyFromString(key.public_key);
     const first = q.samples[0]!.attestation;
     let previous = 0;
+    // An enrolment's samples are captured one after another after enroll.begin: they may be older than 60 s,
+    // and are bounded instead by the enrolment nonce (checked below against its issue time).
+    const freshnessMs =
+      q.purpose === 'enroll' ? ENROLMENT_NONCE_TTL_MS + CAPTURE_FRESHNESS_MS : CAPTURE_FRESHNESS_MS;
     for (const s of q.samples) {
-      const r = verifyCapture({ attestation: s.attestation, sample: s, purpose: q.purpose, publicKey, now });
+      const r = verifyCapture({
+        attestation: s.attestation,
+        sample: s,
+        purpose: q.purpose,
+        publicKey,
+        now,
+        freshnessMs,
+      });
       if (!r.ok) return fail(r.why, r.message);
       const a = s.attestation!;
       if (a.device_id !== deviceId) return fail('wrong_device', 'the capture is attested by another device');
@@ -195,12 +207,21 @@ export function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureV
       return fail('subject', 'the capture was attested for another request');
     if (q.purpose !== 'direct') {
       if (!first!.nonce) return fail('nonce', 'the capture carries no server nonce');
-      const fresh = await consumeNonce(
+      const expiresAt = await consumeNonce(
         db,
         { nonce: first!.nonce, pvsId: deviceId, purpose: q.purpose, subject },
         now,
       );
-      if (!fresh) return fail('nonce', 'the nonce is unknown, expired, for another request or already used');
+      if (expiresAt === undefined)
+        return fail('nonce', 'the nonce is unknown, expired, for another request or already used');
+      if (q.purpose === 'enroll') {
+        const issuedAt = expiresAt - ENROLMENT_NONCE_TTL_MS;
+        for (const s of q.samples) {
+          const at = Date.parse(s.attestation!.captured_at);
+          if (at < issuedAt - CAPTURE_FRESHNESS_MS || at > now + CAPTURE_FRESHNESS_MS)
+            return fail('stale', 'a sample was captured before its enrolment began');
+        }
+      }
     } else if (first!.nonce) return fail('nonce', 'the direct path has no server nonce');
     const lowest = first!.counter;
     if (!(await advanceCounter(db, deviceId, lowest, previous, now)))

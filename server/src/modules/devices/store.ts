@@ -84,13 +84,16 @@ export async function insertNonce(
     .execute();
 }
 
-/** Marks a nonce used if it was issued to this device for this purpose and subject and is still valid. */
+/**
+ * Marks a nonce used if it was issued to this device for this purpose and subject and is still valid;
+ * returns its expiry (the issue time follows from the purpose's lifetime), or undefined.
+ */
 export async function consumeNonce(
   db: Db,
   q: { nonce: string; pvsId: string; purpose: string; subject: string },
   now: number,
-): Promise<boolean> {
-  const res = await db
+): Promise<number | undefined> {
+  const row = await db
     .updateTable('capture_nonces')
     .set({ used_at: now })
     .where('nonce', '=', q.nonce)
@@ -99,6 +102,7 @@ export async function consumeNonce(
     .where('subject', '=', q.subject)
     .where('used_at', 'is', null)
     .where('expires_at', '>', now)
+    .returning('expires_at')
     .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+  return row ? Number(row.expires_at) : undefined;
 }

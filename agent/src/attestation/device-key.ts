@@ -1,0 +1,122 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import {
+  attestCapture,
+  type CaptureAttestation,
+  type CapturePurpose,
+  generateDeviceKey,
+  privateKeyFromPem,
+  publicKeyToString,
+} from '@palmid/shared/capture/attestation.ts';
+
+/**
+ * The capture device's own key (docs/kiosk-install.md "Device key"): an Ed25519 key pair made here, on the
+ * device, the first time it is needed. The private key stays in one file (mode 0600) beside the agent
+ * config and never leaves the device; the server only ever sees the public key (bound at the first
+ * `hello` with the provisioning secret) and signatures. A counter file beside it keeps the device counter
+ * strictly increasing across restarts.
+ */
+export const KEY_FILE_NAME = 'device-key.pem';
+
+/** Where the key lives: `deviceKeyFile` when set, else beside the config file. */
+export function deviceKeyPath(configFile: string, deviceKeyFile?: string): string {
+  return deviceKeyFile ?? join(dirname(configFile), KEY_FILE_NAME);
+}
+
+export class DeviceKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeviceKeyError';
+  }
+}
+
+export interface KeyFileState {
+  path: string;
+  exists: boolean;
+  /** permission bits, e.g. 0o600 */
+  mode?: number;
+}
+
+export function keyFileState(path: string): KeyFileState {
+  if (!existsSync(path)) return { path, exists: false };
+  return { path, exists: true, mode: statSync(path).mode & 0o777 };
+}
+
+export class DeviceKey {
+  private constructor(
+    readonly path: string,
+    readonly privateKey: KeyObject,
+  ) {}
+
+  /** The raw public key, base64url (what `hello` registers). */
+  get publicKey(): string {
+    return publicKeyToString(createPublicKey(this.privateKey));
+  }
+
+  /** Loads the key; refuses one that others can read. */
+  static load(path: string): DeviceKey {
+    const state = keyFileState(path);
+    if (!state.exists) throw new DeviceKeyError(`no device key at ${path}`);
+    if ((state.mode ?? 0) & 0o077)
+      throw new DeviceKeyError(
+        `device key ${path} is readable by others (mode ${state.mode?.toString(8)}); run: chmod 600 ${path}`,
+      );
+    try {
+      return new DeviceKey(path, privateKeyFromPem(readFileSync(path, 'utf8')));
+    } catch (err) {
+      throw new DeviceKeyError(
+        `device key ${path} is not a usable Ed25519 key (${err instanceof Error ? err.message : String(err)})`,
+      );
+    }
+  }
+
+  /** Loads the key, or makes one (mode 0600) when there is none yet. */
+  static loadOrCreate(path: string): { key: DeviceKey; created: boolean } {
+    if (existsSync(path)) return { key: DeviceKey.load(path), created: false };
+    mkdirSync(dirname(path), { recursive: true });
+    const { privateKey } = generateDeviceKey();
+    const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+    writeFileSync(path, pem, { mode: 0o600, flag: 'wx' });
+    chmodSync(path, 0o600);
+    return { key: new DeviceKey(path, privateKey), created: true };
+  }
+
+  /**
+   * The next device counter: above the last one used and never below the clock in ms, so counters keep
+   * increasing even if the counter file is lost. Written before it is used.
+   */
+  nextCounter(now = Date.now()): number {
+    const file = `${this.path}.counter`;
+    let last = 0;
+    try {
+      last = Number(readFileSync(file, 'utf8').trim()) || 0;
+    } catch {
+      last = 0;
+    }
+    const next = Math.max(last + 1, now);
+    writeFileSync(file, `${next}\n`, { mode: 0o600 });
+    return next;
+  }
+
+  /** Signs one capture (shared/src/capture/attestation.ts). */
+  attest(input: {
+    purpose: CapturePurpose;
+    deviceId: string;
+    subject: string;
+    nonce?: string | undefined;
+    template: Uint8Array | undefined;
+    hand: 'left' | 'right' | undefined;
+    quality: number;
+    liveness: number;
+    capturedAt?: number;
+  }): CaptureAttestation {
+    const capturedAt = input.capturedAt ?? Date.now();
+    return attestCapture({
+      ...input,
+      privateKey: this.privateKey,
+      capturedAt,
+      counter: this.nextCounter(capturedAt),
+    });
+  }
+}
