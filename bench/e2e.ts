@@ -37,7 +37,12 @@ async function main(): Promise<void> {
   const admin = async <T>(...args: string[]) =>
     lastJson<T>(await run('server/src/cli/admin.ts', ['--json', ...args], env));
   const vendor = await admin<{ vendor_id: string; api_key: string }>('vendor', 'create', '--name', 'Bench');
-  const kiosk = await admin<{ pvs_id: string; device_token: string }>('pvs', 'create', '--name', 'bench');
+  const kiosk = await admin<{ pvs_id: string; device_token: string; provisioning_secret: string }>(
+    'pvs',
+    'create',
+    '--name',
+    'bench',
+  );
   const sim = await startSim(['--capture-ms', '100']);
   const agentEnv = kioskAgentEnv(`${tmp.dir}/a.json`, sim, server.base, kiosk);
   await sim.autoPresent({ identity: 'bench-user', hand: 'right' });

@@ -17,6 +17,7 @@ export interface Demo {
   userToken: string;
   pvsId: string;
   deviceToken: string;
+  provisioningSecret: string;
 }
 
 /**
@@ -105,6 +106,7 @@ export async function seedDemo(ctx: AppContext): Promise<Demo> {
         userToken: token.user_token,
         pvsId: kiosk.pvs_id,
         deviceToken: kiosk.device_token,
+        provisioningSecret: kiosk.provisioning_secret,
       },
       added,
     };

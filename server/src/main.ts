@@ -47,7 +47,7 @@ async function main(): Promise<void> {
       const dataDir = config.DATABASE_URL.startsWith('sqlite:')
         ? dirname(config.DATABASE_URL.slice(7))
         : './data';
-      kiosk = await startSimKiosk(base, demo.pvsId, demo.deviceToken, dataDir);
+      kiosk = await startSimKiosk(base, demo.pvsId, demo.deviceToken, dataDir, demo.provisioningSecret);
     }
     process.stdout.write(banner(base, ctx.version, demo));
   } else if (config.PALMID_SIM === '1') {

@@ -31,6 +31,7 @@ export async function startSimKiosk(
   pvsId: string,
   deviceToken: string,
   dataDir: string,
+  provisioningSecret?: string,
 ): Promise<SimKiosk> {
   const sim = spawn(
     process.execPath,
@@ -71,6 +72,8 @@ export async function startSimKiosk(
       PALMID_SERVER_URL: serverUrl,
       PALMID_PVS_ID: pvsId,
       PALMID_DEVICE_TOKEN: deviceToken,
+      // binds the agent's device key (made in dataDir) to the demo kiosk at its first hello
+      ...(provisioningSecret ? { PALMID_PROVISIONING_SECRET: provisioningSecret } : {}),
     },
   });
   pipe(agent, '[kiosk]');

@@ -18,6 +18,7 @@ import type { AppContext } from './context.ts';
 import { createScratchDatabase, type ScratchDatabase } from './db/scratch.ts';
 import { bindOnHello } from './modules/devices/service.ts';
 import { ExactGallery, ExactMatcher } from './modules/matching/exact.ts';
+import { createPvs } from './modules/pvs/service.ts';
 import { createUser, issueUserToken } from './modules/users/service.ts';
 import { createVendor } from './modules/vendors/service.ts';
 
@@ -155,6 +156,22 @@ export async function provisionDevice(
   return device;
 }
 
+/** An integrator's capture host registered to `vendorId` (`admin pvs create --vendor`), key bound. */
+export async function vendorDevice(
+  ctx: AppContext,
+  vendorId: string,
+  name = 'capture host',
+): Promise<TestDevice> {
+  return provisionDevice(ctx, await createPvs(ctx.database.db, { name, vendorId }));
+}
+
+/** A `POST /api/v1/auth` body with its palm attested by `device` (bodies without a palm unchanged). */
+export function attestBody<T>(device: TestDevice, body: T, capturedAt = Date.now()): T {
+  const b = body as { palm?: Sample };
+  if (!b || typeof b !== 'object' || !b.palm || typeof b.palm !== 'object') return body;
+  return { ...b, palm: device.direct(b.palm, capturedAt) } as T;
+}
+
 /** A minimal JSON-frame WebSocket client (kiosk or vendor side). */
 export class FrameClient {
   readonly frames: Record<string, unknown>[] = [];
@@ -256,13 +273,14 @@ export class FrameClient {
   async identify(
     id: string,
     device: TestDevice,
-    params: Sample & { auth_id: string },
+    params: Sample & { auth_id: string; capturedAt?: number },
   ): Promise<Record<string, unknown>> {
     const nonce = await this.nonceFor(params.auth_id);
-    const sample = { hand: 'right' as const, quality: 0.9, liveness: 0.9, ...params };
+    const { capturedAt, ...rest } = params;
+    const sample = { hand: 'right' as const, quality: 0.9, liveness: 0.9, ...rest };
     return this.call(id, 'identify', {
       ...sample,
-      attestation: device.attest('identify', params.auth_id, nonce, sample),
+      attestation: device.attest('identify', params.auth_id, nonce, sample, capturedAt),
     });
   }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import WebSocket from 'ws';
-import { createTestApp, type TestApp } from '../../server/src/testing.ts';
+import { createTestApp, type TestApp, TestDevice } from '../../server/src/testing.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -89,9 +89,11 @@ export async function startHarness(): Promise<Harness> {
 /** A kiosk on /ws/pvs that answers every scan.request with the given palm template. */
 export async function startKiosk(
   base: string,
-  pvs: { pvs_id: string; device_token: string },
+  pvs: { pvs_id: string; device_token: string; provisioning_secret: string },
   template: string,
 ) {
+  // a device key of its own, bound by the hello below; every identify is attested with it
+  const device = new TestDevice(pvs.pvs_id);
   const ws = new WebSocket(`${base.replace('http', 'ws')}/ws/pvs`, {
     headers: { authorization: `Bearer ${pvs.device_token}` },
   });
@@ -101,15 +103,17 @@ export async function startKiosk(
   });
   let seq = 0;
   ws.on('message', (d) => {
-    const f = JSON.parse(d.toString()) as { method?: string; params?: { auth_id?: string } };
+    const f = JSON.parse(d.toString()) as { method?: string; params?: { auth_id?: string; nonce?: string } };
     if (f.method === 'scan.request' && f.params?.auth_id) {
+      const { auth_id, nonce } = f.params;
       // a moment "at the scanner", so the console shows the scanning state
       setTimeout(() => {
+        const sample = { template, hand: 'right' as const, quality: 0.9, liveness: 0.95 };
         ws.send(
           JSON.stringify({
             id: `identify-${++seq}`,
             method: 'identify',
-            params: { auth_id: f.params!.auth_id, template, hand: 'right', quality: 0.9, liveness: 0.95 },
+            params: { auth_id, ...sample, attestation: device.attest('identify', auth_id, nonce, sample) },
           }),
         );
       }, 300);
@@ -119,7 +123,13 @@ export async function startKiosk(
     JSON.stringify({
       id: 'hello',
       method: 'hello',
-      params: { pvs_id: pvs.pvs_id, agent_version: 'browser-test', firmware: 'sim', model: 'sim' },
+      params: {
+        pvs_id: pvs.pvs_id,
+        agent_version: 'browser-test',
+        firmware: 'sim',
+        model: 'sim',
+        device_key: { public_key: device.publicKey, provisioning_secret: pvs.provisioning_secret },
+      },
     }),
   );
   return { close: () => ws.close() };

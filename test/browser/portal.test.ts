@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
 import { createClaimCode } from '../../server/src/modules/users/service.ts';
-import { seedVendor } from '../../server/src/testing.ts';
+import { seedVendor, vendorDevice } from '../../server/src/testing.ts';
 import { eventually, HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness } from './harness.ts';
 
 const TEMPLATE = Buffer.from('portal-browser-test-palm-0001').toString('base64');
@@ -151,7 +151,11 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
       { 'x-api-key': cafe.api_key },
       {
         auth_context: { type: 'payment', amount: 450, attributes_optional: ['email'] },
-        palm: { template: TEMPLATE, hand: 'right', liveness: 0.95 },
+        palm: (await vendorDevice(hx.t.ctx, cafe.vendor_id)).direct({
+          template: TEMPLATE,
+          hand: 'right',
+          liveness: 0.95,
+        }),
       },
     );
     expect(auth.json().data.auth_result.attributes.email).toBe('ada@example.org');

@@ -15,7 +15,7 @@ import {
   revokeKeys,
   rotateKey,
 } from '@palmid/server/modules/vendors/service.ts';
-import { createTestApp, type TestApp } from '@palmid/server/testing.ts';
+import { attestBody, createTestApp, type TestApp, vendorDevice } from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../support/postgres.ts';
@@ -145,6 +145,8 @@ for (const store of stores) {
       const db = t.ctx.database.db;
       const v = await createVendor(db, { name: 'Flow Vendor' });
       const headers = { 'x-api-key': v.api_key };
+      // the vendor's capture host (its key, nonces and counter live in this store too)
+      const device = await vendorDevice(t.ctx, v.vendor_id);
       const created = await t.app.inject({
         method: 'POST',
         url: '/api/v1/mpc/users/create',
@@ -182,10 +184,10 @@ for (const store of stores) {
         method: 'POST',
         url: '/api/v1/auth',
         headers,
-        payload: {
+        payload: attestBody(device, {
           auth_context: { type: 'payment', amount: 990, attributes_required: ['email'] },
           palm: { template: tpl('flow-right'), liveness: 0.99 },
-        },
+        }),
       });
       expect(resolved.statusCode).toBe(200);
       const result = resolved.json().data.auth_result;
@@ -242,7 +244,10 @@ for (const store of stores) {
         method: 'POST',
         url: '/api/v1/auth',
         headers,
-        payload: { auth_context: { type: 'login' }, palm: { template: tpl('flow-right'), liveness: 0.99 } },
+        payload: attestBody(device, {
+          auth_context: { type: 'login' },
+          palm: { template: tpl('flow-right'), liveness: 0.99 },
+        }),
       });
       expect(again.json().data.auth_result).toMatchObject({ success: false, reason: 'no_match' });
       expect((await verifyAuditChain(db, t.ctx.keyring)).ok).toBe(true);

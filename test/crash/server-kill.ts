@@ -3,7 +3,9 @@ import { encodeTemplate } from '@palmid/shared/palm/template.ts';
 import SQLite from 'better-sqlite3';
 import { closeContext, createContext } from '../../server/src/bootstrap.ts';
 import { loadConfig } from '../../server/src/config.ts';
+import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
+import { provisionDevice } from '../../server/src/testing.ts';
 import { api, run, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 import { ExactGallery, ExactMatcher } from './writer.ts';
 
@@ -47,6 +49,11 @@ export async function runServerKills(opts: { kills: number }): Promise<ServerKil
     gallery: new ExactGallery(),
   });
   const vendor = await createVendor(seedCtx.database.db, { name: 'Kill Cafe', url: 'https://kill.example' });
+  // the vendor's capture host: one-call resolutions carry palms it attests (docs/vendor-api.md)
+  const device = await provisionDevice(
+    seedCtx,
+    await createPvs(seedCtx.database.db, { name: 'kill host', vendorId: vendor.vendor_id }),
+  );
   await closeContext(seedCtx);
   let server: ServerProc = await startServer(env);
   const figures: ServerKillFigures = { kills: 0, acknowledged: 0, byKind: {} };
@@ -93,7 +100,10 @@ export async function runServerKills(opts: { kills: number }): Promise<ServerKil
         loop(async () => {
           const r = await api(server.base, 'POST', '/api/v1/auth', {
             key: vendor.api_key,
-            body: { auth_context: { type: 'login' }, palm: { template, hand: 'right', liveness: 0.99 } },
+            body: {
+              auth_context: { type: 'login' },
+              palm: device.direct({ template, hand: 'right', liveness: 0.99 }),
+            },
           });
           if (r.status === 200) {
             acked.auth.push(r.body.data.auth_id as string);

@@ -169,7 +169,13 @@ export async function main(argv: string[]): Promise<void> {
           ctx,
           trx,
           created,
-          { template: Buffer.from(user.template, 'base64'), hand: 'right', liveness: 0.99 },
+          // the crash campaign exercises the writes; captures are verified upstream (modules/devices)
+          {
+            template: Buffer.from(user.template, 'base64'),
+            hand: 'right',
+            liveness: 0.99,
+            capture: { ok: true, deviceId: 'crash-writer' },
+          },
           CALLER,
         );
       });

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
+import { FrameClient, TestDevice } from '../../server/src/testing.ts';
 
 /**
  * Cross-process harness: the real server, firmware simulator and agent as separate processes on
@@ -188,7 +189,7 @@ export function kioskAgentEnv(
   configFile: string,
   sim: Pick<SimProc, 'device'>,
   serverUrl: string,
-  kiosk: { pvs_id: string; device_token: string },
+  kiosk: { pvs_id: string; device_token: string; provisioning_secret?: string },
 ): Record<string, string> {
   return {
     PALMID_AGENT_CONFIG: configFile,
@@ -196,7 +197,34 @@ export function kioskAgentEnv(
     PALMID_SERVER_URL: serverUrl,
     PALMID_PVS_ID: kiosk.pvs_id,
     PALMID_DEVICE_TOKEN: kiosk.device_token,
+    // the agent's first hello registers the key it makes beside configFile (docs/kiosk-install.md)
+    ...(kiosk.provisioning_secret ? { PALMID_PROVISIONING_SECRET: kiosk.provisioning_secret } : {}),
   };
+}
+
+/**
+ * A capture device (kiosk or integrator host from `admin pvs create`) whose key this test holds: the key is
+ * bound the way the agent binds it, with `hello` and the provisioning secret over a real /ws/pvs socket.
+ */
+export async function bindDevice(
+  serverUrl: string,
+  kiosk: { pvs_id: string; device_token: string; provisioning_secret: string },
+): Promise<TestDevice> {
+  const device = new TestDevice(kiosk.pvs_id);
+  const c = await FrameClient.open(`${serverUrl.replace(/^http/, 'ws')}/ws/pvs`, {
+    authorization: `Bearer ${kiosk.device_token}`,
+  });
+  try {
+    const r = await c.hello('bind', device, {
+      provisioning_secret: kiosk.provisioning_secret,
+      mode: 'check',
+    });
+    if ((r.result as { device_key?: string } | undefined)?.device_key !== 'bound')
+      throw new Error(`device key not bound: ${JSON.stringify(r)}`);
+  } finally {
+    c.close();
+  }
+  return device;
 }
 
 export async function api<T = { data: Record<string, unknown> }>(

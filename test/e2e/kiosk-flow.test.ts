@@ -30,7 +30,7 @@ describe('kiosk end to end', () => {
   let sim: SimProc;
   let agent: Proc | undefined;
   let vendor: { vendor_id: string; api_key: string };
-  let kiosk: { pvs_id: string; device_token: string };
+  let kiosk: { pvs_id: string; device_token: string; provisioning_secret: string };
   let userToken: string;
   let ledgerId: string;
   let agentEnv: Record<string, string>;

@@ -32,7 +32,7 @@ describe('network drop and tenant isolation across processes', () => {
   const sims: SimProc[] = [];
   const agents: Proc[] = [];
   const vendors: { vendor_id: string; api_key: string }[] = [];
-  const kiosks: { pvs_id: string; device_token: string }[] = [];
+  const kiosks: { pvs_id: string; device_token: string; provisioning_secret: string }[] = [];
   const sockets: VendorSocket[] = [];
 
   const admin = async <T>(...args: string[]) =>

@@ -3,7 +3,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createAttestation } from '@palmid/shared/crypto/attestation.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, lastJson, run, type ServerProc, startServer, tempDir } from './harness.ts';
+import type { TestDevice } from '../../server/src/testing.ts';
+import { api, bindDevice, lastJson, run, type ServerProc, startServer, tempDir } from './harness.ts';
 
 /**
  * Issue 6 across real processes: the server (main.ts), the admin CLI (vendor and verifier), the palm CLI
@@ -23,6 +24,7 @@ describe('zero-knowledge proofs across processes', () => {
   let vendor: { vendor_id: string; api_key: string };
   let template: string;
   let authId: string;
+  let host: TestDevice;
   const files = { status: join(tmp.dir, 'status.json'), key: join(tmp.dir, 'zk-key.json') };
 
   const admin = async <T>(...args: string[]) =>
@@ -44,6 +46,18 @@ describe('zero-knowledge proofs across processes', () => {
   beforeAll(async () => {
     server = await startServer(env);
     vendor = await admin('vendor', 'create', '--name', 'Club Z');
+    // Club Z's own capture host (docs/vendor-api.md "Attested palms")
+    host = await bindDevice(
+      server.base,
+      await admin<{ pvs_id: string; device_token: string; provisioning_secret: string }>(
+        'pvs',
+        'create',
+        '--name',
+        'Club Z door',
+        '--vendor',
+        vendor.vendor_id,
+      ),
+    );
     // A template made by the real extractor from a synthetic frame (--roi: the template only has to be
     // well formed and the same at enrolment and identification; liveness is not under test here).
     const synthDir = join(tmp.dir, 'synth');
@@ -138,7 +152,7 @@ describe('zero-knowledge proofs across processes', () => {
           attributes_optional: ['age_proof'],
           predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold', 'platinum'] }],
         },
-        palm: { template },
+        palm: host.direct({ template }),
       },
     });
     const ms = Date.now() - started;

@@ -36,7 +36,7 @@ describe('kiosk under scanner faults; secrets never logged', () => {
   let agent: Proc;
   let vws: VendorSocket;
   let vendor: { vendor_id: string; api_key: string };
-  let kiosk: { pvs_id: string; device_token: string };
+  let kiosk: { pvs_id: string; device_token: string; provisioning_secret: string };
   let agentEnv: Record<string, string>;
   const secrets: Record<string, string> = {};
   const logs: { proc: string; lines: string[] }[] = [];

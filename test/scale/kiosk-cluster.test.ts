@@ -40,7 +40,7 @@ suite(`kiosk end to end on PostgreSQL + Redis with two instances${skip ? ` (${sk
   let agent: Proc | undefined;
   let vws: VendorSocket | undefined;
   let vendor: { vendor_id: string; api_key: string };
-  let kiosk: { pvs_id: string; device_token: string };
+  let kiosk: { pvs_id: string; device_token: string; provisioning_secret: string };
   let agentEnv: Record<string, string>;
   let userToken: string;
 

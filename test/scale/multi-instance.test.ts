@@ -1,7 +1,14 @@
 import { expireOverdue } from '@palmid/server/modules/auth-contexts/service.ts';
 import { createPvs } from '@palmid/server/modules/pvs/service.ts';
 import { addPalm, createUser, eraseUser } from '@palmid/server/modules/users/service.ts';
-import { type ExactGallery, FrameClient, seedVendor } from '@palmid/server/testing.ts';
+import {
+  attestBody,
+  type ExactGallery,
+  FrameClient,
+  seedVendor,
+  TestDevice,
+  vendorDevice,
+} from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,12 +87,17 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
       payload: { palms: [{ hand: 'left', template: tpl('multi-left') }] },
     });
     const userId = created.json().data.user_id as string;
+    // the vendor's capture host, registered via A; its key and counter are shared by both instances
+    const device = await vendorDevice(A().ctx, v.vendor_id);
     const identifyOnB = async () => {
       const res = await B().app.inject({
         method: 'POST',
         url: '/api/v1/auth',
         headers,
-        payload: { auth_context: { type: 'login' }, palm: { template: tpl('multi-left'), liveness: 0.99 } },
+        payload: attestBody(device, {
+          auth_context: { type: 'login' },
+          palm: { template: tpl('multi-left'), liveness: 0.99 },
+        }),
       });
       return res.json().data.auth_result as { success: boolean; user_id: string | null; reason?: string };
     };
@@ -165,7 +177,8 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     const k = await FrameClient.open(`${c.bases[0]}/ws/pvs`, {
       authorization: `Bearer ${kiosk.device_token}`,
     });
-    await k.call('h', 'hello', { pvs_id: kiosk.pvs_id, agent_version: 'test', firmware: 'sim', model: 'm' });
+    const device = new TestDevice(kiosk.pvs_id);
+    await k.hello('h', device, { provisioning_secret: kiosk.provisioning_secret });
     const sock = await FrameClient.open(`${c.bases[1]}/ws/vendor`, { 'x-api-key': v.api_key });
     await sock.call('p', 'ping', {});
 
@@ -174,13 +187,9 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     const e = await FrameClient.open(`${c.bases[1]}/ws/pvs`, {
       authorization: `Bearer ${enrolKiosk.device_token}`,
     });
-    await e.call('h', 'hello', { pvs_id: enrolKiosk.pvs_id, agent_version: 't', firmware: 's', model: 'm' });
-    const enrolled = await e.call('e1', 'enroll', {
-      template: tpl('kiosk-palm'),
-      hand: 'right',
-      quality: 0.9,
-      liveness: 0.95,
-    });
+    const enrolDevice = new TestDevice(enrolKiosk.pvs_id);
+    await e.hello('h', enrolDevice, { provisioning_secret: enrolKiosk.provisioning_secret });
+    const enrolled = await e.enroll('e1', enrolDevice, [{ template: tpl('kiosk-palm'), liveness: 0.95 }]);
     const userId = (enrolled.result as { user_id: string }).user_id;
     await eventually(() => (A().ctx.gallery as ExactGallery).entries.some((x) => x.userId === userId));
 
@@ -197,13 +206,7 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     await sock.next(
       (f) => f.method === 'auth.updated' && (f.params as { status: string }).status === 'scanning',
     );
-    const idf = await k.call('i1', 'identify', {
-      auth_id: authId,
-      template: tpl('kiosk-palm'),
-      hand: 'right',
-      quality: 0.9,
-      liveness: 0.9,
-    });
+    const idf = await k.identify('i1', device, { auth_id: authId, template: tpl('kiosk-palm') });
     expect(idf.result).toMatchObject({ status: 'completed', auth_result: { success: true } });
     const done = await sock.next(
       (f) => f.method === 'auth.updated' && (f.params as { status: string }).status === 'completed',

@@ -6,7 +6,7 @@ import { buildApp, HTTP_TIMEOUTS } from '../../server/src/app.ts';
 import { LOCK_MS, MAX_FAILURES } from '../../server/src/modules/pvs/lockout.ts';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { createTestApp, seedUser, type TestApp } from '../../server/src/testing.ts';
+import { createTestApp, FrameClient, seedUser, type TestApp, TestDevice } from '../../server/src/testing.ts';
 
 /**
  * Abuse over real sockets: rate limits under 200 concurrent clients, kiosk lockout after repeated failed
@@ -84,26 +84,17 @@ describe('abuse', () => {
 
   it(`a kiosk is locked after ${MAX_FAILURES} failed matches and unlocks after ${LOCK_MS / 1000} s`, async () => {
     const kiosk = await createPvs(t.ctx.database.db, { name: 'abuse kiosk', vendorId: vendor.vendor_id });
-    const ws = new WebSocket(`${base.replace('http', 'ws')}/ws/pvs`, {
-      headers: { authorization: `Bearer ${kiosk.device_token}` },
+    const k = await FrameClient.open(`${base.replace('http', 'ws')}/ws/pvs`, {
+      authorization: `Bearer ${kiosk.device_token}`,
     });
-    const answers = new Map<
-      string,
-      (f: { result?: unknown; error?: { code: string; details: Record<string, unknown> } }) => void
-    >();
-    ws.on('message', (d) => {
-      const f = JSON.parse(d.toString());
-      if (f.id) answers.get(f.id)?.(f);
-    });
-    await new Promise((r) => ws.once('open', r));
-    const call = (id: string, method: string, params: unknown) =>
-      new Promise<{
+    const device = new TestDevice(kiosk.pvs_id);
+    await k.hello('h', device, { provisioning_secret: kiosk.provisioning_secret });
+    // attested captures, signed at the server's (test) clock
+    const call = async (id: string, auth_id: string) =>
+      (await k.identify(id, device, { auth_id, template: stranger, capturedAt: clock })) as {
         result?: { auth_result: { reason?: string } };
         error?: { code: string; details: Record<string, unknown> };
-      }>((resolve) => {
-        answers.set(id, resolve as never);
-        ws.send(JSON.stringify({ id, method, params }));
-      });
+      };
     const newContext = async () => {
       const r = await t.app.inject({
         method: 'POST',
@@ -116,14 +107,7 @@ describe('abuse', () => {
       return r.json().data.auth_id as string;
     };
     const stranger = Buffer.from('not-an-enrolled-palm').toString('base64');
-    const identify = async (n: string) =>
-      call(n, 'identify', {
-        auth_id: await newContext(),
-        template: stranger,
-        hand: 'right',
-        quality: 0.9,
-        liveness: 0.9,
-      });
+    const identify = async (n: string) => call(n, await newContext());
     for (let i = 0; i < MAX_FAILURES; i++)
       expect((await identify(`f${i}`)).result?.auth_result.reason).toBe('no_match');
     const locked = await identify('locked');
@@ -137,17 +121,7 @@ describe('abuse', () => {
     // concurrent failures cannot slip past the counter: a burst of 20 parallel attempts is cut at the limit
     clock += LOCK_MS + 1000;
     const ids = await Promise.all(Array.from({ length: 20 }, () => newContext()));
-    const burstAnswers = await Promise.all(
-      ids.map((auth_id, i) =>
-        call(`b${i}`, 'identify', {
-          auth_id,
-          template: stranger,
-          hand: 'right',
-          quality: 0.9,
-          liveness: 0.9,
-        }),
-      ),
-    );
+    const burstAnswers = await Promise.all(ids.map((auth_id, i) => call(`b${i}`, auth_id)));
     const matched = burstAnswers.filter((a) => a.result).length;
     abuseFigures.lockout = {
       max_failures: MAX_FAILURES,
@@ -155,7 +129,7 @@ describe('abuse', () => {
       burst_of_20_admitted: matched,
     };
     expect(matched).toBeLessThanOrEqual(MAX_FAILURES);
-    ws.close();
+    k.close();
   }, 60_000);
 
   it('a WebSocket frame over 64 KiB closes the connection (1009); the server keeps serving', async () => {

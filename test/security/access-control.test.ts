@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
 import { RATE_LIMITS, RateLimits } from '../../server/src/plugins/app/rate-limit.ts';
-import { createTestApp, type TestApp } from '../../server/src/testing.ts';
+import { createTestApp, provisionDevice, type TestApp } from '../../server/src/testing.ts';
 
 /**
  * OWASP API Security Top 10 (2023) for every route that takes an object id: API1 broken object-level
@@ -78,7 +78,9 @@ describe('access control (OWASP API Top 10 2023)', () => {
     noScope = await createVendor(db, { name: 'No Scope', scopes: [] });
     authOnly = await createVendor(db, { name: 'Auth Only', scopes: ['auth'] });
     live = await createVendor(db, { name: 'Live Vendor', mode: 'live' });
-    kioskA = (await createPvs(db, { name: 'A kiosk', vendorId: vendorA.vendor_id })).pvs_id;
+    const kiosk = await createPvs(db, { name: 'A kiosk', vendorId: vendorA.vendor_id });
+    kioskA = kiosk.pvs_id;
+    const device = await provisionDevice(t.ctx, kiosk);
     const mk = async (palm?: string) => {
       const res = await inject({
         method: 'POST',
@@ -115,10 +117,11 @@ describe('access control (OWASP API Top 10 2023)', () => {
       key: vendorA.api_key,
       body: {
         auth_context: { type: 'login', attributes_optional: ['email'] },
-        palm: { template, hand: 'right', liveness: 0.99 },
+        palm: device.direct({ template, hand: 'right', liveness: 0.99 }),
       },
     });
     expect(resolved.statusCode, resolved.body).toBe(200);
+    expect(resolved.json().data.auth_result.success, resolved.body).toBe(true);
     const created = await inject({
       method: 'POST',
       url: '/api/v1/auth/create',

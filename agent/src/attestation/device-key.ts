@@ -1,6 +1,6 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, extname, join } from 'node:path';
 import {
   attestCapture,
   type CaptureAttestation,
@@ -17,11 +17,17 @@ import {
  * `hello` with the provisioning secret) and signatures. A counter file beside it keeps the device counter
  * strictly increasing across restarts.
  */
-export const KEY_FILE_NAME = 'device-key.pem';
+export const KEY_FILE_SUFFIX = '.device-key.pem';
 
-/** Where the key lives: `deviceKeyFile` when set, else beside the config file. */
+/**
+ * Where the key lives: `deviceKeyFile` when set, else beside the config file and named after it
+ * (`data/agent.json` → `data/agent.device-key.pem`), so two agents configured in one folder never share one.
+ */
 export function deviceKeyPath(configFile: string, deviceKeyFile?: string): string {
-  return deviceKeyFile ?? join(dirname(configFile), KEY_FILE_NAME);
+  return (
+    deviceKeyFile ??
+    join(dirname(configFile), `${basename(configFile, extname(configFile))}${KEY_FILE_SUFFIX}`)
+  );
 }
 
 export class DeviceKeyError extends Error {
@@ -77,7 +83,14 @@ export class DeviceKey {
     mkdirSync(dirname(path), { recursive: true });
     const { privateKey } = generateDeviceKey();
     const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
-    writeFileSync(path, pem, { mode: 0o600, flag: 'wx' });
+    try {
+      writeFileSync(path, pem, { mode: 0o600, flag: 'wx' });
+    } catch (err) {
+      // another agent process on this device made it first: use that one
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+        return { key: DeviceKey.load(path), created: false };
+      throw err;
+    }
     chmodSync(path, 0o600);
     return { key: new DeviceKey(path, privateKey), created: true };
   }

@@ -7,7 +7,14 @@ import { openDatabase } from '../db/index.ts';
 import { AnchorKeeper, checkAnchor, readAnchorFile } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
 import { recallAnswer, rememberAnswer } from '../modules/pvs/idempotency.ts';
-import { createTestApp, seedVendor, type TestApp } from '../testing.ts';
+import {
+  attestBody,
+  createTestApp,
+  seedVendor,
+  type TestApp,
+  type TestDevice,
+  vendorDevice,
+} from '../testing.ts';
 import { Keyring } from './keyring.ts';
 import { rotateMasterKey } from './rotate-master.ts';
 
@@ -23,6 +30,7 @@ describe('master key rotation', () => {
   let user: { user_id: string; user_token: string };
   let authId: string;
   let before: TestApp;
+  let device: TestDevice;
 
   const app = (key: Buffer) => createTestApp({ DATABASE_URL: url, PALMID_MASTER_KEY: key.toString('hex') });
 
@@ -33,6 +41,8 @@ describe('master key rotation', () => {
     }
     before = await app(oldKey);
     vendor = await seedVendor(before.ctx, 'Rotating Vendor');
+    // the vendor's capture host; its key and counter live in the database and survive the rotation
+    device = await vendorDevice(before.ctx, vendor.vendor_id);
     const headers = { 'x-api-key': vendor.api_key };
     // Three users: enrolled with a palm and an attribute; erased; plain.
     const created = await before.app.inject({
@@ -68,10 +78,10 @@ describe('master key rotation', () => {
       method: 'POST',
       url: '/api/v1/auth',
       headers,
-      payload: {
+      payload: attestBody(device, {
         auth_context: { type: 'login', attributes_optional: ['email'] },
         palm: { template: tpl('rot-left'), liveness: 0.99 },
-      },
+      }),
     });
     authId = auth.json().data.auth_id;
     expect(auth.json().data.auth_result).toMatchObject({
@@ -134,7 +144,10 @@ describe('master key rotation', () => {
         method: 'POST',
         url: '/api/v1/auth',
         headers,
-        payload: { auth_context: { type: 'login' }, palm: { template: tpl('rot-left'), liveness: 0.99 } },
+        payload: attestBody(device, {
+          auth_context: { type: 'login' },
+          palm: { template: tpl('rot-left'), liveness: 0.99 },
+        }),
       });
       expect(auth.json().data.auth_result).toMatchObject({ success: true });
       expect(await recallAnswer(after.ctx, after.ctx.database.db, 'pvs:k1:enroll:r1')).toMatchObject({

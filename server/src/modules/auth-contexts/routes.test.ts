@@ -1,6 +1,14 @@
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
+import {
+  attestBody,
+  createTestApp,
+  seedUser,
+  seedVendor,
+  type TestApp,
+  type TestDevice,
+  vendorDevice,
+} from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { verifyAuditChain } from '../audit/service.ts';
 import { grantConsent } from '../consents/service.ts';
@@ -17,12 +25,14 @@ describe('vendor auth contexts', () => {
   let otherKey: string;
   let alice: { userId: string; token: string; ledgerId: string };
 
+  let device: TestDevice;
+  // Palms on the direct path are attested by the vendor's capture host (docs/vendor-api.md).
   const api = (method: 'GET' | 'POST', url: string, body?: unknown, apiKey = key) =>
     t.app.inject({
       method,
       url,
       headers: { 'x-api-key': apiKey },
-      ...(body === undefined ? {} : { payload: body as object }),
+      ...(body === undefined ? {} : { payload: attestBody(device, body, clock) as object }),
     });
 
   beforeAll(async () => {
@@ -30,6 +40,7 @@ describe('vendor auth contexts', () => {
     const v = await seedVendor(t.ctx, 'Cafe X');
     key = v.api_key;
     vendorId = v.vendor_id;
+    device = await vendorDevice(t.ctx, vendorId);
     otherKey = (await seedVendor(t.ctx, 'Other Bar')).api_key;
     alice = await seedUser(t.ctx);
     const db = t.ctx.database.db;

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import {
   type AttestedSample,
-  type CaptureAttestation,
   CAPTURE_FRESHNESS_MS,
+  type CaptureAttestation,
   type CapturePurpose,
   publicKeyFromString,
   verifyCapture,

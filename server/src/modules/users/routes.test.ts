@@ -1,6 +1,13 @@
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import {
+  attestBody,
+  createTestApp,
+  seedVendor,
+  type TestApp,
+  type TestDevice,
+  vendorDevice,
+} from '../../testing.ts';
 import { grantConsent } from '../consents/service.ts';
 
 const tpl = (s: string) => Buffer.from(s.padEnd(24, '.')).toString('base64');
@@ -17,10 +24,13 @@ describe('/api/v1/mpc/users', () => {
       payload: body as object,
     });
 
+  let devA: TestDevice;
+
   beforeAll(async () => {
     t = await createTestApp();
     a = await seedVendor(t.ctx, 'Vendor A');
     b = await seedVendor(t.ctx, 'Vendor B');
+    devA = await vendorDevice(t.ctx, a.vendor_id);
   });
   afterAll(() => t.close());
 
@@ -39,7 +49,7 @@ describe('/api/v1/mpc/users', () => {
       method: 'POST',
       url: '/api/v1/auth',
       headers: { 'x-api-key': a.api_key },
-      payload: { auth_context: { type: 'login' }, palm: { template: tpl('bob-left') } },
+      payload: attestBody(devA, { auth_context: { type: 'login' }, palm: { template: tpl('bob-left') } }),
     });
     expect(auth.json().data.auth_result.user_id).toBe(d.pseudonym);
     // the user token works on the user API
@@ -89,7 +99,7 @@ describe('/api/v1/mpc/users', () => {
       method: 'POST',
       url: '/api/v1/auth',
       headers: { 'x-api-key': a.api_key },
-      payload: { auth_context: { type: 'login' }, palm: { template: tpl('carol-right') } },
+      payload: attestBody(devA, { auth_context: { type: 'login' }, palm: { template: tpl('carol-right') } }),
     });
     expect(auth.json().data.auth_result.reason).toBe('no_match');
   });

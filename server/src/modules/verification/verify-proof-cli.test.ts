@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { releaseZkResources } from '@palmid/shared/zk/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
+import {
+  attestBody,
+  createTestApp,
+  seedUser,
+  seedVendor,
+  type TestApp,
+  vendorDevice,
+} from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { grantConsent } from '../consents/service.ts';
 import { addPalm, dataKeyOf } from '../users/service.ts';
@@ -70,10 +77,14 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
       method: 'POST',
       url: '/api/v1/auth',
       headers,
-      payload: {
-        auth_context: { type: 'entrance', minimum_age: 18, attributes_optional: ['age_proof'] },
-        palm: { template: TEMPLATE },
-      },
+      payload: attestBody(
+        await vendorDevice(t.ctx, vendor.vendor_id),
+        {
+          auth_context: { type: 'entrance', minimum_age: 18, attributes_optional: ['age_proof'] },
+          palm: { template: TEMPLATE },
+        },
+        clock,
+      ),
     });
     authId = created.json().data.auth_id;
     const status = await t.app.inject({ method: 'GET', url: `/api/v1/auth/${authId}/status`, headers });

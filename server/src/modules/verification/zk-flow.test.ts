@@ -12,7 +12,15 @@ import {
   verifyPredicateProof,
 } from '@palmid/shared/zk/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
+import {
+  attestBody,
+  createTestApp,
+  seedUser,
+  seedVendor,
+  type TestApp,
+  type TestDevice,
+  vendorDevice,
+} from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { createAuthContext, loadContext, prepareProofs, resolveWithPalm } from '../auth-contexts/service.ts';
 import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
@@ -33,6 +41,7 @@ describe('zero-knowledge proofs in the server flow', () => {
   const clock = Date.parse('2026-06-01T12:00:00Z');
   let key: string;
   let vendorId: string;
+  let device: TestDevice;
   let serviceKey: ServicePublicKey;
   const users: Record<string, { userId: string; token: string }> = {};
 
@@ -41,7 +50,7 @@ describe('zero-knowledge proofs in the server flow', () => {
       method,
       url,
       headers: { 'x-api-key': key },
-      ...(body === undefined ? {} : { payload: body as object }),
+      ...(body === undefined ? {} : { payload: attestBody(device, body, clock) as object }),
     });
   const asUser = (name: string, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) =>
     t.app.inject({
@@ -88,6 +97,7 @@ describe('zero-knowledge proofs in the server flow', () => {
     const v = await seedVendor(t.ctx, 'Club Z');
     key = v.api_key;
     vendorId = v.vendor_id;
+    device = await vendorDevice(t.ctx, vendorId);
     // 25 years old; exactly one day short of 21 (turns 21 tomorrow); consented but no membership.
     await enrol('alice', '2000-06-02', ['age_over_21', 'membership_status_in_set']);
     await enrol('bob', '2005-06-02', ['age_over_21']);
@@ -415,7 +425,11 @@ describe('zero-knowledge proofs in the server flow', () => {
         attributes_optional: ['age_proof'],
       } as never),
     );
-    const palm = { template: new Uint8Array(Buffer.from(tpl('alice'), 'base64')) };
+    // resolveWithPalm called directly: the capture is taken as verified (the REST and kiosk paths verify it)
+    const palm = {
+      template: new Uint8Array(Buffer.from(tpl('alice'), 'base64')),
+      capture: { ok: true as const, deviceId: device.pvsId },
+    };
     const prepared = await prepareProofs(t.ctx, row, palm);
     expect([...prepared.proofs.values()].filter(Boolean)).toHaveLength(1);
     const alice = users.alice!.userId;
