@@ -171,6 +171,26 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     expect([...a, ...b].filter((row) => row.id === authId)).toHaveLength(1);
   });
 
+  it('the direct path lockout holds across instances: 5 no_match on A lock the device and key on B', async () => {
+    const v = await seedVendor(A().ctx, 'Locked Vendor');
+    const device = await vendorDevice(A().ctx, v.vendor_id);
+    const headers = { 'x-api-key': v.api_key };
+    const attempt = (n: 0 | 1, i: number) =>
+      c.instances[n]!.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth',
+        headers,
+        payload: attestBody(device, {
+          auth_context: { type: 'login' },
+          palm: { template: tpl(`nobody-${i}`), liveness: 0.99 },
+        }),
+      });
+    for (let i = 0; i < 5; i++) expect((await attempt(0, i)).json().data.auth_result.reason).toBe('no_match');
+    const onB = await attempt(1, 5);
+    expect(onB.statusCode).toBe(429);
+    expect(onB.json().error.details.reason).toBe('capture_locked');
+  });
+
   it('a kiosk on A serves a context created on B whose vendor listens on B', async () => {
     const v = await seedVendor(B().ctx, 'Kiosk Vendor');
     const kiosk = await createPvs(A().ctx.database.db, { name: 'kiosk on A', vendorId: v.vendor_id });
