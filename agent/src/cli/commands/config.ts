@@ -10,7 +10,7 @@ import {
 } from '../../config.ts';
 import type { CliContext } from '../context.ts';
 
-const SECRET_KEYS: ConfigKey[] = ['deviceToken'];
+const SECRET_KEYS: ConfigKey[] = ['deviceToken', 'provisioningSecret'];
 
 function redact(key: ConfigKey, value: unknown, reveal: boolean): unknown {
   if (value === undefined || reveal || !SECRET_KEYS.includes(key)) return value;
@@ -34,7 +34,7 @@ export function registerConfig(program: Command, ctx: CliContext): void {
     .command('show')
     .description('print the effective configuration and where each value comes from')
     .option('--json', 'machine-readable output')
-    .option('--reveal', 'show secrets (device token) in full')
+    .option('--reveal', 'show secrets (device token, provisioning secret) in full')
     .action((opts: { json?: boolean; reveal?: boolean }, cmd: Command) => {
       const loaded = ctx.config(cmd);
       const reveal = opts.reveal ?? false;

@@ -159,12 +159,8 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
           };
         },
 
+        // Any kiosk may begin one: whether it may then enrol is decided by `enroll` itself.
         'enroll.begin': async () => {
-          if (pvs.vendorId !== null) {
-            throw new AppError('FORBIDDEN', 'Only kiosks without a vendor enrol users', {
-              reason: 'vendor_kiosk',
-            });
-          }
           const now = ctx.now();
           const enrolmentId = randomUUID();
           const expiresAt = now + ENROLMENT_NONCE_TTL_MS;
