@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import {
   type AttestedSample,
   CAPTURE_FRESHNESS_MS,
@@ -83,7 +83,31 @@ export async function deviceKeyState(db: Db, pvsId: string): Promise<DeviceKeySt
   return (await loadKey(db, pvsId))?.public_key ? 'bound' : 'unbound';
 }
 
-/** A fresh single-use nonce for one capture (scan.request) or one enrolment (enroll.begin). */
+/**
+ * The nonce of one `scan.request`: 16 random bytes and a 16-byte MAC binding them to this kiosk and this
+ * auth_id under a key derived from the master key, so no write is needed to issue it (it is on every
+ * context's path) and every instance can check it. It is single-use because the context is: the first
+ * identify that carries it resolves the context, which never resolves again.
+ */
+export function scanNonce(ctx: AppContext, pvsId: string, authId: string): string {
+  const r = randomBytes(16);
+  return Buffer.concat([r, scanNonceMac(ctx, pvsId, authId, r)]).toString('base64url');
+}
+
+function scanNonceMac(ctx: AppContext, pvsId: string, authId: string, r: Buffer): Buffer {
+  return Buffer.from(
+    ctx.keyring.mac('capture-nonce', `identify:${pvsId}:${authId}:${r.toString('hex')}`),
+    'hex',
+  ).subarray(0, 16);
+}
+
+function validScanNonce(ctx: AppContext, pvsId: string, authId: string, nonce: string): boolean {
+  const bytes = Buffer.from(nonce, 'base64url');
+  if (bytes.length !== 32) return false;
+  return timingSafeEqual(bytes.subarray(16), scanNonceMac(ctx, pvsId, authId, bytes.subarray(0, 16)));
+}
+
+/** A fresh single-use nonce for one enrolment (enroll.begin), stored until used or expired. */
 export async function issueNonce(
   db: Db,
   q: { pvsId: string; purpose: CapturePurpose; subject: string; expiresAt: number },
@@ -113,7 +137,12 @@ export type CaptureFailure =
   | 'counter';
 
 export type CaptureVerdict =
-  | { ok: true; deviceId: string }
+  | {
+      ok: true;
+      deviceId: string;
+      /** counters of the capture, still to be accepted by `settleCapture` (in the resolving transaction) */
+      pending?: { lowest: number; highest: number };
+    }
   | { ok: false; deviceId: string | null; why: CaptureFailure; message: string };
 
 export interface AttestedCapture extends AttestedSample {
@@ -132,26 +161,13 @@ export interface CaptureQuery {
   samples: AttestedCapture[];
 }
 
-/** Per device, checks run one at a time in the order they were asked for (counters must increase). */
-const queues = new Map<string, Promise<unknown>>();
-function serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const before = queues.get(key) ?? Promise.resolve();
-  const run = before.then(fn, fn);
-  const tail = run.catch(() => undefined);
-  queues.set(key, tail);
-  void tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key);
-  });
-  return run;
-}
-
 /**
  * Verifies a capture's attestation: signature with the device's registered key, freshness of captured_at,
- * the nonce (issued to this device for this subject, unused: consumed here) and the counter (above the
- * last accepted one: advanced here). Call it synchronously on arrival: checks of one device are serialised
- * in call order, so captures signed in order are judged in order.
+ * and the nonce (a scan.request's: its MAC for this kiosk and auth_id; an enrolment's: consumed here).
+ * The counter is checked last, by `settleCapture`: for `identify` and `direct` inside the transaction
+ * that resolves the context (no commit of its own on the hot path), for `enroll` here.
  */
-export function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureVerdict> {
+export async function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureVerdict> {
   const named = q.samples[0]?.attestation?.device_id ?? null;
   const deviceId = q.deviceId ?? named;
   const fail = (why: CaptureFailure, message: string): CaptureVerdict => ({
@@ -160,8 +176,8 @@ export function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureV
     why,
     message,
   });
-  if (!deviceId) return Promise.resolve(fail('missing', 'the capture carries no attestation'));
-  return serial(deviceId, async () => {
+  if (!deviceId) return fail('missing', 'the capture carries no attestation');
+  {
     const db = ctx.database.db;
     const now = ctx.now();
     if (q.samples.length === 0) return fail('missing', 'no capture');
@@ -205,7 +221,10 @@ export function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureV
     const subject = first!.subject;
     if (q.subject !== undefined && subject !== q.subject)
       return fail('subject', 'the capture was attested for another request');
-    if (q.purpose !== 'direct') {
+    if (q.purpose === 'identify') {
+      if (!first!.nonce || !validScanNonce(ctx, deviceId, subject, first!.nonce))
+        return fail('nonce', 'the nonce was not issued to this kiosk for this context');
+    } else if (q.purpose === 'enroll') {
       if (!first!.nonce) return fail('nonce', 'the capture carries no server nonce');
       const expiresAt = await consumeNonce(
         db,
@@ -223,11 +242,31 @@ export function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureV
         }
       }
     } else if (first!.nonce) return fail('nonce', 'the direct path has no server nonce');
-    const lowest = first!.counter;
-    if (!(await advanceCounter(db, deviceId, lowest, previous, now)))
-      return fail('counter', 'the device counter does not increase (replayed capture?)');
-    return { ok: true, deviceId };
-  });
+    const verdict: CaptureVerdict = {
+      ok: true,
+      deviceId,
+      pending: { lowest: first!.counter, highest: previous },
+    };
+    return q.purpose === 'enroll' ? settleCapture(db, verdict, now) : verdict;
+  }
+}
+
+/**
+ * Accepts the capture's counters (compare-and-set: above the last accepted, on every instance) or turns
+ * the verdict into a `counter` failure (a replayed capture). Run it in the transaction that acts on the
+ * capture, so the counter moves exactly when the capture is used.
+ */
+export async function settleCapture(db: Db, verdict: CaptureVerdict, now: number): Promise<CaptureVerdict> {
+  if (!verdict.ok || !verdict.pending) return verdict;
+  const { lowest, highest } = verdict.pending;
+  if (!(await advanceCounter(db, verdict.deviceId, lowest, highest, now)))
+    return {
+      ok: false,
+      deviceId: verdict.deviceId,
+      why: 'counter',
+      message: 'the device counter does not increase (replayed capture?)',
+    };
+  return { ok: true, deviceId: verdict.deviceId };
 }
 
 /** Records a refused capture in the audit log (no user is known: the row is filed under the device). */

@@ -100,7 +100,7 @@ describe('/ws/pvs and /ws/vendor', () => {
     );
     expect(scanning.params).toMatchObject({ auth_id: authId });
 
-    expect((req.params as { nonce: string }).nonce).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect((req.params as { nonce: string }).nonce).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const idf = await k.identify('i1', device, { auth_id: authId, template: TEMPLATE });
     expect(idf.error).toBeUndefined();
     expect(idf.result).toMatchObject({ status: 'completed', auth_result: { success: true } });

@@ -24,6 +24,7 @@ import {
   checkCapture,
   ENROLMENT_NONCE_TTL_MS,
   issueNonce,
+  scanNonce,
 } from '../devices/service.ts';
 import { addPalm, createClaimCode, createUser } from '../users/service.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
@@ -91,12 +92,8 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
       const scanning = await markScanning(ctx, ctx.database.db, row);
       if (!scanning) return;
       if (scanning.status !== row.status) publishUpdate(ctx, scanning);
-      // A fresh single-use nonce per delivery: the capture's attestation must carry it.
-      const nonce = await issueNonce(
-        ctx.database.db,
-        { pvsId: pvs.id, purpose: 'identify', subject: row.id, expiresAt: Number(row.expires_at) },
-        ctx.now(),
-      );
+      // A fresh nonce per delivery, bound to this kiosk and context: the capture's attestation must carry it.
+      const nonce = scanNonce(ctx, pvs.id, row.id);
       const msg: ScanRequest = {
         auth_id: row.id,
         type: row.type,
@@ -234,14 +231,13 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
 
         identify: async (params, id) => {
           const template = params.template === undefined ? undefined : decodeTemplate(params.template);
-          // Started before any await: one device's captures are judged in the order they arrived.
           const checked = checkCapture(ctx, {
             purpose: 'identify',
             deviceId: pvs.id,
             subject: params.auth_id,
             samples: [{ ...params, template }],
           });
-          checked.catch(() => undefined); // awaited below; a refused lockout must not leave it unhandled
+          checked.catch(() => undefined); // awaited below; a lockout refusal must not leave it unhandled
           const now = ctx.now();
           const locked = await lockout.admit(pvs.id, now);
           if (locked > 0) {
