@@ -10,9 +10,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { attestCapture, generateDeviceKey, verifyCapture } from '@palmid/shared/capture/attestation.ts';
 import {
   type CaptureVerdict,
-  checkCapture,
+  checkAttestation,
   scanNonce,
-  settleCapture,
+  settleAttestation,
 } from '../server/src/modules/devices/service.ts';
 import { createPvs } from '../server/src/modules/pvs/service.ts';
 import { createTestApp, provisionDevice } from '../server/src/testing.ts';
@@ -83,7 +83,7 @@ try {
   const verdicts: CaptureVerdict[] = [];
   check = await timeEach(N, async (i) => {
     const attestation = device.attest('identify', subjects[i]!, nonces[i], { ...sample, template: b64 });
-    const v = await checkCapture(t.ctx, {
+    const v = await checkAttestation(t.ctx, {
       purpose: 'identify',
       deviceId: device.pvsId,
       subject: subjects[i],
@@ -108,7 +108,7 @@ try {
     t0 = performance.now();
     await db.transaction().execute(async (trx) => {
       await write(trx);
-      const settled = await settleCapture(trx, verdicts[i]!, Date.now());
+      const settled = await settleAttestation(trx, verdicts[i]!, Date.now());
       if (!settled.ok) throw new Error(`counter refused: ${settled.why}`);
     });
     trxWith.push(performance.now() - t0);

@@ -65,6 +65,7 @@ describe('kiosk under scanner faults; secrets never logged', () => {
     kiosk = await admin('pvs', 'create', '--name', 'fault kiosk');
     secrets.api_key = vendor.api_key;
     secrets.device_token = kiosk.device_token;
+    secrets.provisioning_secret = kiosk.provisioning_secret;
     sim = await startSim(['--capture-ms', '100']);
     logs.push({ proc: 'sim', lines: sim.output });
     agentEnv = kioskAgentEnv(`${tmp.dir}/agent.json`, sim, server.base, kiosk);
@@ -177,7 +178,9 @@ describe('kiosk under scanner faults; secrets never logged', () => {
       ).toBe(false);
       // key prefixes alone are fine (sk_test_ + 8 chars for identification), whole keys are not
       expect(/sk_(test|live)_[A-Za-z0-9_-]{43}/.test(line), `${proc}: ${line}`).toBe(false);
-      expect(/\b(ut|pvs)_[A-Za-z0-9_-]{32,}/.test(line), `${proc}: ${line}`).toBe(false);
+      expect(/\b(ut|pvs|prov)_[A-Za-z0-9_-]{32,}/.test(line), `${proc}: ${line}`).toBe(false);
+      // nor the device's private key (PEM body)
+      expect(line.includes('PRIVATE KEY'), `${proc}: ${line}`).toBe(false);
     }
   });
 });

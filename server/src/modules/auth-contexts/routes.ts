@@ -13,7 +13,8 @@ import { z } from 'zod';
 import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { DirectLockout } from '../devices/direct-lockout.ts';
-import { checkCapture } from '../devices/service.ts';
+import { checkAttestation } from '../devices/service.ts';
+import { findPvs } from '../pvs/service.ts';
 import { dispatchToKiosks } from './dispatch.ts';
 import {
   cancelAuthContext,
@@ -141,9 +142,10 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       const template = decodeTemplate(palm.template);
       ctx.matcher.validate(template);
       // Only a palm attested by a capture device of this vendor is believed (docs/vendor-api.md).
-      const capture = await checkCapture(ctx, {
+      const capture = await checkAttestation(ctx, {
         purpose: 'direct',
         vendorId: vendor.id,
+        device: (id) => findPvs(ctx.database.db, id),
         samples: [{ ...palm, template }],
       });
       if (!capture.ok) request.log.warn({ why: capture.why }, 'direct capture refused');

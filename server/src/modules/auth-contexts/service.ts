@@ -16,7 +16,7 @@ import type { AuthContextsTable } from '../../db/schema.ts';
 import { readAttributeValues } from '../attributes/service.ts';
 import { type AuditEntry, appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
-import { auditCaptureFailure, type CaptureVerdict, settleCapture } from '../devices/service.ts';
+import { auditAttestationFailure, type CaptureVerdict, settleAttestation } from '../devices/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
 import { getUser, touchLastAuth } from '../users/service.ts';
 import {
@@ -482,12 +482,12 @@ export async function resolveWithPalm(
   };
 
   // The capture's counter is accepted in this transaction, with the resolution it leads to.
-  if (palm.capture?.ok) palm = { ...palm, capture: await settleCapture(db, palm.capture, now) };
+  if (palm.capture?.ok) palm = { ...palm, capture: await settleAttestation(db, palm.capture, now) };
   const d = await decide(ctx, db, row, palm, now);
   if (d.kind === 'fail') {
     const result: AuthResult = { success: false, user_id: null, attributes: {}, timestamp, reason: d.reason };
     if (palm.capture && !palm.capture.ok)
-      await auditCaptureFailure(ctx, db, caller, palm.capture, row.vendor_id, now);
+      await auditAttestationFailure(ctx, db, caller, palm.capture, row.vendor_id, now);
     return finish(result, 'failed', null);
   }
   const { user, vendor, pseudo, attributes, outcome } = d;

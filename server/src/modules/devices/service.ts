@@ -140,7 +140,7 @@ export type CaptureVerdict =
   | {
       ok: true;
       deviceId: string;
-      /** counters of the capture, still to be accepted by `settleCapture` (in the resolving transaction) */
+      /** counters of the capture, still to be accepted by `settleAttestation` (in the resolving transaction) */
       pending?: { lowest: number; highest: number };
     }
   | { ok: false; deviceId: string | null; why: CaptureFailure; message: string };
@@ -153,8 +153,12 @@ export interface CaptureQuery {
   purpose: CapturePurpose;
   /** The device the capture must come from (the socket's kiosk); undefined: the one the attestation names. */
   deviceId?: string | undefined;
-  /** Direct path: the device must be registered to this vendor. */
+  /**
+   * Direct path: the device must be registered to this vendor; `device` looks it up (the pvs module owns
+   * that table: the caller passes its lookup).
+   */
   vendorId?: string | undefined;
+  device?: (deviceId: string) => Promise<{ vendorId: string | null; revoked: boolean } | undefined>;
   /** The auth_id (identify) the capture must be for; enrolment ids come with their nonce. */
   subject?: string | undefined;
   /** One capture, or an enrolment's samples (one nonce, increasing counters). */
@@ -164,10 +168,10 @@ export interface CaptureQuery {
 /**
  * Verifies a capture's attestation: signature with the device's registered key, freshness of captured_at,
  * and the nonce (a scan.request's: its MAC for this kiosk and auth_id; an enrolment's: consumed here).
- * The counter is checked last, by `settleCapture`: for `identify` and `direct` inside the transaction
+ * The counter is checked last, by `settleAttestation`: for `identify` and `direct` inside the transaction
  * that resolves the context (no commit of its own on the hot path), for `enroll` here.
  */
-export async function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<CaptureVerdict> {
+export async function checkAttestation(ctx: AppContext, q: CaptureQuery): Promise<CaptureVerdict> {
   const named = q.samples[0]?.attestation?.device_id ?? null;
   const deviceId = q.deviceId ?? named;
   const fail = (why: CaptureFailure, message: string): CaptureVerdict => ({
@@ -182,14 +186,9 @@ export async function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<Ca
     const now = ctx.now();
     if (q.samples.length === 0) return fail('missing', 'no capture');
     if (q.vendorId !== undefined) {
-      const device = await db
-        .selectFrom('pvs')
-        .select(['vendor_id', 'revoked_at'])
-        .where('id', '=', deviceId)
-        .executeTakeFirst();
-      if (!device || device.revoked_at !== null)
-        return fail('unknown_device', 'the capture device is not registered');
-      if (device.vendor_id !== q.vendorId)
+      const device = await q.device?.(deviceId);
+      if (!device || device.revoked) return fail('unknown_device', 'the capture device is not registered');
+      if (device.vendorId !== q.vendorId)
         return fail('other_vendor', 'the capture device is not registered to this vendor');
     }
     const key = await loadKey(db, deviceId);
@@ -218,6 +217,10 @@ export async function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<Ca
       if (a.counter <= previous) return fail('counter', 'the device counter does not increase');
       previous = a.counter;
     }
+    // A replayed capture is refused here already, before matching; the compare-and-set in
+    // `settleAttestation` closes the race between two uses of one capture.
+    if (first!.counter <= key.last_counter)
+      return fail('counter', 'the device counter does not increase (replayed capture?)');
     const subject = first!.subject;
     if (q.subject !== undefined && subject !== q.subject)
       return fail('subject', 'the capture was attested for another request');
@@ -247,7 +250,7 @@ export async function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<Ca
       deviceId,
       pending: { lowest: first!.counter, highest: previous },
     };
-    return q.purpose === 'enroll' ? settleCapture(db, verdict, now) : verdict;
+    return q.purpose === 'enroll' ? settleAttestation(db, verdict, now) : verdict;
   }
 }
 
@@ -256,7 +259,11 @@ export async function checkCapture(ctx: AppContext, q: CaptureQuery): Promise<Ca
  * the verdict into a `counter` failure (a replayed capture). Run it in the transaction that acts on the
  * capture, so the counter moves exactly when the capture is used.
  */
-export async function settleCapture(db: Db, verdict: CaptureVerdict, now: number): Promise<CaptureVerdict> {
+export async function settleAttestation(
+  db: Db,
+  verdict: CaptureVerdict,
+  now: number,
+): Promise<CaptureVerdict> {
   if (!verdict.ok || !verdict.pending) return verdict;
   const { lowest, highest } = verdict.pending;
   if (!(await advanceCounter(db, verdict.deviceId, lowest, highest, now)))
@@ -270,7 +277,7 @@ export async function settleCapture(db: Db, verdict: CaptureVerdict, now: number
 }
 
 /** Records a refused capture in the audit log (no user is known: the row is filed under the device). */
-export async function auditCaptureFailure(
+export async function auditAttestationFailure(
   ctx: AppContext,
   db: Db,
   caller: Caller,

@@ -19,9 +19,9 @@ import {
   toRecord,
 } from '../auth-contexts/service.ts';
 import {
-  auditCaptureFailure,
+  auditAttestationFailure,
   bindOnHello,
-  checkCapture,
+  checkAttestation,
   ENROLMENT_NONCE_TTL_MS,
   issueNonce,
   scanNonce,
@@ -186,14 +186,14 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
           const replayed = await recallAnswer(ctx, ctx.database.db, key);
           if (replayed) return replayed as { user_id: string; claim_code: string; expires_at: string };
           const templates = samples.map((s) => ({ hand: s.hand, template: decodeTemplate(s.template) }));
-          const capture = await checkCapture(ctx, {
+          const capture = await checkAttestation(ctx, {
             purpose: 'enroll',
             deviceId: pvs.id,
             samples: samples.map((s, i) => ({ ...s, template: templates[i]!.template })),
           });
           if (!capture.ok) {
             log.warn({ why: capture.why }, 'enrolment capture refused');
-            await auditCaptureFailure(ctx, ctx.database.db, caller, capture, null, ctx.now());
+            await auditAttestationFailure(ctx, ctx.database.db, caller, capture, null, ctx.now());
             throw new AppError('FORBIDDEN', 'The capture attestation was refused', {
               field: 'attestation',
               reason: 'attestation_failed',
@@ -231,7 +231,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
 
         identify: async (params, id) => {
           const template = params.template === undefined ? undefined : decodeTemplate(params.template);
-          const checked = checkCapture(ctx, {
+          const checked = checkAttestation(ctx, {
             purpose: 'identify',
             deviceId: pvs.id,
             subject: params.auth_id,

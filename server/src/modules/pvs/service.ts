@@ -54,6 +54,19 @@ export async function rekeyPvs(db: Db, id: string, now = Date.now()) {
   return { pvs_id: id, provisioning_secret: await newProvisioningSecret(db, id, now) };
 }
 
+/** A capture device's registration (for attestation checks on the direct path). */
+export async function findPvs(
+  db: Db,
+  id: string,
+): Promise<{ vendorId: string | null; revoked: boolean } | undefined> {
+  const row = await db
+    .selectFrom('pvs')
+    .select(['vendor_id', 'revoked_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row ? { vendorId: row.vendor_id, revoked: row.revoked_at !== null } : undefined;
+}
+
 export async function listPvs(db: Db) {
   return db
     .selectFrom('pvs')
