@@ -181,77 +181,73 @@ export async function checkAttestation(ctx: AppContext, q: CaptureQuery): Promis
     message,
   });
   if (!deviceId) return fail('missing', 'the capture carries no attestation');
-  {
-    const db = ctx.database.db;
-    const now = ctx.now();
-    if (q.samples.length === 0) return fail('missing', 'no capture');
-    if (q.vendorId !== undefined) {
-      const device = await q.device?.(deviceId);
-      if (!device || device.revoked) return fail('unknown_device', 'the capture device is not registered');
-      if (device.vendorId !== q.vendorId)
-        return fail('other_vendor', 'the capture device is not registered to this vendor');
-    }
-    const key = await loadKey(db, deviceId);
-    if (!key?.public_key) return fail('no_key', 'the capture device has no registered key');
-    const publicKey = publicKeyFromString(key.public_key);
-    const first = q.samples[0]!.attestation;
-    let previous = 0;
-    // An enrolment's samples are captured one after another after enroll.begin: they may be older than 60 s,
-    // and are bounded instead by the enrolment nonce (checked below against its issue time).
-    const freshnessMs =
-      q.purpose === 'enroll' ? ENROLMENT_NONCE_TTL_MS + CAPTURE_FRESHNESS_MS : CAPTURE_FRESHNESS_MS;
-    for (const s of q.samples) {
-      const r = verifyCapture({
-        attestation: s.attestation,
-        sample: s,
-        purpose: q.purpose,
-        publicKey,
-        now,
-        freshnessMs,
-      });
-      if (!r.ok) return fail(r.why, r.message);
-      const a = s.attestation!;
-      if (a.device_id !== deviceId) return fail('wrong_device', 'the capture is attested by another device');
-      if (a.subject !== first!.subject || (a.nonce ?? '') !== (first!.nonce ?? ''))
-        return fail('subject', 'the samples of one request must share subject and nonce');
-      if (a.counter <= previous) return fail('counter', 'the device counter does not increase');
-      previous = a.counter;
-    }
-    // A replayed capture is refused here already, before matching; the compare-and-set in
-    // `settleAttestation` closes the race between two uses of one capture.
-    if (first!.counter <= key.last_counter)
-      return fail('counter', 'the device counter does not increase (replayed capture?)');
-    const subject = first!.subject;
-    if (q.subject !== undefined && subject !== q.subject)
-      return fail('subject', 'the capture was attested for another request');
-    if (q.purpose === 'identify') {
-      if (!first!.nonce || !validScanNonce(ctx, deviceId, subject, first!.nonce))
-        return fail('nonce', 'the nonce was not issued to this kiosk for this context');
-    } else if (q.purpose === 'enroll') {
-      if (!first!.nonce) return fail('nonce', 'the capture carries no server nonce');
-      const expiresAt = await consumeNonce(
-        db,
-        { nonce: first!.nonce, pvsId: deviceId, purpose: q.purpose, subject },
-        now,
-      );
-      if (expiresAt === undefined)
-        return fail('nonce', 'the nonce is unknown, expired, for another request or already used');
-      if (q.purpose === 'enroll') {
-        const issuedAt = expiresAt - ENROLMENT_NONCE_TTL_MS;
-        for (const s of q.samples) {
-          const at = Date.parse(s.attestation!.captured_at);
-          if (at < issuedAt - CAPTURE_FRESHNESS_MS || at > now + CAPTURE_FRESHNESS_MS)
-            return fail('stale', 'a sample was captured before its enrolment began');
-        }
-      }
-    } else if (first!.nonce) return fail('nonce', 'the direct path has no server nonce');
-    const verdict: CaptureVerdict = {
-      ok: true,
-      deviceId,
-      pending: { lowest: first!.counter, highest: previous },
-    };
-    return q.purpose === 'enroll' ? settleAttestation(db, verdict, now) : verdict;
+  const db = ctx.database.db;
+  const now = ctx.now();
+  if (q.samples.length === 0) return fail('missing', 'no capture');
+  if (q.vendorId !== undefined) {
+    const device = await q.device?.(deviceId);
+    if (!device || device.revoked) return fail('unknown_device', 'the capture device is not registered');
+    if (device.vendorId !== q.vendorId)
+      return fail('other_vendor', 'the capture device is not registered to this vendor');
   }
+  const key = await loadKey(db, deviceId);
+  if (!key?.public_key) return fail('no_key', 'the capture device has no registered key');
+  const publicKey = publicKeyFromString(key.public_key);
+  const first = q.samples[0]!.attestation;
+  let previous = 0;
+  // An enrolment's samples are captured one after another after enroll.begin: they may be older than 60 s,
+  // and are bounded instead by the enrolment nonce (checked below against its issue time).
+  const freshnessMs =
+    q.purpose === 'enroll' ? ENROLMENT_NONCE_TTL_MS + CAPTURE_FRESHNESS_MS : CAPTURE_FRESHNESS_MS;
+  for (const s of q.samples) {
+    const r = verifyCapture({
+      attestation: s.attestation,
+      sample: s,
+      purpose: q.purpose,
+      publicKey,
+      now,
+      freshnessMs,
+    });
+    if (!r.ok) return fail(r.why, r.message);
+    const a = s.attestation!;
+    if (a.device_id !== deviceId) return fail('wrong_device', 'the capture is attested by another device');
+    if (a.subject !== first!.subject || (a.nonce ?? '') !== (first!.nonce ?? ''))
+      return fail('subject', 'the samples of one request must share subject and nonce');
+    if (a.counter <= previous) return fail('counter', 'the device counter does not increase');
+    previous = a.counter;
+  }
+  // A replayed capture is refused here already, before matching; the compare-and-set in
+  // `settleAttestation` closes the race between two uses of one capture.
+  if (first!.counter <= key.last_counter)
+    return fail('counter', 'the device counter does not increase (replayed capture?)');
+  const subject = first!.subject;
+  if (q.subject !== undefined && subject !== q.subject)
+    return fail('subject', 'the capture was attested for another request');
+  if (q.purpose === 'identify') {
+    if (!first!.nonce || !validScanNonce(ctx, deviceId, subject, first!.nonce))
+      return fail('nonce', 'the nonce was not issued to this kiosk for this context');
+  } else if (q.purpose === 'enroll') {
+    if (!first!.nonce) return fail('nonce', 'the capture carries no server nonce');
+    const expiresAt = await consumeNonce(
+      db,
+      { nonce: first!.nonce, pvsId: deviceId, purpose: q.purpose, subject },
+      now,
+    );
+    if (expiresAt === undefined)
+      return fail('nonce', 'the nonce is unknown, expired, for another request or already used');
+    const issuedAt = expiresAt - ENROLMENT_NONCE_TTL_MS;
+    for (const s of q.samples) {
+      const at = Date.parse(s.attestation!.captured_at);
+      if (at < issuedAt - CAPTURE_FRESHNESS_MS || at > now + CAPTURE_FRESHNESS_MS)
+        return fail('stale', 'a sample was captured before its enrolment began');
+    }
+  } else if (first!.nonce) return fail('nonce', 'the direct path has no server nonce');
+  const verdict: CaptureVerdict = {
+    ok: true,
+    deviceId,
+    pending: { lowest: first!.counter, highest: previous },
+  };
+  return q.purpose === 'enroll' ? settleAttestation(db, verdict, now) : verdict;
 }
 
 /**
