@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { captureAttestationSchema } from '../capture/attestation.ts';
+import { captureAttestationSchema } from '../capture/schema.ts';
 import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
 
 export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;

@@ -7,7 +7,7 @@ import {
   sign,
   verify,
 } from 'node:crypto';
-import { z } from 'zod';
+import { type CaptureAttestation, captureAttestationSchema } from './schema.ts';
 
 /**
  * Attested captures (docs/security.md, docs/websocket.md): every capture device holds an Ed25519 key pair
@@ -46,6 +46,8 @@ export const MAX_NONCE_BYTES = 64;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const B64URL_RE = /^[A-Za-z0-9_-]*$/;
 
+export { type CaptureAttestation, captureAttestationSchema };
+
 /** What a capture attestation vouches for. */
 export interface CaptureClaims {
   purpose: CapturePurpose;
@@ -62,25 +64,6 @@ export interface CaptureClaims {
   capturedAt: number;
   counter: number;
 }
-
-/** The attestation as it travels beside a sample (`identify`, `enroll`, `POST /api/v1/auth`). */
-export const captureAttestationSchema = z
-  .object({
-    /** the capture device's pvs_id */
-    device_id: z.uuid(),
-    /** auth_id (identify), enrolment_id (enroll) or a fresh capture id chosen by the device (direct) */
-    subject: z.uuid(),
-    /** the server nonce from `scan.request` or `enroll.begin`; absent on the direct path */
-    nonce: z.string().max(88).regex(B64URL_RE, 'must be base64url').optional(),
-    /** ISO 8601 instant of the capture (device clock; must be within 60 s of the server's) */
-    captured_at: z.iso.datetime({ offset: true }),
-    /** strictly increasing per device */
-    counter: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-    /** Ed25519 signature of the canonical bytes, base64url (64 bytes) */
-    signature: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'must be a base64url Ed25519 signature'),
-  })
-  .strict();
-export type CaptureAttestation = z.infer<typeof captureAttestationSchema>;
 
 export class CaptureEncodingError extends Error {
   constructor(message: string) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { authResultSchema } from '../api/auth-contexts.ts';
 import { handSchema, templateB64Schema, uuidSchema } from '../api/common.ts';
-import { captureAttestationSchema } from '../capture/attestation.ts';
+import { captureAttestationSchema } from '../capture/schema.ts';
 
 /** /ws/pvs: kiosk agent ↔ server (CONTRACT §6). */
 const sample = z.object({
