@@ -1,11 +1,12 @@
 import type { AttributeItem } from '@palmid/shared/api/attributes.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext } from '../../context.ts';
+import { openFor, sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import type { AttributesTable } from '../../db/schema.ts';
 import { authHistory } from '../auth-contexts/history.ts';
 import { userTransactions } from '../ledger/service.ts';
-import { dataKeyOf, getUser, openFor, palmRegistered, sealFor } from '../users/service.ts';
+import { dataKeyOf, getUser, palmRegistered } from '../users/service.ts';
 import {
   ATTRIBUTE_NAME,
   type AttributeKind,
@@ -377,4 +378,9 @@ export async function deleteAttribute(db: Db, userId: string, name: string): Pro
     .executeTakeFirst();
   if (Number(res.numDeletedRows) === 0)
     throw new AppError('NOT_FOUND', `Attribute '${name}' has no value`, { field: 'name', reason: 'not_set' });
+}
+
+/** The attributes module's part of an erasure (modules/gdpr): every value of the user. */
+export async function eraseUserAttributes(db: Db, userId: string): Promise<void> {
+  await db.deleteFrom('attributes').where('user_id', '=', userId).execute();
 }

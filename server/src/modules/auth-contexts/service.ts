@@ -10,7 +10,7 @@ import {
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext, Caller, VendorPrincipal } from '../../context.ts';
-import { open, seal } from '../../crypto/keyring.ts';
+import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import type { AuthContextsTable } from '../../db/schema.ts';
 import { readAttributeValues } from '../attributes/service.ts';
@@ -58,11 +58,15 @@ export function toRecord(row: ContextRow): AuthContextRecord {
   };
 }
 
-function resultKey(ctx: AppContext): Buffer {
+function resultKey(ctx: Pick<AppContext, 'keyring'>): Buffer {
   return ctx.keyring.derive('auth-results');
 }
 
-export function readResult(ctx: AppContext, row: ContextRow): AuthResult | undefined {
+function sealResult(ctx: Pick<AppContext, 'keyring'>, authId: string, result: AuthResult): Buffer {
+  return seal(resultKey(ctx), Buffer.from(JSON.stringify(result), 'utf8'), `auth-result:${authId}`);
+}
+
+export function readResult(ctx: Pick<AppContext, 'keyring'>, row: ContextRow): AuthResult | undefined {
   if (!row.result_enc) return undefined;
   return JSON.parse(
     open(resultKey(ctx), row.result_enc, `auth-result:${row.id}`).toString('utf8'),
@@ -197,9 +201,7 @@ async function transition(
   userId: string | null,
   now: number,
 ): Promise<ContextRow | undefined> {
-  const result_enc = result
-    ? seal(resultKey(ctx), Buffer.from(JSON.stringify(result), 'utf8'), `auth-result:${row.id}`)
-    : null;
+  const result_enc = result ? sealResult(ctx, row.id, result) : null;
   const res = await db
     .updateTable('auth_contexts')
     .set({ status, result_enc, user_id: userId, updated_at: now })
@@ -529,4 +531,58 @@ export function publishUpdate(ctx: AppContext, row: ContextRow, result?: AuthRes
     status: row.status,
     ...(result ? { auth_result: result } : {}),
   });
+}
+
+/** The auth contexts' part of an erasure (modules/gdpr): the sealed results naming the user are dropped. */
+export async function forgetResultsOf(db: Db, userId: string): Promise<void> {
+  await db.updateTable('auth_contexts').set({ result_enc: null }).where('user_id', '=', userId).execute();
+}
+
+/**
+ * The auth contexts' part of a master-key rotation (crypto/rotate-master.ts): sealed results are re-sealed
+ * under the new key's sub-key, each a compare-and-set on the old ciphertext; results the new key already
+ * opens are counted as done.
+ */
+export async function resealResults(
+  db: Db,
+  from: Keyring,
+  to: Keyring,
+  batch: number,
+  progress: (what: string, done: number) => void,
+): Promise<{ resealed: number; already: number }> {
+  const report = { resealed: 0, already: 0 };
+  const fromCtx = { keyring: from } as AppContext;
+  const toCtx = { keyring: to } as AppContext;
+  for (let after = ''; ; ) {
+    const rows = await db
+      .selectFrom('auth_contexts')
+      .selectAll()
+      .where('id', '>', after)
+      .where('result_enc', 'is not', null)
+      .orderBy('id')
+      .limit(batch)
+      .execute();
+    if (rows.length === 0) break;
+    await db.transaction().execute(async (trx) => {
+      for (const r of rows) {
+        if (Keyring.opens(() => readResult(toCtx, r))) {
+          report.already++;
+          continue;
+        }
+        const result = readResult(fromCtx, r)!;
+        const sealed = sealResult(toCtx, r.id, result);
+        readResult(toCtx, { ...r, result_enc: sealed });
+        await trx
+          .updateTable('auth_contexts')
+          .set({ result_enc: sealed })
+          .where('id', '=', r.id)
+          .where('result_enc', '=', r.result_enc)
+          .execute();
+        report.resealed++;
+      }
+    });
+    after = rows.at(-1)!.id;
+    progress('auth results', report.resealed + report.already);
+  }
+  return report;
 }

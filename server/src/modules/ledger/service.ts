@@ -78,3 +78,8 @@ export async function userTransactions(
     .execute();
   return rows.map((r) => JSON.parse(r.tx) as LedgerTransaction);
 }
+
+/** The ledger's part of an erasure (modules/gdpr): the user's transactions. */
+export async function eraseLedgerOf(db: Db, ledgerUserId: string): Promise<void> {
+  await db.deleteFrom('ledger').where('ledger_user_id', '=', ledgerUserId).execute();
+}

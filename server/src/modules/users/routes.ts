@@ -19,11 +19,11 @@ import { readAttributeValues, writeAttribute } from '../attributes/service.ts';
 import { appendAudit } from '../audit/service.ts';
 import { decodeTemplate } from '../auth-contexts/routes.ts';
 import { activeConsents } from '../consents/service.ts';
+import { eraseUser } from '../gdpr/service.ts';
 import {
   addPalm,
   createUser,
   dataKeyOf,
-  eraseUser,
   forgetPalms,
   issueUserToken,
   palmRegistered,

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { ledgerId } from '@palmid/shared/crypto/ids.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext, UserPrincipal } from '../../context.ts';
-import { open, seal } from '../../crypto/keyring.ts';
+import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import {
   hashSecret,
   newClaimCode,
@@ -11,7 +11,6 @@ import {
   safeEqualHex,
 } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
-import { eraseUserVerificationData } from '../verification/store.ts';
 
 const DAY_MS = 86_400_000;
 const CLAIM_TTL_MS = 15 * 60_000;
@@ -70,14 +69,6 @@ export async function dataKeyOf(ctx: AppContext, db: Db, userId: string): Promis
   if (!user.wrapped_key)
     throw new AppError('NOT_FOUND', 'User not found', { field: 'user_id', reason: 'erased' });
   return ctx.keyring.unwrap(userId, user.wrapped_key);
-}
-
-export function sealFor(dataKey: Buffer, userId: string, field: string, value: unknown): Buffer {
-  return seal(dataKey, Buffer.from(JSON.stringify(value), 'utf8'), `${field}:${userId}`);
-}
-
-export function openFor(dataKey: Buffer, userId: string, field: string, sealed: Uint8Array): unknown {
-  return JSON.parse(open(dataKey, sealed, `${field}:${userId}`).toString('utf8'));
 }
 
 export async function issueUserToken(ctx: Pick<AppContext, 'config' | 'now'>, db: Db, userId: string) {
@@ -226,26 +217,21 @@ export async function loadGallery(ctx: AppContext): Promise<number> {
 }
 
 /**
- * Erasure (GDPR art. 17): the wrapped data key is destroyed first (crypto-shredding), then templates,
- * attributes, consents, tokens, claim codes and ledger entries are deleted. Audit rows stay (ids only).
+ * The users module's part of an erasure (GDPR art. 17; the whole of it is `eraseUser` in modules/gdpr): the
+ * wrapped data key is destroyed first (crypto-shredding), then templates, tokens and claim codes are deleted.
+ * Returns the erased user's ledger identifier, for the ledger's part.
  */
-export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
+export async function eraseUserRecord(db: Db, userId: string, now: number): Promise<{ ledgerId: string }> {
   const user = await requireUser(db, userId);
-  const now = ctx.now();
   await db
     .updateTable('users')
     .set({ wrapped_key: null, token_share_enc: new Uint8Array(0), erased_at: now })
     .where('id', '=', userId)
     .execute();
   await db.deleteFrom('palms').where('user_id', '=', userId).execute();
-  await db.deleteFrom('attributes').where('user_id', '=', userId).execute();
-  await db.deleteFrom('consents').where('user_id', '=', userId).execute();
   await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
   await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
-  await db.deleteFrom('ledger').where('ledger_user_id', '=', user.ledger_id).execute();
-  await eraseUserVerificationData(db, userId);
-  await db.updateTable('auth_contexts').set({ result_enc: null }).where('user_id', '=', userId).execute();
-  return { deleted: true as const, deleted_at: new Date(now).toISOString() };
+  return { ledgerId: user.ledger_id };
 }
 
 /** Called after the erasing transaction commits. */
@@ -333,4 +319,58 @@ export async function catchUpGallery(
     .execute();
   for (const p of changed) await loadUserPalms(ctx, p.user_id);
   return { removed: erased.length, loaded: changed.length };
+}
+
+/** Progress of a master-key rotation step: how many rows were handled so far. */
+export type RotationProgress = (what: string, done: number) => void;
+
+/**
+ * The users module's part of a master-key rotation (crypto/rotate-master.ts): every wrapped data key is
+ * unwrapped with the old key and wrapped with the new one, in batches, each one short transaction. A
+ * compare-and-set on the old wrapped key lets a concurrent erasure win; rows the new key already opens are
+ * skipped, so a rerun after an interruption finishes the work.
+ */
+export async function rewrapDataKeys(
+  db: Db,
+  from: Keyring,
+  to: Keyring,
+  batch: number,
+  progress: RotationProgress,
+): Promise<{ rewrapped: number; already: number; erased: number }> {
+  const report = { rewrapped: 0, already: 0, erased: 0 };
+  for (let after = ''; ; ) {
+    const rows = await db
+      .selectFrom('users')
+      .select(['id', 'wrapped_key'])
+      .where('id', '>', after)
+      .orderBy('id')
+      .limit(batch)
+      .execute();
+    if (rows.length === 0) break;
+    await db.transaction().execute(async (trx) => {
+      for (const r of rows) {
+        if (!r.wrapped_key) {
+          report.erased++;
+          continue;
+        }
+        if (Keyring.opens(() => to.unwrap(r.id, r.wrapped_key!))) {
+          report.already++;
+          continue;
+        }
+        const wrapped = to.wrap(r.id, from.unwrap(r.id, r.wrapped_key));
+        to.unwrap(r.id, wrapped); // prove the new wrapping before writing it
+        const res = await trx
+          .updateTable('users')
+          .set({ wrapped_key: wrapped })
+          .where('id', '=', r.id)
+          .where('wrapped_key', '=', r.wrapped_key)
+          .executeTakeFirst();
+        if (Number(res.numUpdatedRows) === 1) report.rewrapped++;
+        else report.erased++;
+      }
+    });
+    after = rows.at(-1)!.id;
+    progress('users', report.rewrapped + report.already + report.erased);
+  }
+  return report;
 }

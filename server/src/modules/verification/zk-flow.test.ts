@@ -12,11 +12,12 @@ import {
   verifyPredicateProof,
 } from '@palmid/shared/zk/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openFor } from '../../crypto/keyring.ts';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { createAuthContext, loadContext, prepareProofs, resolveWithPalm } from '../auth-contexts/service.ts';
 import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
-import { addPalm, dataKeyOf, openFor } from '../users/service.ts';
+import { addPalm, dataKeyOf } from '../users/service.ts';
 import { createVerifier, readOpenings, revokeVerifier } from './store.ts';
 import { proofTimings } from './zk.ts';
 
