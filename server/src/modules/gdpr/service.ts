@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { eraseUserAttributes, listAttributes } from '../attributes/service.ts';
 import { listAudit } from '../audit/service.ts';
-import { forgetResultsOf } from '../auth-contexts/service.ts';
+import { forgetResultsOf } from '../auth-contexts/state.ts';
 import { eraseUserConsents, listConsents } from '../consents/service.ts';
 import { eraseLedgerOf, userTransactions } from '../ledger/service.ts';
 import { eraseUserRecord, getUser, palmRegistered, palmsOf } from '../users/service.ts';

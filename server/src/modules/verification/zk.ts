@@ -37,7 +37,7 @@ export async function loadPredicates(db: Db, authId: string): Promise<InSetPredi
 }
 
 /** Consent for a predicate: to the predicate's answer (`<attribute>_in_set`) or to the value itself. */
-export const predicateConsented = (consents: ReadonlySet<string> | Map<string, unknown>, p: InSetPredicate) =>
+export const predicateConsented = (consents: { has(name: string): boolean }, p: InSetPredicate) =>
   consents.has(inSetName(p.attribute)) || consents.has(p.attribute);
 
 export interface ProofWork {
