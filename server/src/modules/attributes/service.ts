@@ -384,3 +384,18 @@ export async function deleteAttribute(db: Db, userId: string, name: string): Pro
 export async function eraseUserAttributes(db: Db, userId: string): Promise<void> {
   await db.deleteFrom('attributes').where('user_id', '=', userId).execute();
 }
+
+/** Records who verified a stored value (an OIDC issuer, modules/verification). */
+export async function markAttributeVerified(
+  db: Db,
+  userId: string,
+  name: string,
+  issuer: string,
+): Promise<void> {
+  await db
+    .updateTable('attributes')
+    .set({ verified_by: issuer })
+    .where('user_id', '=', userId)
+    .where('name', '=', name)
+    .execute();
+}

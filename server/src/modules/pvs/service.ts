@@ -90,3 +90,13 @@ export async function findKiosk(
     row && { vendorId: row.vendor_id, revokedAt: row.revoked_at === null ? null : Number(row.revoked_at) }
   );
 }
+
+/** Revokes every active kiosk of that name (the development demo re-creates its kiosk at each start). */
+export async function revokePvsNamed(db: Db, name: string, now: number): Promise<void> {
+  await db
+    .updateTable('pvs')
+    .set({ revoked_at: now })
+    .where('name', '=', name)
+    .where('revoked_at', 'is', null)
+    .execute();
+}

@@ -374,3 +374,14 @@ export async function rewrapDataKeys(
   }
   return report;
 }
+
+/** The oldest live user a vendor created (the development demo's user). */
+export async function firstUserCreatedBy(db: Db, vendorId: string) {
+  return db
+    .selectFrom('users')
+    .select('id')
+    .where('created_by_vendor', '=', vendorId)
+    .where('erased_at', 'is', null)
+    .orderBy('registration_date')
+    .executeTakeFirst();
+}

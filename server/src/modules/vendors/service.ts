@@ -127,3 +127,7 @@ export async function authenticateVendor(
     keyId: row.key_id,
   };
 }
+
+export async function findVendorByName(db: Db, name: string) {
+  return db.selectFrom('vendors').select('id').where('name', '=', name).executeTakeFirst();
+}
