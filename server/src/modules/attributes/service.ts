@@ -1,4 +1,10 @@
-import type { AttributeItem } from '@palmid/shared/api/attributes.ts';
+import {
+  type AttributeKind,
+  attributeKind,
+  COMPUTED_NAMES,
+  SYSTEM_NAMES,
+} from '@palmid/shared/api/attribute-catalogue.ts';
+import { ATTRIBUTE_NAME, type AttributeItem } from '@palmid/shared/api/attributes.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext } from '../../context.ts';
 import { openFor, sealFor } from '../../crypto/keyring.ts';
@@ -7,13 +13,6 @@ import type { AttributesTable } from '../../db/schema.ts';
 import { authHistory } from '../auth-contexts/history.ts';
 import { userTransactions } from '../ledger/service.ts';
 import { dataKeyOf, getUser, palmRegistered } from '../users/service.ts';
-import {
-  ATTRIBUTE_NAME,
-  type AttributeKind,
-  attributeKind,
-  COMPUTED_NAMES,
-  SYSTEM_NAMES,
-} from './catalogue.ts';
 import { ageInYears, LOYALTY_WINDOW_MS, loyaltyTier, RISK_WINDOW_MS, riskScore } from './computed.ts';
 import { isCalendarDate, validateAttributeValue, validateEncryptedValue } from './validate.ts';
 

@@ -1,8 +1,8 @@
+import { CATALOGUE } from '@palmid/shared/api/attribute-catalogue.ts';
 import { ATTRIBUTE_NAME } from '@palmid/shared/api/attributes.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CATALOGUE } from './catalogue.ts';
 import {
   GENERIC_POSTAL,
   isCalendarDate,

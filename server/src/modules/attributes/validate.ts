@@ -1,5 +1,5 @@
+import { catalogueEntry } from '@palmid/shared/api/attribute-catalogue.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import { catalogueEntry } from './catalogue.ts';
 
 /**
  * Value validation (SPEC §2.1 rule 1: validated, then encrypted, then stored). Every check is a pure
