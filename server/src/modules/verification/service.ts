@@ -1,7 +1,8 @@
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { markAttributeVerified, writeAttribute } from '../attributes/service.ts';
+import { writeAttribute } from '../attributes/service.ts';
+import { markAttributeVerified } from '../attributes/store.ts';
 import { dataKeyOf } from '../users/service.ts';
 import { acceptAttestation } from './attestations.ts';
 import { idTokenError, type OidcIssuerConfig, verifyIdTokenFromIssuers } from './oidc.ts';
