@@ -104,7 +104,7 @@ export interface LedgerTable {
   vendor_id: string;
   context_id: string;
   timestamp: number;
-  tx: string; // canonical JSON of the SPEC §2.4 transaction
+  tx: string; // canonical JSON of the ledger transaction (docs/vendor-api.md, "Ledger")
 }
 
 export interface AuditTable {

@@ -4,8 +4,8 @@ import type { Keyring } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 
 /**
- * Audit log (SPEC §2.5): append-only and hash-chained. Each row's hash covers its fields and the previous
- * hash; the head (last seq and hash) is kept with an HMAC under a key derived from the master key, so an
+ * Audit log (docs/user-api.md, "Audit"; docs/reliability.md): append-only and hash-chained. Each row's
+ * hash covers its fields and the previous hash; the head (last seq and hash) is kept with an HMAC under a key derived from the master key, so an
  * edited, removed, reordered or truncated row is detected by `verifyAuditChain` (`admin audit verify`).
  * Rows never hold attribute values.
  */

@@ -24,7 +24,7 @@ export interface CreatedUser {
 
 /**
  * A user is a UUID v4, a random data key (stored wrapped) and a random token share from which the ledger
- * identifier is derived (SPEC §4.5). The share is stored sealed under the data key and never leaves the server.
+ * identifier is derived (docs/vendor-api.md, "Ledger"). The share is stored sealed under the data key and never leaves the server.
  */
 export async function createUser(ctx: AppContext, db: Db, createdBy: string | null): Promise<CreatedUser> {
   const id = randomUUID();

@@ -24,7 +24,7 @@ import { proofTimings } from './zk.ts';
 
 /**
  * Issue 6 end to end through the server's interfaces: entrance contexts with `age_proof` and `in_set`
- * predicates, the published key, verified attributes from attestations. CONTRACT §7.
+ * predicates, the published key, verified attributes from attestations (docs/zk-proofs.md).
  */
 const DAY = 86_400_000;
 const CALLER = { ip: '127.0.0.1', userAgent: 'zk-flow-test' };
