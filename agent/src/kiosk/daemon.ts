@@ -4,7 +4,7 @@ import type { ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import { type pvsMethods, scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
 import type { CallOptions, ParamsOf, ResultOf } from '@palmid/shared/ws/rpc.ts';
 import { ScannerError } from '../driver/errors.ts';
-import type { CaptureResult as Frame } from '../driver/scanner-driver.ts';
+import type { CapturedFrame as Frame } from '../driver/scanner-driver.ts';
 import type { CaptureResult as Processed } from '../palm/pipeline.ts';
 import { PresentationPolicy } from './presentation.ts';
 
