@@ -21,6 +21,7 @@ import {
 import { attributesToRead, type Disclosure, decideDisclosure, type ProofStatement } from './decide.ts';
 import {
   assertResolvable,
+  isDue,
   isTerminal,
   loadContext,
   publishUpdate,
@@ -154,7 +155,7 @@ export async function prepareProofs(
 ): Promise<PreparedProofs> {
   const now = ctx.now();
   const proofs = new Map<string, Proven | undefined>();
-  if (isTerminal(c.status) || seen.kind === 'refused') return { now, proofs };
+  if (isTerminal(c.status) || isDue(c, now) || seen.kind === 'refused') return { now, proofs };
   if (c.minimumAge === null && (await loadPredicates(ctx.database.db, c.id)).length === 0)
     return { now, proofs };
   const d = await decide(ctx, ctx.database.db, c, seen, now);
