@@ -6,7 +6,7 @@ import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { auditedAccess } from '../attributes/audit.ts';
 import { USER_ROUTE_ERRORS } from '../attributes/routes.ts';
-import { forgetPalms } from '../users/service.ts';
+import { forgetPalms } from '../users/gallery.ts';
 import { eraseUser, exportUserData } from './service.ts';
 
 export const gdprRoutes: FastifyPluginAsyncZod = async (app) => {
