@@ -54,11 +54,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         uplink.start();
         let begun: { enrolment_id: string; nonce: string };
         try {
-          begun = await uplink.call<{ enrolment_id: string; nonce: string }>(
-            'enroll.begin',
-            {},
-            { timeoutMs: 15_000 },
-          );
+          begun = await uplink.call('enroll.begin', {}, { timeoutMs: 15_000 });
         } catch (err) {
           await uplink.stop();
           await driver.close();
@@ -126,7 +122,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
           }));
           const [first, ...rest] = signed as [(typeof signed)[number], ...typeof signed];
           // One request id for the whole enrolment: a retry after a dropped link cannot create two users.
-          const res = await uplink.call<{ user_id: string; claim_code: string; expires_at: string }>(
+          const res = await uplink.call(
             'enroll',
             { ...first, ...(rest.length > 0 ? { samples: rest } : {}) },
             { id: `enroll:${randomUUID()}`, timeoutMs: 30_000 },

@@ -247,7 +247,7 @@ export async function checkAttestation(ctx: AppContext, q: CaptureQuery): Promis
     deviceId,
     pending: { lowest: first!.counter, highest: previous },
   };
-  return q.purpose === 'enroll' ? settleAttestation(db, verdict, now) : verdict;
+  return q.purpose === 'enroll' ? ((await settleAttestation(db, verdict, now)) ?? verdict) : verdict;
 }
 
 /**
@@ -257,10 +257,10 @@ export async function checkAttestation(ctx: AppContext, q: CaptureQuery): Promis
  */
 export async function settleAttestation(
   db: Db,
-  verdict: CaptureVerdict,
+  verdict: CaptureVerdict | undefined,
   now: number,
-): Promise<CaptureVerdict> {
-  if (!verdict.ok || !verdict.pending) return verdict;
+): Promise<CaptureVerdict | undefined> {
+  if (!verdict?.ok || !verdict.pending) return verdict;
   const { lowest, highest } = verdict.pending;
   if (!(await advanceCounter(db, verdict.deviceId, lowest, highest, now)))
     return {
