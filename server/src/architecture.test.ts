@@ -51,7 +51,10 @@ const RULES: [RegExp, Layer][] = [
   [/^modules\/[^/]+\/store\.ts$/, 'store'],
   [/^modules\/auth-contexts\/history\.ts$/, 'store'],
   // module services
-  [/^modules\/(vendors|users|pvs|devices|attributes|consents|ledger|audit|verification|session|health)\//, 'domain'],
+  [
+    /^modules\/(vendors|users|pvs|devices|attributes|consents|ledger|audit|verification|session|health)\//,
+    'domain',
+  ],
   // what every module may use
   [/^(config|context)\.ts$/, 'foundation'],
   [/^(db|lib)\//, 'foundation'],
