@@ -44,7 +44,7 @@ const RULES: [RegExp, Layer][] = [
   // work across modules: resolution, erasure, key rotation, start-up
   [/^modules\/auth-contexts\/(state|decide|resolve|age)\.ts$/, 'orchestration'],
   [/^modules\/gdpr\//, 'orchestration'],
-  [/^crypto\/rotate-master\.ts$/, 'orchestration'],
+  [/^ops\//, 'orchestration'],
   [/^bootstrap\.ts$/, 'orchestration'],
   // each module's own tables
   [/^modules\/[^/]+\/store\.ts$/, 'store'],
