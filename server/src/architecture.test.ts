@@ -20,7 +20,8 @@ const OWNERS: Record<string, readonly string[]> = {
   'auth-contexts': ['auth_contexts'],
   ledger: ['ledger'],
   audit: ['audit', 'audit_head'],
-  pvs: ['pvs', 'idempotency', 'kiosk_lockouts'],
+  pvs: ['pvs'],
+  'kiosk-link': ['idempotency', 'kiosk_lockouts'],
   verification: ['verifiers', 'zk_openings', 'attestations', 'auth_context_predicates'],
 };
 
@@ -50,7 +51,10 @@ const RULES: [RegExp, Layer][] = [
   [/^modules\/[^/]+\/store\.ts$/, 'store'],
   [/^modules\/auth-contexts\/history\.ts$/, 'store'],
   // module services
-  [/^modules\/(vendors|users|pvs|attributes|consents|ledger|audit|verification|session|health)\//, 'domain'],
+  [
+    /^modules\/(vendors|users|pvs|kiosk-link|attributes|consents|ledger|audit|verification|session|health)\//,
+    'domain',
+  ],
   // what every module may use
   [/^(config|context)\.ts$/, 'foundation'],
   [/^(db|lib)\//, 'foundation'],

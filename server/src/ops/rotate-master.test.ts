@@ -7,7 +7,7 @@ import { Keyring } from '../crypto/keyring.ts';
 import { openDatabase } from '../db/index.ts';
 import { AnchorKeeper, checkAnchor, readAnchorFile } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
-import { recallAnswer, rememberAnswer } from '../modules/pvs/idempotency.ts';
+import { recallAnswer, rememberAnswer } from '../modules/kiosk-link/idempotency.ts';
 import { createTestApp, seedVendor, type TestApp } from '../testing.ts';
 import { rotateMasterKey } from './rotate-master.ts';
 

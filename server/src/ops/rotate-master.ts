@@ -3,7 +3,7 @@ import type { Db } from '../db/index.ts';
 import { resignAnchorFile } from '../modules/audit/anchor.ts';
 import { resignHead, verifyAuditChain } from '../modules/audit/service.ts';
 import { resealResults } from '../modules/auth-contexts/state.ts';
-import { resealAnswers } from '../modules/pvs/idempotency.ts';
+import { resealAnswers } from '../modules/kiosk-link/idempotency.ts';
 import { rewrapDataKeys } from '../modules/users/service.ts';
 
 /**
