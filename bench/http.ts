@@ -55,7 +55,9 @@ async function servePalmid(): Promise<void> {
     ]),
   ) as unknown as typeof RATE_LIMITS;
   ctx.rateLimits = new RateLimits(ctx.redis, high);
-  const server = await startServer(ctx);
+  // No route measured here proves anything: warming the zero-knowledge prover up would only spend the first
+  // seconds of the run's CPU (docs/performance.md).
+  const server = await startServer(ctx, { warmUpProver: false });
   if (process.env.BENCH_SEED === '1') {
     const v = await createVendor(ctx.database.db, { name: 'Bench Vendor', scopes: ['auth', 'users'] });
     process.stdout.write(`VENDOR ${v.api_key}\n`);

@@ -1,9 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import { type CredentialWatch, postgresCredentialWatch, sqliteCredentialWatch } from './credential-watch.ts';
+import { GroupCommit } from './group-commit.ts';
 import { migrationProvider } from './migrations.ts';
 import type { DB, DbKind } from './schema.ts';
+import { withStatementCache } from './statement-cache.ts';
 
 export type { DB, Db, DbKind } from './schema.ts';
 
@@ -12,6 +15,14 @@ export interface Database {
   kind: DbKind;
   /** Human-readable location without credentials. */
   location: string;
+  /**
+   * Runs a write transaction with group commit (db/group-commit.ts): resolves once the transaction that
+   * carried it is durably committed, shared with the writes that arrived meanwhile. `run` may run more than
+   * once and must only use `trx`.
+   */
+  write<T>(run: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+  /** Changes to API keys and vendors, from any process (db/credential-watch.ts). */
+  credentials: CredentialWatch;
   close(): Promise<void>;
 }
 
@@ -30,8 +41,16 @@ export async function openDatabase(url: string): Promise<Database> {
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.defaultSafeIntegers(false);
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
-    database = { db, kind: 'sqlite', location: `sqlite:${path}`, close: () => db.destroy() };
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const group = new GroupCommit(db, 'sqlite');
+    database = {
+      db,
+      kind: 'sqlite',
+      location: `sqlite:${path}`,
+      write: (run) => group.write(run),
+      credentials: sqliteCredentialWatch(sqlite),
+      close: () => db.destroy(),
+    };
   } else if (/^postgres(ql)?:\/\//.test(url)) {
     const pg = await import('pg');
     const { Pool, types } = pg.default;
@@ -43,11 +62,18 @@ export async function openDatabase(url: string): Promise<Database> {
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const u = new URL(url);
+    const group = new GroupCommit(db, 'postgres');
+    const credentials = postgresCredentialWatch(pool);
     database = {
       db,
       kind: 'postgres',
       location: `postgres://${u.host}${u.pathname}`,
-      close: () => db.destroy(),
+      write: (run) => group.write(run),
+      credentials,
+      close: async () => {
+        await credentials.close();
+        await db.destroy();
+      },
     };
   } else {
     throw new Error('DATABASE_URL must be sqlite:<path> or postgres://…');

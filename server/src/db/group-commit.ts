@@ -1,0 +1,128 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { DB, DbKind } from './schema.ts';
+
+/** The most writes that share one commit; more wait for the next one. */
+export const MAX_GROUP = 256;
+
+interface Job {
+  run(trx: Transaction<DB>): Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Group commit (docs/performance.md): write transactions that arrive while a commit is in flight are run,
+ * in arrival order, inside the next single database transaction, and every caller's promise settles only
+ * after that transaction committed, so each answer is still durable (SQLite synchronous=FULL, PostgreSQL
+ * fsync) while one flush serves many requests.
+ *
+ * Each job stays atomic on its own: on SQLite it runs inside a savepoint, so a job that throws is rolled
+ * back alone and the others still commit. On PostgreSQL savepoints would cost two round trips per job, so
+ * the group runs without them and, if any job throws, the whole group is rolled back and every job is run
+ * again in a transaction of its own. A job may therefore run more than once: it must only touch the
+ * database through `trx` (side effects belong after its promise resolved), and it must not itself call
+ * `write` (it would wait for a commit that waits for it).
+ */
+export class GroupCommit {
+  readonly #db: Kysely<DB>;
+  readonly #kind: DbKind;
+  #queue: Job[] = [];
+  #busy = false;
+
+  constructor(db: Kysely<DB>, kind: DbKind) {
+    this.#db = db;
+    this.#kind = kind;
+  }
+
+  write<T>(run: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ run, resolve: resolve as (v: unknown) => void, reject });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#busy || this.#queue.length === 0) return;
+    this.#busy = true;
+    // After the current I/O phase: every request whose bytes arrived with this one joins the same commit.
+    setImmediate(() => void this.#flush());
+  }
+
+  async #flush(): Promise<void> {
+    const group = this.#queue.splice(0, MAX_GROUP);
+    try {
+      if (this.#kind === 'sqlite') await this.#withSavepoints(group);
+      else await this.#allOrEach(group);
+    } finally {
+      this.#busy = false;
+      this.#schedule();
+    }
+  }
+
+  async #withSavepoints(group: Job[]): Promise<void> {
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
+    try {
+      await this.#db.transaction().execute(async (trx) => {
+        for (const job of group) {
+          await sql`savepoint group_job`.execute(trx);
+          try {
+            outcomes.push({ ok: true, value: await job.run(trx) });
+          } catch (err) {
+            await sql`rollback to savepoint group_job`.execute(trx);
+            outcomes.push({ ok: false, err });
+          }
+          await sql`release savepoint group_job`.execute(trx);
+        }
+      });
+    } catch (err) {
+      // The commit itself failed: nothing of the group is durable.
+      for (const job of group) job.reject(err);
+      return;
+    }
+    for (const [i, job] of group.entries()) {
+      const o = outcomes[i]!;
+      if (o.ok) job.resolve(o.value);
+      else job.reject(o.err);
+    }
+  }
+
+  async #allOrEach(group: Job[]): Promise<void> {
+    if (group.length > 1) {
+      const failed = new JobFailed();
+      let values: unknown[] | undefined;
+      try {
+        values = await this.#db.transaction().execute(async (trx) => {
+          const out: unknown[] = [];
+          for (const job of group) {
+            try {
+              out.push(await job.run(trx));
+            } catch {
+              throw failed; // rolls the group back; the jobs run again one by one below
+            }
+          }
+          return out;
+        });
+      } catch (err) {
+        if (err !== failed) {
+          // The commit itself failed (connection lost, server gone): the outcome is unknown, as for any
+          // single transaction, so nothing runs twice.
+          for (const job of group) job.reject(err);
+          return;
+        }
+      }
+      if (values) {
+        for (const [i, job] of group.entries()) job.resolve(values[i]);
+        return;
+      }
+    }
+    // In arrival order, so that appends (the audit chain) keep it.
+    for (const job of group) {
+      await this.#db
+        .transaction()
+        .execute((trx) => job.run(trx))
+        .then(job.resolve, job.reject);
+    }
+  }
+}
+
+class JobFailed extends Error {}
