@@ -4,6 +4,7 @@ import type { AppContext, Caller, UserPrincipal, VendorPrincipal } from '../../c
 import { authenticateUser } from '../../modules/users/service.ts';
 import { authenticateVendor, type VendorScope } from '../../modules/vendors/service.ts';
 import { CredentialGuard } from './credential-guard.ts';
+import { VerifiedKeyCache } from './key-cache.ts';
 import { applyRateDecision, type RateBucket } from './rate-limit.ts';
 
 declare module 'fastify' {
@@ -40,6 +41,7 @@ export function callerOf(request: FastifyRequest): Caller {
  */
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   const guard = new CredentialGuard(ctx);
+  const keys = new VerifiedKeyCache(ctx.database.credentials);
   const checked = async <T>(request: FastifyRequest, reply: FastifyReply, attempt: () => Promise<T>) => {
     try {
       return (await guard.check(request.ip, attempt)) as T;
@@ -53,8 +55,9 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   app.addHook('onRequest', async (request, reply) => {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'vendor') {
+      const apiKey = request.headers['x-api-key'];
       const vendor = await checked(request, reply, () =>
-        authenticateVendor(ctx.database.db, request.headers['x-api-key'], ctx.config.PALMID_ENV),
+        keys.authenticate(apiKey, () => authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV)),
       );
       request.vendor = vendor;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, vendor.keyId));
