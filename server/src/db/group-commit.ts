@@ -28,10 +28,16 @@ export class GroupCommit {
   readonly #kind: DbKind;
   #queue: Job[] = [];
   #busy = false;
+  #transactions = 0;
 
   constructor(db: Kysely<DB>, kind: DbKind) {
     this.#db = db;
     this.#kind = kind;
+  }
+
+  /** Database transactions this instance ran so far (each one commit, or one rollback). */
+  get transactions(): number {
+    return this.#transactions;
   }
 
   write<T>(run: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
@@ -59,10 +65,15 @@ export class GroupCommit {
     }
   }
 
+  #transaction() {
+    this.#transactions += 1;
+    return this.#db.transaction();
+  }
+
   async #withSavepoints(group: Job[]): Promise<void> {
     const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
     try {
-      await this.#db.transaction().execute(async (trx) => {
+      await this.#transaction().execute(async (trx) => {
         for (const job of group) {
           await sql`savepoint group_job`.execute(trx);
           try {
@@ -91,7 +102,7 @@ export class GroupCommit {
       const failed = new JobFailed();
       let values: unknown[] | undefined;
       try {
-        values = await this.#db.transaction().execute(async (trx) => {
+        values = await this.#transaction().execute(async (trx) => {
           const out: unknown[] = [];
           for (const job of group) {
             try {

@@ -21,6 +21,13 @@ export interface Database {
    * once and must only use `trx`.
    */
   write<T>(run: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+  /** Transactions `write` ran so far: with concurrent writers, fewer than the writes. */
+  commits(): number;
+  /**
+   * Whether the store answers a trivial query. Callers that arrive while a probe is in flight share its
+   * answer, so a status endpoint under load costs one round trip per probe, not one per request.
+   */
+  ping(): Promise<boolean>;
   /** Changes to API keys and vendors, from any process (db/credential-watch.ts). */
   credentials: CredentialWatch;
   close(): Promise<void>;
@@ -48,6 +55,8 @@ export async function openDatabase(url: string): Promise<Database> {
       kind: 'sqlite',
       location: `sqlite:${path}`,
       write: (run) => group.write(run),
+      commits: () => group.transactions,
+      ping: singleFlight(() => sql`select 1`.execute(db)),
       credentials: sqliteCredentialWatch(sqlite),
       close: () => db.destroy(),
     };
@@ -69,6 +78,8 @@ export async function openDatabase(url: string): Promise<Database> {
       kind: 'postgres',
       location: `postgres://${u.host}${u.pathname}`,
       write: (run) => group.write(run),
+      commits: () => group.transactions,
+      ping: singleFlight(() => sql`select 1`.execute(db)),
       credentials,
       close: async () => {
         await credentials.close();
@@ -85,6 +96,22 @@ export async function openDatabase(url: string): Promise<Database> {
     throw err;
   }
   return database;
+}
+
+/** A probe that callers arriving while it runs share: true when it succeeded. */
+function singleFlight(probe: () => Promise<unknown>): () => Promise<boolean> {
+  let inFlight: Promise<boolean> | undefined;
+  return () => {
+    inFlight ??= probe().then(
+      () => true,
+      () => false,
+    );
+    const mine = inFlight;
+    void mine.then(() => {
+      if (inFlight === mine) inFlight = undefined;
+    });
+    return mine;
+  };
 }
 
 /** Any constant shared by every palmid instance: the key of the PostgreSQL advisory lock around migrations. */
