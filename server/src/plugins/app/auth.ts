@@ -14,6 +14,10 @@ declare module 'fastify' {
     scope?: VendorScope;
     rate?: RateBucket;
   }
+  interface FastifyInstance {
+    /** Verified API keys of this instance (plugins/app/key-cache.ts). */
+    verifiedKeys: VerifiedKeyCache;
+  }
   interface FastifyRequest {
     vendor?: VendorPrincipal;
     user?: UserPrincipal;
@@ -42,6 +46,7 @@ export function callerOf(request: FastifyRequest): Caller {
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   const guard = new CredentialGuard(ctx);
   const keys = new VerifiedKeyCache(ctx.database.credentials);
+  app.decorate('verifiedKeys', keys);
   const checked = async <T>(request: FastifyRequest, reply: FastifyReply, attempt: () => Promise<T>) => {
     try {
       return (await guard.check(request.ip, attempt)) as T;
