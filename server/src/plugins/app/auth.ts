@@ -57,7 +57,7 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
       throw err;
     }
   };
-  app.addHook('onRequest', async (request, reply) => {
+  const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'vendor') {
       const apiKey = request.headers['x-api-key'];
@@ -79,5 +79,11 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
     } else if (cfg.rate) {
       applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, request.ip));
     }
+  };
+  // Callback style: a route with neither credentials nor a rate limit costs no promise.
+  app.addHook('onRequest', (request, reply, done) => {
+    const cfg = request.routeOptions.config;
+    if (!cfg.auth && !cfg.rate) return done();
+    authorize(request, reply).then(() => done(), done);
   });
 }
