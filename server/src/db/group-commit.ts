@@ -13,15 +13,21 @@ interface Job {
 /**
  * Group commit (docs/performance.md): write transactions that arrive while a commit is in flight are run,
  * in arrival order, inside the next single database transaction, and every caller's promise settles only
- * after that transaction committed, so each answer is still durable (SQLite synchronous=FULL, PostgreSQL
- * fsync) while one flush serves many requests.
+ * after that transaction is durable (fsync done), so each answer is still durable while one fsync serves
+ * many requests.
  *
- * Each job stays atomic on its own: on SQLite it runs inside a savepoint, so a job that throws is rolled
- * back alone and the others still commit. On PostgreSQL savepoints would cost two round trips per job, so
- * the group runs without them and, if any job throws, the whole group is rolled back and every job is run
- * again in a transaction of its own. A job may therefore run more than once: it must only touch the
- * database through `trx` (side effects belong after its promise resolved), and it must not itself call
- * `write` (it would wait for a commit that waits for it).
+ * SQLite: a group is formed when its transaction gets the (single) connection, which is as soon as the
+ * previous group's COMMIT returned; the previous group's fsync then runs while this one executes
+ * (db/sqlite-driver.ts). Each job runs inside a savepoint, so a job that throws is rolled back alone and
+ * the others still commit.
+ *
+ * PostgreSQL: one group at a time, formed when the previous one is durable. Savepoints would cost two round
+ * trips per job, so the group runs without them and, if any job throws, the whole group is rolled back and
+ * every job is run again, in arrival order, in a transaction of its own.
+ *
+ * A job may therefore run more than once: it must only touch the database through `trx` (side effects
+ * belong after its promise resolved), and it must not itself call `write` (it would wait for a commit that
+ * waits for it).
  */
 export class GroupCommit {
   readonly #db: Kysely<DB>;
@@ -51,14 +57,22 @@ export class GroupCommit {
     if (this.#busy || this.#queue.length === 0) return;
     this.#busy = true;
     // After the current I/O phase: every request whose bytes arrived with this one joins the same commit.
-    setImmediate(() => void this.#flush());
+    setImmediate(() => void (this.#kind === 'sqlite' ? this.#flushSqlite() : this.#flushPostgres()));
   }
 
-  async #flush(): Promise<void> {
+  /** The queued jobs, up to a group; on SQLite the next group may form from here on. */
+  #take(): Job[] {
     const group = this.#queue.splice(0, MAX_GROUP);
+    if (this.#kind === 'sqlite') {
+      this.#busy = false;
+      this.#schedule();
+    }
+    return group;
+  }
+
+  async #flushPostgres(): Promise<void> {
     try {
-      if (this.#kind === 'sqlite') await this.#withSavepoints(group);
-      else await this.#allOrEach(group);
+      await this.#allOrEach(this.#take());
     } finally {
       this.#busy = false;
       this.#schedule();
@@ -70,10 +84,12 @@ export class GroupCommit {
     return this.#db.transaction();
   }
 
-  async #withSavepoints(group: Job[]): Promise<void> {
+  async #flushSqlite(): Promise<void> {
+    let group: Job[] | undefined;
     const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
     try {
       await this.#transaction().execute(async (trx) => {
+        group = this.#take();
         for (const job of group) {
           await sql`savepoint group_job`.execute(trx);
           try {
@@ -86,11 +102,13 @@ export class GroupCommit {
         }
       });
     } catch (err) {
-      // The commit itself failed: nothing of the group is durable.
+      // The transaction could not start, or the commit or its fsync failed: nothing of the group is
+      // acknowledged.
+      group ??= this.#take();
       for (const job of group) job.reject(err);
       return;
     }
-    for (const [i, job] of group.entries()) {
+    for (const [i, job] of (group ?? []).entries()) {
       const o = outcomes[i]!;
       if (o.ok) job.resolve(o.value);
       else job.reject(o.err);
