@@ -14,7 +14,18 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const LOCK = fileURLToPath(new URL('../package-lock.json', import.meta.url));
-const OSES = ['android', 'darwin', 'freebsd', 'linux', 'openbsd', 'openharmony', 'win32', 'sunos', 'aix', 'netbsd'];
+const OSES = [
+  'android',
+  'darwin',
+  'freebsd',
+  'linux',
+  'openbsd',
+  'openharmony',
+  'win32',
+  'sunos',
+  'aix',
+  'netbsd',
+];
 const CPUS = ['arm64', 'arm', 'x64', 'ia32', 'loong64', 'ppc64', 'riscv64', 's390x', 'mips64el', 'wasm32'];
 
 /** The os/cpu/libc a platform package's name spells, e.g. rollup-linux-arm-musleabihf → linux, arm, musl. */
@@ -44,7 +55,9 @@ for (const [path, entry] of Object.entries(pkgs)) {
     if (candidates.some((c) => pkgs[c])) continue;
     const platform = platformOf(dep);
     if (!platform) {
-      process.stderr.write(`cannot tell the platform of ${dep} (optional dependency of ${path || 'the root'})\n`);
+      process.stderr.write(
+        `cannot tell the platform of ${dep} (optional dependency of ${path || 'the root'})\n`,
+      );
       process.exit(2);
     }
     const at = `node_modules/${dep}`;
@@ -60,11 +73,15 @@ for (const [path, entry] of Object.entries(pkgs)) {
   }
 }
 if (check) {
-  if (added.length) process.stdout.write(`package-lock.json lacks ${added.length} entries: ${added.join(', ')}\n`);
+  if (added.length)
+    process.stdout.write(`package-lock.json lacks ${added.length} entries: ${added.join(', ')}\n`);
   process.exit(added.length ? 1 : 0);
 }
 // Same order as npm writes: the root first, then by path.
 const [root, ...rest] = Object.keys(pkgs);
-lock.packages = Object.fromEntries([[root, pkgs[root]], ...rest.sort((a, b) => a.localeCompare(b, 'en')).map((k) => [k, pkgs[k]])]);
+lock.packages = Object.fromEntries([
+  [root, pkgs[root]],
+  ...rest.sort((a, b) => a.localeCompare(b, 'en')).map((k) => [k, pkgs[k]]),
+]);
 writeFileSync(LOCK, `${JSON.stringify(lock, null, 2)}\n`);
 process.stdout.write(added.length ? `added ${added.length}: ${added.join(', ')}\n` : 'nothing to add\n');
