@@ -25,11 +25,30 @@ export interface StartOptions {
 /** How often the audit anchor file is brought up to date (and on shutdown). */
 export const ANCHOR_INTERVAL_MS = 60_000;
 
+/**
+ * Where log lines go: JSON lines on stdout (for log collectors), or in development one readable line per
+ * event (pino-pretty) so that the start-up banner stays legible (README "Configuration", PALMID_LOG_FORMAT).
+ */
+async function logDestination(config: AppContext['config']): Promise<NodeJS.WritableStream | undefined> {
+  const format = config.PALMID_LOG_FORMAT ?? (config.PALMID_ENV === 'development' ? 'pretty' : 'json');
+  if (format === 'json') return undefined;
+  const { default: pretty } = await import('pino-pretty');
+  return pretty({
+    colorize: process.stdout.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    singleLine: true,
+    sync: true,
+  });
+}
+
 export async function startServer(ctx: AppContext, opts: StartOptions = {}): Promise<RunningServer> {
+  const stream = await logDestination(ctx.config);
   const app = await buildApp(ctx, {
     logger: {
       level: ctx.config.PALMID_LOG_LEVEL,
       redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]'], censor: '[redacted]' },
+      ...(stream ? { stream } : {}),
     },
   });
   const address = await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
