@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { Command, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
@@ -45,6 +46,8 @@ interface Store {
   database: Database;
   keyring: Keyring;
 }
+
+installFatalHandlers('admin');
 
 const program = new Command('admin')
   .description('palmid operator CLI: vendors, kiosks, user tokens, audit verification')

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { Command, CommanderError } from 'commander';
 import WebSocket from 'ws';
 
@@ -10,6 +11,8 @@ import WebSocket from 'ws';
  * Exit codes: 0 ok (stopped with Ctrl-C, or --until met), 1 the server refused the key or cannot be
  * reached, 2 bad usage.
  */
+installFatalHandlers('vendor');
+
 export const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'expired']);
