@@ -85,9 +85,7 @@ export async function connectKiosk(
     };
     const onRejected = (r: Rejection) => {
       done();
-      reject(
-        new CliError(`${r.message}; check pvsId and deviceToken (npm run agent -- doctor)`, EXIT.USAGE),
-      );
+      reject(new CliError(`${r.message}; check pvsId and deviceToken (npm run agent -- doctor)`, EXIT.USAGE));
     };
     const timer = setTimeout(() => {
       done();
