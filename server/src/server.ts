@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';
 import type { AppContext } from './context.ts';
-import { AnchorKeeper, anchorPath } from './modules/audit/anchor.ts';
+import { AnchorKeeper, anchorPath, FOREIGN_ANCHOR } from './modules/audit/anchor.ts';
 import { expireOverdue, publishUpdate, readResult } from './modules/auth-contexts/service.ts';
 import { warmUpProverInBackground } from './modules/verification/zk.ts';
 
@@ -87,6 +87,11 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
       const res = await keeper.update();
       if (res.rollback)
         app.log.error(res.rollback, 'audit log is behind its anchor: the database was rolled back or wiped');
+      if (res.foreign)
+        app.log.error(
+          { anchor: res.foreign },
+          `audit anchor not updated: ${FOREIGN_ANCHOR}; give this server its own PALMID_AUDIT_ANCHOR`,
+        );
     } catch (err) {
       app.log.error({ err }, 'audit anchor update failed');
     }

@@ -11,6 +11,7 @@ import {
   anchorPath,
   checkAnchor,
   currentAnchor,
+  FOREIGN_ANCHOR,
   readAnchorFile,
 } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
@@ -236,7 +237,9 @@ audit
     print(res, (r: typeof res) =>
       r.ok
         ? `audit log intact: ${r.rows} record(s)${r.anchor ? `; extends the anchor of ${r.anchor.at} (seq ${r.anchor.seq})` : '; no anchor to check against'}`
-        : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
+        : r.problems.length === 1 && r.problems[0]!.problem === FOREIGN_ANCHOR
+          ? `audit anchor ${r.anchor?.file}: ${FOREIGN_ANCHOR}.\nThe chain itself is intact (${r.rows} record(s)); point --anchor (or PALMID_AUDIT_ANCHOR) at this database's anchor.`
+          : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
     );
     if (!res.ok) process.exitCode = 1;
   });
