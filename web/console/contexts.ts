@@ -167,7 +167,7 @@ function render(): void {
         'tr',
         { 'data-auth-id': r.auth_id },
         h('td', { class: 'nowrap' }, when(r.created_at ?? r.updated_at)),
-        h('td', {}, h('code', { title: r.auth_id }, short(r.auth_id))),
+        h('td', { class: 'nowrap' }, h('code', { title: r.auth_id }, short(r.auth_id))),
         h('td', {}, r.type),
         h('td', { class: 'nowrap' }, money(r.amount, r.currency)),
         h('td', {}, h('span', { class: 'badge', 'data-status': r.status }, r.status)),

@@ -107,7 +107,7 @@ export function wireLedger(): void {
                   'tr',
                   { 'data-context-id': t['context-id'] },
                   h('td', { class: 'nowrap' }, when(t.timestamp)),
-                  h('td', {}, h('code', { title: t['context-id'] }, short(t['context-id']))),
+                  h('td', { class: 'nowrap' }, h('code', { title: t['context-id'] }, short(t['context-id']))),
                   h('td', {}, t.attributes.map((a) => describeAttribute(a, t['context-id'])).join(' · ')),
                   h(
                     'td',
