@@ -2,8 +2,8 @@ import type { Config } from './config.ts';
 import type { Keyring } from './crypto/keyring.ts';
 import type { Database } from './db/index.ts';
 import type { EventHub } from './lib/event-hub.ts';
+import type { KioskRegistry } from './lib/kiosk-registry.ts';
 import type { Gallery, Matcher } from './modules/matching/types.ts';
-import type { KioskRegistry } from './modules/pvs/registry.ts';
 import type { RateLimits } from './plugins/app/rate-limit.ts';
 
 /** Everything a module needs, built once per process and handed to the app. */

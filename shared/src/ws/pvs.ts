@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { authResultSchema } from '../api/auth-contexts.ts';
 import { handSchema, templateB64Schema, uuidSchema } from '../api/common.ts';
 
-/** /ws/pvs: kiosk agent ↔ server (CONTRACT §6). */
+/** /ws/pvs: kiosk agent ↔ server (docs/websocket.md). */
 const sample = z.object({
   template: templateB64Schema,
   hand: handSchema,

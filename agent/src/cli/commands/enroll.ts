@@ -110,7 +110,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         try {
           const [first, ...rest] = samples as [Sample, ...Sample[]];
           // One request id for the whole enrolment: a retry after a dropped link cannot create two users.
-          const res = await uplink.call<{ user_id: string; claim_code: string; expires_at: string }>(
+          const res = await uplink.call(
             'enroll',
             { ...first, ...(rest.length > 0 ? { samples: rest } : {}) },
             { id: `enroll:${randomUUID()}`, timeoutMs: 30_000 },

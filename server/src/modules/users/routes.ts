@@ -18,18 +18,11 @@ import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { readAttributeValues, writeAttribute } from '../attributes/service.ts';
 import { appendAudit } from '../audit/service.ts';
-import { decodeTemplate } from '../auth-contexts/routes.ts';
 import { activeConsents } from '../consents/service.ts';
-import {
-  addPalm,
-  createUser,
-  dataKeyOf,
-  eraseUser,
-  forgetPalms,
-  issueUserToken,
-  palmRegistered,
-  requireUser,
-} from './service.ts';
+import { eraseUser } from '../gdpr/service.ts';
+import { templateBytesFromBase64 } from '../matching/wire.ts';
+import { forgetPalms } from './gallery.ts';
+import { addPalm, createUser, dataKeyOf, issueUserToken, palmRegistered, requireUser } from './service.ts';
 
 const vendorRoute = { auth: 'vendor', scope: 'users', rate: 'users' } as const;
 const security = [{ apiKey: [] }];
@@ -75,7 +68,7 @@ async function applyChanges(
   if (palms && palms.length > 0) {
     const key = await dataKeyOf(ctx, db, userId);
     for (const p of palms) {
-      const template = decodeTemplate(p.template);
+      const template = templateBytesFromBase64(p.template);
       palmIds.push({
         palmId: await addPalm(ctx, db, userId, key, { hand: p.hand, template }),
         hand: p.hand,

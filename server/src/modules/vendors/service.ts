@@ -143,7 +143,7 @@ export async function revokeKeys(db: Db, vendorId: string, now = Date.now()) {
 }
 
 /**
- * Resolves an X-API-Key. Live keys only work in production and test keys only outside it (CONTRACT §2).
+ * Resolves an X-API-Key. Live keys only work in production and test keys only outside it (docs/vendor-api.md).
  * Every failure is the same 401 so that a caller learns nothing about which keys exist.
  */
 export async function authenticateVendor(
@@ -186,4 +186,8 @@ export async function authenticateVendor(
     scopes: row.scopes.split(',').filter(Boolean),
     keyId: row.key_id,
   };
+}
+
+export async function findVendorByName(db: Db, name: string) {
+  return db.selectFrom('vendors').select('id').where('name', '=', name).executeTakeFirst();
 }
