@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { Command, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
@@ -9,6 +10,7 @@ import {
   anchorPath,
   checkAnchor,
   currentAnchor,
+  FOREIGN_ANCHOR,
   readAnchorFile,
 } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
@@ -45,6 +47,8 @@ interface Store {
   database: Database;
   keyring: Keyring;
 }
+
+installFatalHandlers('admin');
 
 const program = new Command('admin')
   .description('palmid operator CLI: vendors, kiosks, user tokens, audit verification')
@@ -233,7 +237,9 @@ audit
     print(res, (r: typeof res) =>
       r.ok
         ? `audit log intact: ${r.rows} record(s)${r.anchor ? `; extends the anchor of ${r.anchor.at} (seq ${r.anchor.seq})` : '; no anchor to check against'}`
-        : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
+        : r.problems.length === 1 && r.problems[0]!.problem === FOREIGN_ANCHOR
+          ? `audit anchor ${r.anchor?.file}: ${FOREIGN_ANCHOR}.\nThe chain itself is intact (${r.rows} record(s)); point --anchor (or PALMID_AUDIT_ANCHOR) at this database's anchor.`
+          : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
     );
     if (!res.ok) process.exitCode = 1;
   });
