@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../../config.ts';
 import { type CliContext, EXIT } from '../context.ts';
-import { type CheckResult, checkClock, checkModel, checkServer, checkToken } from '../doctor-checks.ts';
+import { type CheckResult, checkClock, checkKioskLogin, checkModel, checkServer } from '../doctor-checks.ts';
 import { checkDeviceKey } from './attest.ts';
 
 const MARK: Record<CheckResult['status'], string> = { ok: '✔', warn: '!', fail: '✘', skip: '-' };
@@ -72,7 +72,7 @@ export function registerDoctor(program: Command, ctx: CliContext): void {
   program
     .command('doctor')
     .description(
-      'check the scanner, firmware, model file, server link, clock and device key; exit 1 if any check fails',
+      'check the scanner, firmware, model file, server link, clock, the kiosk credentials and the device key (against the server); exit 1 if any check fails',
     )
     .option('--capture', 'also take one test capture')
     .option('--json', 'machine-readable output')
@@ -93,14 +93,12 @@ export function registerDoctor(program: Command, ctx: CliContext): void {
         checkServer(config.serverUrl, opts.timeout),
         checkDeviceKey(loaded, opts.timeout),
       ]);
-      results.push(
-        ...device,
-        model,
-        server.result,
-        checkClock(server),
-        checkToken(config.deviceToken),
-        deviceKey,
-      );
+      // The kiosk's credentials, tried against the server the way `agent run` logs in.
+      const login = await checkKioskLogin(config.serverUrl, config, {
+        timeoutMs: opts.timeout,
+        serverReachable: server.result.status === 'ok',
+      });
+      results.push(...device, model, server.result, checkClock(server), ...login, deviceKey);
 
       const failed = results.filter((r) => r.status === 'fail');
       if (opts.json) {

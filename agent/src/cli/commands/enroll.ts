@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
-import { deviceKeyOf, kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
+import { connectKiosk, deviceKeyOf, kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
 
 type Hand = 'left' | 'right';
 interface Sample {
@@ -47,21 +47,37 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         const stop = new AbortController();
         process.once('SIGINT', () => stop.abort());
         const key = deviceKeyOf(loaded, log);
-        const driver = await openScannerPatiently(ctx, loaded, stop.signal, log);
-        if (!driver) return;
-        // The server's nonce comes first: every sample captured after it is signed with it (freshness).
-        const uplink = kioskUplink(loaded, id, driver, () => undefined, 'enrol', key);
-        uplink.start();
+        // The server first: a refused token or a kiosk bound to a vendor is told before anyone holds a palm.
+        const uplink = kioskUplink(loaded, id, undefined, () => undefined, 'enrol', key);
+        let hello: { vendor_id: string | null };
+        try {
+          hello = await connectKiosk(uplink, loaded.config.serverUrl);
+        } catch (err) {
+          await uplink.stop();
+          throw err;
+        }
+        if (hello.vendor_id !== null) {
+          await uplink.stop();
+          throw new CliError(
+            `this kiosk is bound to vendor ${hello.vendor_id}: only kiosks without a vendor enrol users (docs/kiosk-install.md)`,
+            EXIT.USAGE,
+          );
+        }
+        // The server's nonce comes next: every sample captured after it is signed with it (freshness).
         let begun: { enrolment_id: string; nonce: string };
         try {
           begun = await uplink.call('enroll.begin', {}, { timeoutMs: 15_000 });
         } catch (err) {
           await uplink.stop();
-          await driver.close();
           throw new CliError(
             `enrolment failed: ${err instanceof Error ? err.message : String(err)}`,
             EXIT.FAILED,
           );
+        }
+        const driver = await openScannerPatiently(ctx, loaded, stop.signal, log);
+        if (!driver) {
+          await uplink.stop();
+          return;
         }
         const samples: Sample[] = [];
         try {
