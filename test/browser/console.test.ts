@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { rotateKey } from '../../server/src/modules/vendors/service.ts';
-import { seedVendor } from '../../server/src/testing.ts';
+import { seedVendor, vendorDevice } from '../../server/src/testing.ts';
 import {
   eventually,
   HAVE_CHROMIUM,
@@ -159,7 +159,12 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
       headers: { 'x-api-key': shop.api_key },
       payload: {
         auth_context: { type: 'entrance' },
-        palm: { template: TEMPLATE, hand: 'right', liveness: 0.95 },
+        // the shop's own capture host attests the palm (docs/vendor-api.md "Attested palms")
+        palm: (await vendorDevice(hx.t.ctx, shop.vendor_id)).direct({
+          template: TEMPLATE,
+          hand: 'right',
+          liveness: 0.95,
+        }),
       },
     });
     expect(entrance.statusCode).toBe(200);
