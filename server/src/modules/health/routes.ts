@@ -1,6 +1,7 @@
 import { successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { vendorErrors } from '../../lib/error-replies.ts';
 import { vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 
@@ -40,7 +41,7 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['health'],
         summary: 'System status for a vendor',
         security: [{ apiKey: [] }],
-        response: { 200: successSchema(statusSchema) },
+        response: { 200: successSchema(statusSchema), ...vendorErrors(401, 403, 429) },
       },
     },
     async (request, reply) => {
