@@ -21,6 +21,7 @@ import { evaluate } from './evaluate.ts';
 import { readImage } from './image-io.ts';
 import { evaluatePad } from './pad-eval.ts';
 import { processCapture } from './pipeline.ts';
+import { roiCommand } from './roi-export.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES, rotationTolerantDistance } from './roi-rotation.ts';
 import { extractRoiTemplate, extractRoiTemplates } from './roi-template.ts';
 
@@ -309,6 +310,12 @@ export function buildCli(): Command {
       bar?.stop();
       console.log(JSON.stringify(report, null, 2));
     });
+  program.addCommand(
+    roiCommand((total) => {
+      const bar = progress(total);
+      return bar && { update: (n: number) => bar.update(n), stop: () => bar.stop() };
+    }),
+  );
   program.addCommand(verifyProofCommand());
   return program;
 }

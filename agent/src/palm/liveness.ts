@@ -1,4 +1,5 @@
 import type { CaptureMeasures } from './capture-checks.ts';
+import type { LivenessCue } from './sensor-profiles.ts';
 
 /**
  * Liveness score (0–100) at or above which a capture counts as a live hand. It is 50 so that the
@@ -30,12 +31,16 @@ export function livenessCues(m: LivenessMeasures): { rounded: number; aperiodic:
   };
 }
 
+export const ALL_CUES: readonly LivenessCue[] = ['rounded', 'aperiodic', 'contrast'];
+
 /**
- * Liveness 0–100: the logistic of the summed cue evidence, each cue capped at +CUE_CAP. Every
- * measure is free of gain and scale.
+ * Liveness 0–100: the logistic of the summed evidence of the cues the sensor supports (its
+ * profile, `sensor-profiles.ts`), each cue capped at +CUE_CAP. Every measure is free of gain and
+ * scale.
  */
-export function livenessScore(m: LivenessMeasures): number {
+export function livenessScore(m: LivenessMeasures, cues: readonly LivenessCue[] = ALL_CUES): number {
   const c = livenessCues(m);
-  const z = Math.min(CUE_CAP, c.rounded) + Math.min(CUE_CAP, c.aperiodic) + Math.min(CUE_CAP, c.contrast);
+  let z = 0;
+  for (const cue of cues) z += Math.min(CUE_CAP, c[cue]);
   return Math.round(100 / (1 + Math.exp(-z)));
 }

@@ -1,0 +1,153 @@
+/**
+ * Sensor profiles: what the capture pipeline may assume about the camera in front of it. A profile
+ * sets the quality limits and, above all, which presentation-attack (liveness) cues apply: a cue a
+ * sensor cannot support (vein contrast under visible light, the NIR fall-off at the outline of a
+ * hand pressed on a platen) would only refuse bona fide hands. See docs/palm-pipeline.md
+ * ("Sensor profiles") for how each value was chosen and what each profile detects.
+ */
+
+/** The liveness cues of `liveness.ts`. */
+export type LivenessCue = 'rounded' | 'aperiodic' | 'contrast';
+
+export interface QualityLimits {
+  /** share of the frame covered by the hand */
+  minCoverage: number;
+  minHandMean: number;
+  maxSaturated: number;
+  /** palm radius relative to the frame's shorter side */
+  minRelativeRadius: number;
+  maxAnisotropy: number;
+  minSharpness: number;
+  /** below minSharpness, a directional smear means motion rather than defocus */
+  motionAnisotropy: number;
+}
+
+export interface SensorProfile {
+  name: SensorName;
+  /** one line for `agent config` help */
+  summary: string;
+  /** the cues the liveness score reads on this sensor */
+  cues: readonly LivenessCue[];
+  /** honest statement of the presentation attacks this profile detects (and those it does not) */
+  detects: string;
+  limits: QualityLimits;
+}
+
+export const SENSOR_NAMES = [
+  'simulator',
+  'contact-nir',
+  'contact-visible',
+  'contactless-nir',
+  'grey-dark',
+  'colour',
+  'phone',
+] as const;
+export type SensorName = (typeof SENSOR_NAMES)[number];
+
+export const DEFAULT_SENSOR: SensorName = 'simulator';
+
+/** The limits calibrated on the simulator's captures (docs/palm-pipeline.md). */
+const SIMULATOR_LIMITS: QualityLimits = {
+  minCoverage: 0.03,
+  minHandMean: 60,
+  maxSaturated: 0.25,
+  minRelativeRadius: 0.13,
+  maxAnisotropy: 3.2,
+  minSharpness: 0.3,
+  motionAnisotropy: 1.9,
+};
+
+/**
+ * Limits for real cameras, from the bona fide development captures (CASIA-PalmprintV1 persons
+ * ≥ 0051 and COEP persons ≥ 055; aggregate percentiles in docs/palm-pipeline.md): each limit sits
+ * beyond the 0.5th percentile of the bona fide measure, so a real hand is not refused as blurred,
+ * dark or far; the hand-side, valley and ROI checks keep their own (geometric) rules.
+ */
+const CAMERA_LIMITS: QualityLimits = {
+  minCoverage: 0.03,
+  minHandMean: 40,
+  maxSaturated: 0.25,
+  minRelativeRadius: 0.1,
+  maxAnisotropy: 4,
+  minSharpness: 0.12,
+  motionAnisotropy: 2.4,
+};
+
+const VISIBLE_ONLY =
+  'periodic fine texture only: halftone prints and screen pixel grids resolved by the camera. ' +
+  'A continuous-tone photo print, a high-resolution screen seen out of focus, and any 3-D fake ' +
+  '(silicone, latex, gelatine) are NOT detected.';
+
+export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
+  simulator: {
+    name: 'simulator',
+    summary: 'the firmware simulator (NIR, dark background, whole hand)',
+    cues: ['rounded', 'aperiodic', 'contrast'],
+    detects:
+      'paper prints and screens of the simulator: no NIR fall-off at the outline, periodic texture, ' +
+      'compressed vein-scale contrast. Fitted on simulated attacks only.',
+    limits: SIMULATOR_LIMITS,
+  },
+  'contact-nir': {
+    name: 'contact-nir',
+    summary: 'contact NIR scanner with pegs (hand on a platen, NIR light)',
+    cues: ['aperiodic', 'contrast'],
+    detects:
+      'prints and screens: periodic texture, and under NIR the compressed vein-scale contrast of ' +
+      'paper and displays. The outline fall-off is not used (a hand pressed on a platen is flat). ' +
+      '3-D fakes with vein-like contrast are NOT detected.',
+    limits: CAMERA_LIMITS,
+  },
+  'contact-visible': {
+    name: 'contact-visible',
+    summary: 'contact visible-light scanner with pegs',
+    cues: ['aperiodic'],
+    detects: VISIBLE_ONLY,
+    limits: CAMERA_LIMITS,
+  },
+  'contactless-nir': {
+    name: 'contactless-nir',
+    summary: 'contactless NIR palm-vein camera (850 nm, hand held free)',
+    cues: ['rounded', 'aperiodic', 'contrast'],
+    detects:
+      'prints and screens: no NIR fall-off at the outline of a flat medium, periodic texture, ' +
+      'compressed vein-scale contrast. Curved 3-D fakes of NIR-realistic material are NOT detected.',
+    limits: CAMERA_LIMITS,
+  },
+  'grey-dark': {
+    name: 'grey-dark',
+    summary: 'grey-level visible camera, dark background (e.g. CASIA palmprint)',
+    cues: ['aperiodic'],
+    detects: VISIBLE_ONLY,
+    limits: CAMERA_LIMITS,
+  },
+  colour: {
+    name: 'colour',
+    summary: 'colour camera, dark or uniform background, pegs allowed (e.g. COEP)',
+    cues: ['aperiodic'],
+    detects: VISIBLE_ONLY,
+    limits: CAMERA_LIMITS,
+  },
+  phone: {
+    name: 'phone',
+    summary: 'phone camera, hand held in front of any background',
+    cues: ['aperiodic'],
+    detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
+    limits: CAMERA_LIMITS,
+  },
+};
+
+export function isSensorName(v: string): v is SensorName {
+  return (SENSOR_NAMES as readonly string[]).includes(v);
+}
+
+/** The profile of a name (or the default); unknown names are the caller's to refuse. */
+export function sensorProfile(name: SensorName | SensorProfile | undefined): SensorProfile {
+  if (name === undefined) return SENSOR_PROFILES[DEFAULT_SENSOR];
+  return typeof name === 'string' ? SENSOR_PROFILES[name] : name;
+}
+
+/** Help text listing the profiles, for `agent config` and the palm CLI. */
+export function sensorHelp(): string {
+  return SENSOR_NAMES.map((n) => `  ${n.padEnd(16)} ${SENSOR_PROFILES[n].summary}`).join('\n');
+}
