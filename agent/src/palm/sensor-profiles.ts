@@ -6,6 +6,8 @@
  * ("Sensor profiles") for how each value was chosen and what each profile detects.
  */
 
+import { type RoiProportions, SIMULATOR_ROI } from './hand-geometry.ts';
+
 /** The liveness cues of `liveness.ts`. */
 export type LivenessCue = 'rounded' | 'aperiodic' | 'contrast';
 
@@ -31,6 +33,7 @@ export interface SensorProfile {
   /** honest statement of the presentation attacks this profile detects (and those it does not) */
   detects: string;
   limits: QualityLimits;
+  roi: RoiProportions;
 }
 
 export const SENSOR_NAMES = [
@@ -73,6 +76,14 @@ const CAMERA_LIMITS: QualityLimits = {
   motionAnisotropy: 2.4,
 };
 
+/**
+ * ROI on real palms: a square of 1.3 × the valley spacing whose top edge lies 0.2 spacing below
+ * the valley line (centre 0.85 spacing = 0.654 side below), i.e. the central palm between the
+ * finger roots and the wrist crease, clear of the thenar and hypothenar edges. The simulator's
+ * square (SIMULATOR_ROI) reaches the wrist, which real frames often cut.
+ */
+const CAMERA_ROI: RoiProportions = { sidePerSpacing: 1.3, centreBelow: 0.654, radiusWeight: 0 };
+
 const VISIBLE_ONLY =
   'periodic fine texture only: halftone prints and screen pixel grids resolved by the camera. ' +
   'A continuous-tone photo print, a high-resolution screen seen out of focus, and any 3-D fake ' +
@@ -87,6 +98,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'paper prints and screens of the simulator: no NIR fall-off at the outline, periodic texture, ' +
       'compressed vein-scale contrast. Fitted on simulated attacks only.',
     limits: SIMULATOR_LIMITS,
+    roi: SIMULATOR_ROI,
   },
   'contact-nir': {
     name: 'contact-nir',
@@ -97,6 +109,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'paper and displays. The outline fall-off is not used (a hand pressed on a platen is flat). ' +
       '3-D fakes with vein-like contrast are NOT detected.',
     limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
   },
   'contact-visible': {
     name: 'contact-visible',
@@ -104,6 +117,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     cues: ['aperiodic'],
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
   },
   'contactless-nir': {
     name: 'contactless-nir',
@@ -113,6 +127,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'prints and screens: no NIR fall-off at the outline of a flat medium, periodic texture, ' +
       'compressed vein-scale contrast. Curved 3-D fakes of NIR-realistic material are NOT detected.',
     limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
   },
   'grey-dark': {
     name: 'grey-dark',
@@ -120,6 +135,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     cues: ['aperiodic'],
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
   },
   colour: {
     name: 'colour',
@@ -127,6 +143,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     cues: ['aperiodic'],
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
   },
   phone: {
     name: 'phone',
@@ -134,6 +151,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     cues: ['aperiodic'],
     detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
     limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
   },
 };
 
