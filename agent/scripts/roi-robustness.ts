@@ -21,10 +21,10 @@ import {
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { Command } from 'commander';
 import sharp, { type Sharp } from 'sharp';
-import { baselineTemplate } from '../src/palm/baseline.ts';
-import { listDataset } from '../src/palm/dataset.ts';
+import { baselineTemplate } from '../src/palm/eval/baseline.ts';
+import { listDataset } from '../src/palm/eval/dataset.ts';
+import { errorRates } from '../src/palm/eval/metrics.ts';
 import { type GrayImage, readImage } from '../src/palm/image-io.ts';
-import { errorRates } from '../src/palm/metrics.ts';
 import { bilinear } from '../src/palm/roi-input.ts';
 import { ROI_ROTATION_ANGLES, variantMatcher } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplate, extractRoiTemplates } from '../src/palm/roi-template.ts';

@@ -1,9 +1,9 @@
 import { encodeTemplate, GRID } from '@palmid/shared/palm/template.ts';
-import { signatureOf } from './coding.ts';
-import { gaborKernel, ORIENTATIONS } from './gabor.ts';
-import type { GrayImage } from './image-io.ts';
-import { ROI_SIZE } from './model-graph.ts';
-import { roiFromImage } from './roi-input.ts';
+import { signatureOf } from '../coding.ts';
+import { gaborKernel, ORIENTATIONS } from '../gabor.ts';
+import type { GrayImage } from '../image-io.ts';
+import { ROI_SIZE } from '../model-graph.ts';
+import { roiFromImage } from '../roi-input.ts';
 
 /**
  * The classic competitive code (Kong & Zhang, ICPR 2004) as the reference to beat: raw 128 × 128

@@ -1,8 +1,8 @@
 import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
+import { variantMatcher } from '../roi-rotation.ts';
 import type { Dataset } from './dataset.ts';
 import { errorRates, percentile } from './metrics.ts';
-import { variantMatcher } from './roi-rotation.ts';
 
 export interface EvalReport {
   subjects: number;
