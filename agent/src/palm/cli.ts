@@ -230,7 +230,9 @@ export function buildCli(): Command {
       bar.stop();
       console.log(JSON.stringify(report, null, 2));
     });
-  program.addCommand(verifyProofCommand().exitOverride());
+  program.addCommand(verifyProofCommand());
+  // bad usage anywhere reaches main() as a CommanderError (exit code 2), never process.exit(1)
+  for (const c of program.commands) c.exitOverride().showHelpAfterError('(run with --help for usage)');
   return program;
 }
 
