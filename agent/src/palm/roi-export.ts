@@ -3,10 +3,11 @@ import { dirname, join, relative } from 'node:path';
 import { AppError } from '@palmid/shared/errors.ts';
 import { Command } from 'commander';
 import sharp from 'sharp';
-import { listDataset } from './dataset.ts';
+import { listDataset } from './eval/dataset.ts';
 import { readImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
 import { processCapture } from './pipeline.ts';
+import { progressBar } from './progress.ts';
 import { isSensorName, type SensorName, sensorHelp } from './sensor-profiles.ts';
 
 export interface RoiExportReport {
@@ -80,7 +81,7 @@ export async function exportRois(
 }
 
 /** `palm roi <dir> --out <outdir> [--sensor P] [--all]` */
-export function roiCommand(progress: (total: number) => { update(n: number): void; stop(): void } | null) {
+export function roiCommand(): Command {
   return new Command('roi')
     .description(
       'write the 128 × 128 palm ROI of every whole-hand image of <dir>/<subject>/<image> as PNG in ' +
@@ -96,17 +97,17 @@ export function roiCommand(progress: (total: number) => { update(n: number): voi
           field: 'sensor',
           reason: 'unknown',
         });
-      let bar: ReturnType<typeof progress> = null;
+      let bar: ReturnType<typeof progressBar> | null = null;
       const report = await exportRois(dir, o.out, {
         ...(o.sensor ? { sensor: o.sensor as SensorName } : {}),
         ...(o.all ? { all: true } : {}),
         onFailure: (file, reason) => console.error(`${file}: ${reason}`),
         onProgress: (done, total) => {
-          bar ??= progress(total);
-          bar?.update(done);
+          bar ??= progressBar(total, 'cropping');
+          bar.update(done);
         },
       });
-      (bar as ReturnType<typeof progress>)?.stop();
+      (bar as ReturnType<typeof progressBar> | null)?.stop();
       console.log(JSON.stringify(report));
     });
 }

@@ -2,8 +2,8 @@ import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
 import { distanceToScore, packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { describe, expect, it } from 'vitest';
-import type { Dataset } from './dataset.ts';
-import { evaluate } from './evaluate.ts';
+import type { Dataset } from './eval/dataset.ts';
+import { evaluate } from './eval/evaluate.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
 import {
