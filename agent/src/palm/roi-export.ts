@@ -8,7 +8,7 @@ import { readImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
 import { processCapture } from './pipeline.ts';
 import { progressBar } from './progress.ts';
-import { isSensorName, type SensorName, sensorHelp } from './sensor-profiles.ts';
+import { type SensorName, sensorArg, sensorHelp } from './sensor-profiles.ts';
 
 export interface RoiExportReport {
   images: number;
@@ -89,17 +89,12 @@ export function roiCommand(): Command {
     )
     .argument('<dir>', 'dataset directory')
     .requiredOption('--out <outdir>', 'output directory')
-    .option('--sensor <profile>', `sensor profile (default simulator):\n${sensorHelp()}`)
+    .option('--sensor <profile>', `sensor profile (default simulator):\n${sensorHelp()}`, sensorArg)
     .option('--all', 'also write the ROI of captures refused by a quality or liveness gate')
-    .action(async (dir: string, o: { out: string; sensor?: string; all?: boolean }) => {
-      if (o.sensor !== undefined && !isSensorName(o.sensor))
-        throw new AppError('INVALID_REQUEST', `unknown sensor profile "${o.sensor}"\n${sensorHelp()}`, {
-          field: 'sensor',
-          reason: 'unknown',
-        });
+    .action(async (dir: string, o: { out: string; sensor?: SensorName; all?: boolean }) => {
       let bar: ReturnType<typeof progressBar> | null = null;
       const report = await exportRois(dir, o.out, {
-        ...(o.sensor ? { sensor: o.sensor as SensorName } : {}),
+        ...(o.sensor ? { sensor: o.sensor } : {}),
         ...(o.all ? { all: true } : {}),
         onFailure: (file, reason) => console.error(`${file}: ${reason}`),
         onProgress: (done, total) => {

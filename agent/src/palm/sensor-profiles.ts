@@ -6,6 +6,7 @@
  * ("Sensor profiles") for how each value was chosen and what each profile detects.
  */
 
+import { InvalidArgumentError } from 'commander';
 import { type RoiProportions, SIMULATOR_ROI } from './hand-geometry.ts';
 
 /** The liveness cues of `liveness.ts`. */
@@ -163,6 +164,13 @@ export function isSensorName(v: string): v is SensorName {
 export function sensorProfile(name: SensorName | SensorProfile | undefined): SensorProfile {
   if (name === undefined) return SENSOR_PROFILES[DEFAULT_SENSOR];
   return typeof name === 'string' ? SENSOR_PROFILES[name] : name;
+}
+
+/** Commander parser of a `--sensor <profile>` value. */
+export function sensorArg(v: string): SensorName {
+  if (!isSensorName(v))
+    throw new InvalidArgumentError(`unknown sensor profile "${v}" (one of: ${SENSOR_NAMES.join(', ')})`);
+  return v;
 }
 
 /** Help text listing the profiles, for `agent config` and the palm CLI. */
