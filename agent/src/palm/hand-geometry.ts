@@ -287,7 +287,11 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const byWeb = web ? webSide(web, roi) : null;
   const fingers = indexSide(fingerMask, w, h, valleys, up);
   geometry.cues = { mass: bySide(mass), web: bySide(byWeb), fingers: fingers?.side ?? 0 };
-  geometry.hand = mass ?? byWeb ?? (fingers ? (fingers.side > 0 ? 'right' : 'left') : null);
+  // votes: the thumb's mass counts double, the finger widths only when they differ clearly
+  const vote =
+    2 * bySide(mass) + bySide(byWeb) + (fingers && fingers.margin >= FINGER_MARGIN ? fingers.side : 0);
+  const weak = fingers?.side ?? 0;
+  geometry.hand = vote > 0 || (vote === 0 && weak > 0) ? 'right' : vote < 0 || weak < 0 ? 'left' : null;
   // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside
   const half = (side / 2) * 1.15;
   const corners = [-1, 1].flatMap((a) =>
@@ -304,6 +308,8 @@ interface Point {
   y: number;
 }
 
+/** Least relative width difference of the outer (and inner) fingers that decides a hand side. */
+const FINGER_MARGIN = 0.05;
 /** Valley spacing × this is about 1.5 × the inscribed radius on a hand (plausibility check). */
 const SIDE_PER_VALLEY_SPACING = 1.645;
 /** A half line of the valleys this far (rad) off the outer line marks an outer valley as an outlier. */

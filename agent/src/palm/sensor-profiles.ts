@@ -78,12 +78,12 @@ const CAMERA_LIMITS: QualityLimits = {
 };
 
 /**
- * ROI on real palms: a square of 1.3 × the valley spacing whose top edge lies 0.2 spacing below
- * the valley line (centre 0.85 spacing = 0.654 side below), i.e. the central palm between the
+ * ROI on real palms: a square of 1.25 × the valley spacing whose top edge lies 0.3 spacing below
+ * the valley line (centre 0.925 spacing = 0.74 side below), i.e. the central palm between the
  * finger roots and the wrist crease, clear of the thenar and hypothenar edges. The simulator's
  * square (SIMULATOR_ROI) reaches the wrist, which real frames often cut.
  */
-const CAMERA_ROI: RoiProportions = { sidePerSpacing: 1.3, centreBelow: 0.654, radiusWeight: 0 };
+const CAMERA_ROI: RoiProportions = { sidePerSpacing: 1.25, centreBelow: 0.74, radiusWeight: 0 };
 
 const VISIBLE_ONLY =
   'periodic fine texture only: halftone prints and screen pixel grids resolved by the camera. ' +
