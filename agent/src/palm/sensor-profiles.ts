@@ -31,6 +31,8 @@ export interface SensorProfile {
   summary: string;
   /** the cues the liveness score reads on this sensor */
   cues: readonly LivenessCue[];
+  /** centre of the periodicity cue: fine periodic texture above it counts as a print or screen */
+  maxPeriodicity: number;
   /** honest statement of the presentation attacks this profile detects (and those it does not) */
   detects: string;
   limits: QualityLimits;
@@ -85,6 +87,15 @@ const CAMERA_LIMITS: QualityLimits = {
  */
 const CAMERA_ROI: RoiProportions = { sidePerSpacing: 1.25, centreBelow: 0.74, radiusWeight: 0 };
 
+/**
+ * Periodicity centre on real cameras: bona fide development captures reach 0.30 (CASIA, 99.5th
+ * percentile) and 0.45 (COEP, 1600 × 1200 colour JPEG: demosaicing and block artefacts), so the
+ * centre sits at 0.6, beyond both; the simulator keeps 0.4. On the simulator's attacks (30 each)
+ * the median periodicity is 0.77 for screens but 0.34 for prints: at 0.6 this cue alone catches
+ * most pixel-grid screens and only the coarsest halftone prints.
+ */
+const CAMERA_PERIODICITY = 0.6;
+
 const VISIBLE_ONLY =
   'periodic fine texture only: halftone prints and screen pixel grids resolved by the camera. ' +
   'A continuous-tone photo print, a high-resolution screen seen out of focus, and any 3-D fake ' +
@@ -95,6 +106,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'simulator',
     summary: 'the firmware simulator (NIR, dark background, whole hand)',
     cues: ['rounded', 'aperiodic', 'contrast'],
+    maxPeriodicity: 0.4,
     detects:
       'paper prints and screens of the simulator: no NIR fall-off at the outline, periodic texture, ' +
       'compressed vein-scale contrast. Fitted on simulated attacks only.',
@@ -105,6 +117,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'contact-nir',
     summary: 'contact NIR scanner with pegs (hand on a platen, NIR light)',
     cues: ['aperiodic', 'contrast'],
+    maxPeriodicity: CAMERA_PERIODICITY,
     detects:
       'prints and screens: periodic texture, and under NIR the compressed vein-scale contrast of ' +
       'paper and displays. The outline fall-off is not used (a hand pressed on a platen is flat). ' +
@@ -116,6 +129,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'contact-visible',
     summary: 'contact visible-light scanner with pegs',
     cues: ['aperiodic'],
+    maxPeriodicity: CAMERA_PERIODICITY,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: CAMERA_ROI,
@@ -124,6 +138,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'contactless-nir',
     summary: 'contactless NIR palm-vein camera (850 nm, hand held free)',
     cues: ['rounded', 'aperiodic', 'contrast'],
+    maxPeriodicity: CAMERA_PERIODICITY,
     detects:
       'prints and screens: no NIR fall-off at the outline of a flat medium, periodic texture, ' +
       'compressed vein-scale contrast. Curved 3-D fakes of NIR-realistic material are NOT detected.',
@@ -134,6 +149,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'grey-dark',
     summary: 'grey-level visible camera, dark background (e.g. CASIA palmprint)',
     cues: ['aperiodic'],
+    maxPeriodicity: CAMERA_PERIODICITY,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: CAMERA_ROI,
@@ -142,6 +158,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'colour',
     summary: 'colour camera, dark or uniform background, pegs allowed (e.g. COEP)',
     cues: ['aperiodic'],
+    maxPeriodicity: CAMERA_PERIODICITY,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: CAMERA_ROI,
@@ -150,6 +167,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'phone',
     summary: 'phone camera, hand held in front of any background',
     cues: ['aperiodic'],
+    maxPeriodicity: CAMERA_PERIODICITY,
     detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
     limits: CAMERA_LIMITS,
     roi: CAMERA_ROI,
