@@ -12,16 +12,11 @@
  * e.g.   tsx agent/scripts/make-roi-set.ts /tmp/r --style contactless --subjects 40 --per-session 3
  */
 import { basename } from 'node:path';
-import {
-  PACKED_WORDS,
-  type packedDistance,
-  packTemplate,
-  shiftedDistance,
-} from '@palmid/shared/palm/match.ts';
+import { PACKED_WORDS, type packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { Command } from 'commander';
 import sharp, { type Sharp } from 'sharp';
-import { baselineTemplate } from '../src/palm/eval/baseline.ts';
+import { baselineDistance, baselineTemplate } from '../src/palm/eval/baseline.ts';
 import { listDataset } from '../src/palm/eval/dataset.ts';
 import { errorRates } from '../src/palm/eval/metrics.ts';
 import { type GrayImage, readImage } from '../src/palm/image-io.ts';
@@ -202,17 +197,6 @@ for (const [si, s] of dataset.subjects.entries()) {
     const session = hasPrefix ? (basename(f).startsWith('2_') ? 2 : 1) : k < s.files.length / 2 ? 1 : 2;
     items.push({ subject: si, session, image: await readImage(f) });
   }
-}
-
-/** Global translation search of ±4 cells, the classic matcher of the baseline. */
-function baselineDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: number): number {
-  let best = 1;
-  for (let dy = -4; dy <= 4; dy++)
-    for (let dx = -4; dx <= 4; dx++) {
-      const d = shiftedDistance(a, ao, b, bo, dx, dy, 1);
-      if (d < best) best = d;
-    }
-  return best;
 }
 
 async function eer(

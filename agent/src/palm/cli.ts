@@ -15,6 +15,7 @@ import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
 import { SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
 import sharp from 'sharp';
+import { baselineDistance, baselineTemplate } from './eval/baseline.ts';
 import { listDataset } from './eval/dataset.ts';
 import { writeDetPlot } from './eval/det-plot.ts';
 import { evaluate } from './eval/evaluate.ts';
@@ -231,6 +232,7 @@ export function buildCli(): Command {
       angleList,
       [...ROI_ROTATION_ANGLES],
     )
+    .option('--baseline', 'with --roi: score the classic competitive code (the reference to beat) instead')
     .option('--json', 'print only the JSON report')
     .option('--plot <png>', 'write the DET curve to a PNG file')
     .option(
@@ -242,8 +244,17 @@ export function buildCli(): Command {
     .action(
       async (
         dir: string,
-        o: { roi?: boolean; rotations: number[]; json?: boolean; plot?: string; maxImpostors: number },
+        o: {
+          roi?: boolean;
+          baseline?: boolean;
+          rotations: number[];
+          json?: boolean;
+          plot?: string;
+          maxImpostors: number;
+        },
       ) => {
+        if (o.baseline && !o.roi)
+          throw new InvalidArgumentError('--baseline needs --roi (it scores palm crops)');
         const dataset = await listDataset(dir);
         const total = dataset.subjects.reduce((n, s) => n + s.files.length, 0);
         const bar = o.json ? null : progress(total);
@@ -252,6 +263,7 @@ export function buildCli(): Command {
           dataset,
           async (file) => {
             try {
+              if (o.baseline) return { template: baselineTemplate(await readImage(file)) };
               if (o.roi && o.rotations.length > 1) {
                 const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
                 return { template: template!, variants };
@@ -264,6 +276,7 @@ export function buildCli(): Command {
           },
           {
             maxImpostorPairs: o.maxImpostors,
+            ...(o.baseline ? { distance: baselineDistance } : {}),
             onProgress: (s, done, all) => {
               if (!bar) return;
               if (s !== stage) {

@@ -1,3 +1,4 @@
+import { shiftedDistance } from '@palmid/shared/palm/match.ts';
 import { encodeTemplate, GRID } from '@palmid/shared/palm/template.ts';
 import { signatureOf } from '../coding.ts';
 import { gaborKernel, ORIENTATIONS } from '../gabor.ts';
@@ -63,4 +64,15 @@ export function baselineTemplate(image: GrayImage): Uint8Array {
     mask,
     signature: signatureOf(winners, mask),
   });
+}
+
+/** The baseline's matcher: exhaustive global translation search of ±4 cells, no tiles. */
+export function baselineDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: number): number {
+  let best = 1;
+  for (let dy = -4; dy <= 4; dy++)
+    for (let dx = -4; dx <= 4; dx++) {
+      const d = shiftedDistance(a, ao, b, bo, dx, dy, 1);
+      if (d < best) best = d;
+    }
+  return best;
 }
