@@ -12,18 +12,19 @@ import {
 import { decodeTemplate, TEMPLATE_MAGIC } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
-import { SingleBar } from 'cli-progress';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import sharp from 'sharp';
-import { baselineDistance, baselineTemplate } from './eval/baseline.ts';
-import { listDataset } from './eval/dataset.ts';
-import { writeDetPlot } from './eval/det-plot.ts';
-import { evaluate } from './eval/evaluate.ts';
+import { angleList, evalCommand } from './eval/command.ts';
 import { evaluatePad } from './eval/pad-eval.ts';
 import { readImage } from './image-io.ts';
 import { processCapture } from './pipeline.ts';
+import { progressBar } from './progress.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES, rotationTolerantDistance } from './roi-rotation.ts';
 import { extractRoiTemplate, extractRoiTemplates } from './roi-template.ts';
+import { extractTemplate } from './template-file.ts';
+
+/** Exit codes of every palmid CLI (docs/cli.md): 0 ok, 1 a negative result or a failure, 2 bad usage. */
+export const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
 
 function int(name: string, min: number, max: number) {
   return (v: string) => {
@@ -50,14 +51,6 @@ async function templateFrom(path: string, roi: boolean): Promise<Uint8Array> {
   return extractTemplate(path, roi);
 }
 
-/** `--rotations` value: probe angles in degrees, 0° first ("0" turns the rotation search off). */
-function angleList(v: string): number[] {
-  const a = v.split(',').map((x) => Number(x.trim()));
-  if (a.length === 0 || a.some((x) => !Number.isFinite(x) || Math.abs(x) > 45))
-    throw new InvalidArgumentError('--rotations must be comma-separated angles in [-45, 45]');
-  return [0, ...new Set(a.filter((x) => x !== 0))];
-}
-
 /** Packs templates back to back (probe variants for `rotationTolerantDistance`). */
 function packAll(templates: Uint8Array[]): Uint32Array {
   const words = templates.map((t) => packTemplate(decodeTemplate(t)));
@@ -70,22 +63,15 @@ function packAll(templates: Uint8Array[]): Uint32Array {
   return out;
 }
 
-async function extractTemplate(path: string, roi: boolean): Promise<Uint8Array> {
-  const image = await readImage(path);
-  if (roi) return extractRoiTemplate(image);
-  const r = await processCapture(image);
-  if (!r.ok)
-    throw new AppError('INVALID_REQUEST', `${path}: ${r.message} (${r.reason})`, {
-      field: 'image',
-      reason: r.reason,
-    });
-  return r.template;
-}
-
 export function buildCli(): Command {
   const program = new Command('palm')
     .description('palmid palm pipeline tools: synthesise, extract, match and evaluate')
-    .showHelpAfterError();
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 ok, 1 a negative result (no match, capture refused) or a failure, 2 bad usage.',
+    );
 
   program
     .command('synth')
@@ -120,7 +106,7 @@ export function buildCli(): Command {
         const hands =
           o.hand === 'both' ? (['left', 'right'] as const) : ([o.hand] as Array<'left' | 'right'>);
         const total = o.identities * hands.length * o.captures;
-        const bar = progress(total);
+        const bar = progressBar(total, 'rendering');
         for (let i = 0; i < o.identities; i++) {
           for (const hand of hands) {
             const identity = `${o.seed}${String(i + 1).padStart(4, '0')}`;
@@ -132,11 +118,11 @@ export function buildCli(): Command {
               await sharp(f.data, { raw: { width: f.width, height: f.height, channels: 1 } })
                 .png()
                 .toFile(join(dir, `${c}.png`));
-              bar?.increment();
+              bar.increment();
             }
           }
         }
-        bar?.stop();
+        bar.stop();
         console.log(
           JSON.stringify({
             out,
@@ -166,7 +152,7 @@ export function buildCli(): Command {
         const r = await processCapture(img);
         if (!r.ok) {
           console.log(JSON.stringify({ ok: false, reason: r.reason, message: r.message }));
-          process.exitCode = 2;
+          process.exitCode = EXIT.FAILED;
           return;
         }
         template = r.template;
@@ -219,88 +205,10 @@ export function buildCli(): Command {
           threshold,
         }),
       );
+      if (score < threshold) process.exitCode = EXIT.FAILED;
     });
 
-  program
-    .command('eval')
-    .description('verification accuracy over <dir>/<subject>/<image>: EER, FRR at FAR 1e-3 / 1e-4, timings')
-    .argument('<dir>', 'dataset directory')
-    .option('--roi', 'images are already-cropped palm ROIs (any size)')
-    .option(
-      '--rotations <deg>',
-      'with --roi: angles the later image of a pair is coded at, minimum distance kept ("0": off)',
-      angleList,
-      [...ROI_ROTATION_ANGLES],
-    )
-    .option('--baseline', 'with --roi: score the classic competitive code (the reference to beat) instead')
-    .option('--json', 'print only the JSON report')
-    .option('--plot <png>', 'write the DET curve to a PNG file')
-    .option(
-      '--max-impostors <n>',
-      'cap on impostor comparisons (sampled evenly beyond it)',
-      int('max-impostors', 1, 1e9),
-      5_000_000,
-    )
-    .action(
-      async (
-        dir: string,
-        o: {
-          roi?: boolean;
-          baseline?: boolean;
-          rotations: number[];
-          json?: boolean;
-          plot?: string;
-          maxImpostors: number;
-        },
-      ) => {
-        if (o.baseline && !o.roi)
-          throw new InvalidArgumentError('--baseline needs --roi (it scores palm crops)');
-        const dataset = await listDataset(dir);
-        const total = dataset.subjects.reduce((n, s) => n + s.files.length, 0);
-        const bar = o.json ? null : progress(total);
-        let stage = 'extract';
-        const { report, extra } = await evaluate(
-          dataset,
-          async (file) => {
-            try {
-              if (o.baseline) return { template: baselineTemplate(await readImage(file)) };
-              if (o.roi && o.rotations.length > 1) {
-                const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
-                return { template: template!, variants };
-              }
-              return { template: await extractTemplate(file, o.roi ?? false) };
-            } catch (err) {
-              if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
-              throw err;
-            }
-          },
-          {
-            maxImpostorPairs: o.maxImpostors,
-            ...(o.baseline ? { distance: baselineDistance } : {}),
-            onProgress: (s, done, all) => {
-              if (!bar) return;
-              if (s !== stage) {
-                stage = s;
-                bar.start(all, 0);
-              }
-              bar.update(done);
-            },
-          },
-        );
-        bar?.stop();
-        if (o.plot) await writeDetPlot(o.plot, [{ label: dir, points: extra.det, eer: report.eer }]);
-        // stderr even with --json: stdout stays pure JSON, and excluded images must never go unnoticed
-        if (extra.failures.length > 0) {
-          console.error(
-            `${extra.failures.length} image(s) failed to enrol (excluded): ${extra.failures
-              .slice(0, 5)
-              .map((f) => `${f.file}: ${f.reason}`)
-              .join('; ')}`,
-          );
-        }
-        console.log(JSON.stringify(report, null, o.json ? undefined : 2));
-      },
-    );
+  program.addCommand(evalCommand());
   program
     .command('pad')
     .description('presentation-attack detection on synthetic captures: APCER / BPCER (ISO/IEC 30107-3)')
@@ -313,43 +221,35 @@ export function buildCli(): Command {
     .option('--seed <prefix>', 'identity name prefix (another prefix is an independent data set)', 'pad')
     .option('--offset <n>', 'index of the first identity', int('offset', 0, 1e9), 0)
     .action(async (o: { identities: number; seed: string; offset: number }) => {
-      const bar = progress(o.identities * 3);
+      const bar = progressBar(o.identities * 3, 'rendering and checking');
       const report = await evaluatePad(o.identities, {
         seed: o.seed,
         offset: o.offset,
-        onProgress: (done) => bar?.update(done),
+        onProgress: (done) => bar.update(done),
       });
-      bar?.stop();
+      bar.stop();
       console.log(JSON.stringify(report, null, 2));
     });
   program.addCommand(verifyProofCommand());
+  // bad usage anywhere reaches main() as a CommanderError (exit code 2), never process.exit(1)
+  for (const c of program.commands) c.exitOverride().showHelpAfterError('(run with --help for usage)');
   return program;
-}
-
-function progress(total: number): SingleBar | null {
-  if (!process.stderr.isTTY) return null;
-  const bar = new SingleBar({
-    stream: process.stderr,
-    format: '{bar} {value}/{total} {eta_formatted}',
-    clearOnComplete: true,
-  });
-  bar.start(total, 0);
-  return bar;
 }
 
 export async function main(argv: string[]): Promise<void> {
   try {
     await buildCli().parseAsync(argv);
   } catch (err) {
-    if (err instanceof AppError) {
+    if (err instanceof InvalidArgumentError) {
+      // thrown by an action (commander prints those of option parsers itself)
       console.error(`error: ${err.message}`);
-      process.exitCode = 1;
-    } else if (err instanceof InvalidArgumentError) {
-      console.error(`error: ${err.message}`);
-      process.exitCode = 1;
+      process.exitCode = EXIT.USAGE;
+    } else if (err instanceof CommanderError) {
+      // commander printed the message (or the help); --help and --version are not errors
+      process.exitCode = err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     } else {
       console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
-      process.exitCode = 1;
+      process.exitCode = EXIT.FAILED;
     }
   }
 }

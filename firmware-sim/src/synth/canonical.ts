@@ -115,3 +115,18 @@ export function rasterise(model: HandModel): CanonicalHand {
   }
   return { width: W, height: H, unit: UNIT, x0: X0, y0: Y0, mask, shade, skin, veins };
 }
+
+/** Bilinear sample of one layer at hand coordinates (x, y); 0 outside the raster. */
+export function sampleLayer(hand: CanonicalHand, layer: Float32Array, x: number, y: number): number {
+  const gx = (x - hand.x0) / hand.unit;
+  const gy = (y - hand.y0) / hand.unit;
+  const ix = Math.floor(gx);
+  const iy = Math.floor(gy);
+  if (ix < 0 || iy < 0 || ix >= hand.width - 1 || iy >= hand.height - 1) return 0;
+  const fx = gx - ix;
+  const fy = gy - iy;
+  const i = iy * hand.width + ix;
+  const top = layer[i]! * (1 - fx) + layer[i + 1]! * fx;
+  const bottom = layer[i + hand.width]! * (1 - fx) + layer[i + hand.width + 1]! * fx;
+  return top * (1 - fy) + bottom * fy;
+}

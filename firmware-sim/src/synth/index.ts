@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { type CanonicalHand, rasterise } from './canonical.ts';
+import { type CanonicalHand, rasterise, sampleLayer } from './canonical.ts';
 import { handModel } from './hand-model.ts';
 import { createRng, gaussian, type Rng, uniform } from './rng.ts';
 
@@ -47,20 +47,6 @@ function canonical(identity: string, hand: Hand): CanonicalHand {
   cache.set(key, raster);
   if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
   return raster;
-}
-
-function sample(layer: Float32Array, hand: CanonicalHand, x: number, y: number): number {
-  const gx = (x - hand.x0) / hand.unit;
-  const gy = (y - hand.y0) / hand.unit;
-  const ix = Math.floor(gx);
-  const iy = Math.floor(gy);
-  if (ix < 0 || iy < 0 || ix >= hand.width - 1 || iy >= hand.height - 1) return 0;
-  const fx = gx - ix;
-  const fy = gy - iy;
-  const i = iy * hand.width + ix;
-  const top = layer[i]! * (1 - fx) + layer[i + 1]! * fx;
-  const bottom = layer[i + hand.width]! * (1 - fx) + layer[i + hand.width + 1]! * fx;
-  return top * (1 - fy) + bottom * fy;
 }
 
 interface Pose {
@@ -138,15 +124,15 @@ export async function renderPalm(spec: PalmSpec): Promise<GrayFrame> {
         hx += w.ax * s;
         hy += w.ay * s;
       }
-      const mask = sample(hand.mask, hand, hx, hy);
+      const mask = sampleLayer(hand, hand.mask, hx, hy);
       const nx = col / width - 0.5;
       const ny = row / height - 0.5;
       const light = gain * (1 + gradX * nx + gradY * ny) * (1 - 0.35 * (nx * nx + ny * ny));
       let value = background;
       if (mask > 0) {
-        const skin = sample(hand.skin, hand, hx, hy);
-        const shade = sample(hand.shade, hand, hx, hy);
-        const veins = sample(hand.veins, hand, hx, hy);
+        const skin = sampleLayer(hand, hand.skin, hx, hy);
+        const shade = sampleLayer(hand, hand.shade, hx, hy);
+        const veins = sampleLayer(hand, hand.veins, hx, hy);
         if (attack === undefined) {
           value += mask * light * 0.82 * shade * skin * (1 - veins);
         } else if (attack === 'print') {

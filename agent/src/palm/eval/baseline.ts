@@ -66,7 +66,7 @@ export function baselineTemplate(image: GrayImage): Uint8Array {
   });
 }
 
-/** The baseline's matcher: exhaustive global translation search of ±4 cells, no tiles. */
+/** The baseline's matcher: the minimum over a global translation search of ±4 cells. */
 export function baselineDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: number): number {
   let best = 1;
   for (let dy = -4; dy <= 4; dy++)

@@ -76,3 +76,99 @@ export function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
 }
+
+/** Error counts of one subject at a fixed threshold (accept when d < threshold). */
+interface SubjectCounts {
+  genuine: number;
+  rejected: number;
+  impostor: number;
+  accepted: number;
+}
+
+export interface Interval {
+  lo: number;
+  hi: number;
+}
+
+/**
+ * 95 % confidence intervals of FRR, FAR and their mean at a fixed threshold, by the subject
+ * bootstrap of ISO/IEC 19795-1 (subjects drawn with replacement, all their pairs kept), which
+ * honours the correlation between pairs of one subject that a binomial interval would ignore.
+ * A genuine pair belongs to its subject, an impostor pair to its earlier-listed subject. The
+ * threshold is held fixed, so its own uncertainty is not included. When no error was observed
+ * the bootstrap collapses to [0, 0]; the upper bound is then the "rule of three" 3 / n (95 %).
+ */
+export function subjectBootstrap(
+  pairs: {
+    genuine: ArrayLike<number>;
+    genuineSubject: ArrayLike<number>;
+    impostor: ArrayLike<number>;
+    impostorSubject: ArrayLike<number>;
+  },
+  threshold: number,
+  random: () => number,
+  draws = 1000,
+): { frr: Interval; far: Interval; mean: Interval } {
+  const bySubject = new Map<number, SubjectCounts>();
+  const counts = (s: number) => {
+    let c = bySubject.get(s);
+    if (!c) {
+      c = { genuine: 0, rejected: 0, impostor: 0, accepted: 0 };
+      bySubject.set(s, c);
+    }
+    return c;
+  };
+  let rejected = 0;
+  let accepted = 0;
+  for (let i = 0; i < pairs.genuine.length; i++) {
+    const c = counts(pairs.genuineSubject[i]!);
+    c.genuine++;
+    if (pairs.genuine[i]! >= threshold) {
+      c.rejected++;
+      rejected++;
+    }
+  }
+  for (let i = 0; i < pairs.impostor.length; i++) {
+    const c = counts(pairs.impostorSubject[i]!);
+    c.impostor++;
+    if (pairs.impostor[i]! < threshold) {
+      c.accepted++;
+      accepted++;
+    }
+  }
+  const subjects = [...bySubject.values()];
+  const frr: number[] = [];
+  const far: number[] = [];
+  const mean: number[] = [];
+  for (let d = 0; d < draws; d++) {
+    let g = 0;
+    let r = 0;
+    let im = 0;
+    let a = 0;
+    for (let k = 0; k < subjects.length; k++) {
+      const c = subjects[Math.floor(random() * subjects.length)]!;
+      g += c.genuine;
+      r += c.rejected;
+      im += c.impostor;
+      a += c.accepted;
+    }
+    if (g === 0 || im === 0) continue;
+    frr.push(r / g);
+    far.push(a / im);
+    mean.push((r / g + a / im) / 2);
+  }
+  const interval = (values: number[], zeroUpper: number | null): Interval => {
+    const s = values.sort((x, y) => x - y);
+    const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.floor(p * s.length)))] ?? Number.NaN;
+    const out = { lo: at(0.025), hi: at(0.975) };
+    if (zeroUpper !== null) out.hi = Math.max(out.hi, zeroUpper);
+    return out;
+  };
+  const g = pairs.genuine.length;
+  const im = pairs.impostor.length;
+  return {
+    frr: interval(frr, rejected === 0 ? Math.min(1, 3 / g) : null),
+    far: interval(far, accepted === 0 ? Math.min(1, 3 / im) : null),
+    mean: interval(mean, rejected + accepted === 0 ? Math.min(1, (3 / g + 3 / im) / 2) : null),
+  };
+}
