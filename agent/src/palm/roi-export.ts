@@ -24,6 +24,7 @@ async function writeRoiPng(path: string, roi: Float32Array): Promise<void> {
   for (let i = 0; i < roi.length; i++) px[i] = Math.max(0, Math.min(255, Math.round(roi[i]!)));
   await mkdir(dirname(path), { recursive: true });
   await sharp(px, { raw: { width: ROI_SIZE, height: ROI_SIZE, channels: 1 } })
+    .toColourspace('b-w')
     .png()
     .toFile(path);
 }
