@@ -189,14 +189,7 @@ export function outlineValleys(
   cy: number,
   radius: number,
 ): { valleys: Point[]; up: number; web: Point | null } | null {
-  const outline = traceOutline(comp, w, h);
-  const onBorder = (p: Point) => p.x <= 1 || p.y <= 1 || p.x >= w - 2 || p.y >= h - 2;
-  const defects = convexityDefects(outline).filter(
-    (d) =>
-      d.depth >= MIN_DEPTH * radius &&
-      !onBorder(d.point) &&
-      Math.hypot(d.point.x - cx, d.point.y - cy) <= MAX_VALLEY_DISTANCE * radius,
-  );
+  const defects = deepDefects(comp, w, h, cx, cy, radius);
   if (defects.length < 3) return null;
   const dist = (p: Point, q: Point) => Math.hypot(q.x - p.x, q.y - p.y);
   let best: { score: number; k: number } | null = null;
@@ -229,9 +222,49 @@ export function outlineValleys(
   const my = (a.y + c.y) / 2;
   let up = along - Math.PI / 2;
   if (Math.cos(up) * (mx - cx) + Math.sin(up) * (my - cy) < 0) up += Math.PI;
-  const rest = defects.filter((d) => !triple.includes(d));
-  const web = rest.length ? rest.reduce((p, q) => (q.depth > p.depth ? q : p)).point : null;
-  return { valleys, up, web };
+  return { valleys, up, web: webAmong(defects, valleys) };
+}
+
+/** The deepest defect that is none of the finger valleys (and not next to one): the thumb web. */
+function webAmong(defects: Defect[], valleys: Point[]): Point | null {
+  const [a, , c] = valleys as [Point, Point, Point];
+  const spacing = Math.hypot(c.x - a.x, c.y - a.y);
+  const rest = defects.filter((d) =>
+    valleys.every((v) => Math.hypot(v.x - d.point.x, v.y - d.point.y) > 0.3 * spacing),
+  );
+  return rest.length ? rest.reduce((p, q) => (q.depth > p.depth ? q : p)).point : null;
+}
+
+/** The thumb web of a hand whose finger valleys are known (the deepest other outline defect). */
+export function thumbWeb(
+  comp: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  radius: number,
+  valleys: Point[],
+): Point | null {
+  return webAmong(deepDefects(comp, w, h, cx, cy, radius), valleys);
+}
+
+/** Convexity defects deep enough to separate fingers, off the frame border, near the palm. */
+function deepDefects(
+  comp: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  radius: number,
+): Defect[] {
+  const outline = traceOutline(comp, w, h);
+  const onBorder = (p: Point) => p.x <= 1 || p.y <= 1 || p.x >= w - 2 || p.y >= h - 2;
+  return convexityDefects(outline).filter(
+    (d) =>
+      d.depth >= MIN_DEPTH * radius &&
+      !onBorder(d.point) &&
+      Math.hypot(d.point.x - cx, d.point.y - cy) <= MAX_VALLEY_DISTANCE * radius,
+  );
 }
 
 /**
@@ -254,13 +287,12 @@ export function indexSide(
   const ly = (c.y - a.y) / spacing;
   const ux = Math.cos(up);
   const uy = Math.sin(up);
-  const hgt = spacing / 3;
   const at = (x: number, y: number) => {
     const X = Math.round(x);
     const Y = Math.round(y);
     return X >= 0 && Y >= 0 && X < w && Y < h && mask[Y * w + X] === 1;
   };
-  const width = (p: Point) => {
+  const width = (p: Point, hgt: number) => {
     const x = p.x + ux * hgt;
     const y = p.y + uy * hgt;
     if (!at(x, y)) return Number.NaN;
@@ -275,22 +307,27 @@ export function indexSide(
   const mid = (p: Point, q: Point) => ({ x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 });
   const outA = { x: a.x - (b.x - a.x) / 2, y: a.y - (b.y - a.y) / 2 };
   const outC = { x: c.x + (c.x - b.x) / 2, y: c.y + (c.y - b.y) / 2 };
-  const [wa, wab, wbc, wc] = [outA, mid(a, b), mid(b, c), outC].map(width) as [
-    number,
-    number,
-    number,
-    number,
-  ];
   let z = 0;
   let n = 0;
-  if (!Number.isNaN(wa) && !Number.isNaN(wc)) {
-    z += (wa - wc) / ((wa + wc) / 2);
-    n++;
+  // the outer fingers (index against little, about 20 % apart) count fully, the inner ones
+  // (middle against ring, a few per cent) half; three heights above the valley line
+  for (const k of [0.25, 0.35, 0.45]) {
+    const [wa, wab, wbc, wc] = [outA, mid(a, b), mid(b, c), outC].map((p) => width(p, spacing * k)) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    if (!Number.isNaN(wa) && !Number.isNaN(wc)) {
+      z += (wa - wc) / ((wa + wc) / 2);
+      n++;
+    }
+    if (!Number.isNaN(wab) && !Number.isNaN(wbc)) {
+      z += (0.5 * (wab - wbc)) / ((wab + wbc) / 2);
+      n++;
+    }
   }
-  if (!Number.isNaN(wab) && !Number.isNaN(wbc)) {
-    z += (wab - wbc) / ((wab + wbc) / 2);
-    n++;
-  }
+  z /= Math.max(1, n);
   if (n === 0 || z === 0) return null;
   // index on a's side when z > 0; a's side across "up"
   const across = -(a.x - b.x) * uy + (a.y - b.y) * ux;

@@ -1,4 +1,4 @@
-import { indexSide, largestComponent, outlineValleys } from './hand-contour.ts';
+import { indexSide, largestComponent, outlineValleys, thumbWeb } from './hand-contour.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
 
@@ -136,13 +136,20 @@ export interface RoiProportions {
   centreBelow: number;
   /** weight of 1.5 × the inscribed radius in the side (geometric blend with the valley side) */
   radiusWeight: number;
+  /** the square scaled by this must lie inside the frame, or the hand counts as partial */
+  edgeMargin: number;
 }
 
 /**
  * The simulator's ROI: side 1.645 × valley spacing (the old 1.5 × inscribed radius on average),
  * blended ¼ with 1.5 r, centre 0.69 side below the valleys; it reaches down to the wrist.
  */
-export const SIMULATOR_ROI: RoiProportions = { sidePerSpacing: 1.645, centreBelow: 0.69, radiusWeight: 0.25 };
+export const SIMULATOR_ROI: RoiProportions = {
+  sidePerSpacing: 1.645,
+  centreBelow: 0.69,
+  radiusWeight: 0.25,
+  edgeMargin: 1.15,
+};
 
 export function locateHand(frame: GrayImage, proportions: RoiProportions = SIMULATOR_ROI): HandGeometry {
   const short = Math.min(frame.width, frame.height);
@@ -283,17 +290,23 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   };
   geometry.roi = roi;
   const bySide = (s: 'left' | 'right' | null) => (s === 'right' ? 1 : s === 'left' ? -1 : 0);
-  const mass = handSide(mask, w, h, roi);
+  // the thumb's mass is looked for beside the simulator's (whole-palm) square, whatever the ROI
+  const refSide = spacing * SIDE_PER_VALLEY_SPACING;
+  const ref = { cx: mx - ux * refSide * 0.69, cy: my - uy * refSide * 0.69, side: refSide, up };
+  const mass = handSide(mask, w, h, ref);
+  if (!web && fingerMask === mask)
+    web = thumbWeb(largestComponent(mask, w, h).comp, w, h, cx, cy, radius, valleys);
   const byWeb = web ? webSide(web, roi) : null;
   const fingers = indexSide(fingerMask, w, h, valleys, up);
   geometry.cues = { mass: bySide(mass), web: bySide(byWeb), fingers: fingers?.side ?? 0 };
-  // votes: the thumb's mass counts double, the finger widths only when they differ clearly
+  // votes: the thumb mass 3, the thumb web 2, the finger widths 1 when they differ clearly (the
+  // cues were right on 100 %, 96 % and 89 % of the development captures where they spoke)
   const vote =
-    2 * bySide(mass) + bySide(byWeb) + (fingers && fingers.margin >= FINGER_MARGIN ? fingers.side : 0);
+    3 * bySide(mass) + 2 * bySide(byWeb) + (fingers && fingers.margin >= FINGER_MARGIN ? fingers.side : 0);
   const weak = fingers?.side ?? 0;
   geometry.hand = vote > 0 || (vote === 0 && weak > 0) ? 'right' : vote < 0 || weak < 0 ? 'left' : null;
   // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside
-  const half = (side / 2) * 1.15;
+  const half = (side / 2) * proportions.edgeMargin;
   const corners = [-1, 1].flatMap((a) =>
     [-1, 1].map((b) => ({ x: roi.cx + half * (a * ux - b * uy), y: roi.cy + half * (a * uy + b * ux) })),
   );
