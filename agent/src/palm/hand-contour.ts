@@ -108,7 +108,11 @@ export function traceOutline(comp: Uint8Array, w: number, h: number): Point[] {
   return out;
 }
 
-/** Indices (into `pts`, increasing) of the convex hull's vertices (monotone chain). */
+/**
+ * Indices (into `pts`, increasing) of the convex hull's vertices (monotone chain). Collinear
+ * points stay: fingers cut by the frame end on one straight hull edge, and each gap between
+ * them must be a stretch of its own.
+ */
 function hullIndices(pts: Point[]): number[] {
   const idx = pts.map((_, i) => i).sort((a, b) => pts[a]!.x - pts[b]!.x || pts[a]!.y - pts[b]!.y);
   const cross = (o: Point, a: Point, b: Point) => (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x);
@@ -116,7 +120,7 @@ function hullIndices(pts: Point[]): number[] {
   for (const i of idx) {
     while (
       lower.length >= 2 &&
-      cross(pts[lower[lower.length - 2]!]!, pts[lower[lower.length - 1]!]!, pts[i]!) <= 0
+      cross(pts[lower[lower.length - 2]!]!, pts[lower[lower.length - 1]!]!, pts[i]!) < 0
     )
       lower.pop();
     lower.push(i);
@@ -126,7 +130,7 @@ function hullIndices(pts: Point[]): number[] {
     const i = idx[k]!;
     while (
       upper.length >= 2 &&
-      cross(pts[upper[upper.length - 2]!]!, pts[upper[upper.length - 1]!]!, pts[i]!) <= 0
+      cross(pts[upper[upper.length - 2]!]!, pts[upper[upper.length - 1]!]!, pts[i]!) < 0
     )
       upper.pop();
     upper.push(i);
@@ -165,7 +169,18 @@ export function convexityDefects(outline: Point[]): Defect[] {
         best = i % n;
       }
     }
-    if (best >= 0) defects.push({ index: best, point: outline[best]!, depth });
+    if (best < 0) continue;
+    // a flat valley bottom: the middle of the outline run within 1 px of the deepest point
+    const deep = (i: number) => {
+      const p = outline[i % n]!;
+      return Math.abs((b.x - a.x) * (a.y - p.y) - (a.x - p.x) * (b.y - a.y)) / len >= depth - 1;
+    };
+    let lo = best < i0 ? best + n : best;
+    let hi = lo;
+    while (lo - 1 > i0 && deep(lo - 1)) lo--;
+    while (hi + 1 < i1 && deep(hi + 1)) hi++;
+    const at = Math.round((lo + hi) / 2) % n;
+    defects.push({ index: at, point: outline[at]!, depth });
   }
   return defects.sort((p, q) => p.index - q.index);
 }
