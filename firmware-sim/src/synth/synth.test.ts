@@ -46,3 +46,77 @@ describe('renderRoi', () => {
     ).toBe(false);
   });
 });
+
+describe('renderPalm with a realistic sensor profile', () => {
+  const spec = { identity: 'real', hand: 'right', capture: 1, width: 320, height: 240 } as const;
+  const mean = (d: Uint8Array, pick: (i: number) => boolean) => {
+    let s = 0;
+    let n = 0;
+    for (let i = 0; i < d.length; i++)
+      if (pick(i)) {
+        s += d[i]!;
+        n++;
+      }
+    return s / n;
+  };
+
+  it('`sim` is the default, and every profile is deterministic and differs from it', async () => {
+    const sim = await renderPalm(spec);
+    expect(differs(sim.data, (await renderPalm({ ...spec, sensor: 'sim' })).data)).toBe(false);
+    for (const sensor of ['nir-vein', 'grey-dark', 'grey-bright', 'colour-pegs'] as const) {
+      const a = await renderPalm({ ...spec, sensor });
+      const b = await renderPalm({ ...spec, sensor });
+      expect(a.data.length).toBe(320 * 240);
+      expect(differs(a.data, b.data), sensor).toBe(false);
+      expect(differs(a.data, sim.data), sensor).toBe(true);
+    }
+  });
+
+  it('grey-dark: a large hand on black, fingers to the left running off the frame', async () => {
+    const f = await renderPalm({ ...spec, sensor: 'grey-dark' });
+    expect(f.rgb).toBeUndefined();
+    expect(f.data[0]!).toBeLessThan(40); // top-left corner: background
+    // the left edge column crosses fingers: some of it is bright skin
+    const leftEdge = Array.from({ length: 240 }, (_, r) => f.data[r * 320]!);
+    expect(leftEdge.filter((v) => v > 120).length).toBeGreaterThan(20);
+    // the hand covers much of the frame (the simulated kiosk's covers about a fifth)
+    expect(f.data.filter((v) => v > 100).length / f.data.length).toBeGreaterThan(0.35);
+  });
+
+  it('grey-bright: the hand is darker than the board around it', async () => {
+    const f = await renderPalm({ ...spec, sensor: 'grey-bright' });
+    expect(f.data[0]!).toBeGreaterThan(150);
+    const palm = f.data[Math.round(240 * 0.6) * 320 + 160]!;
+    expect(palm).toBeLessThan(f.data[0]! - 40);
+  });
+
+  it('colour-pegs: RGB skin, green pegs, and a grey frame that is its luma', async () => {
+    const f = await renderPalm({ ...spec, sensor: 'colour-pegs' });
+    const rgb = f.rgb!;
+    expect(rgb.length).toBe(3 * 320 * 240);
+    let green = 0;
+    let skin = 0;
+    let lumaError = 0;
+    for (let i = 0; i < 320 * 240; i++) {
+      const [r, g, b] = [rgb[3 * i]!, rgb[3 * i + 1]!, rgb[3 * i + 2]!];
+      if (g > r + 40 && g > b + 10) green++;
+      if (r > 90 && r > g + 20 && g > b) skin++;
+      lumaError = Math.max(lumaError, Math.abs(f.data[i]! - (0.299 * r + 0.587 * g + 0.114 * b)));
+    }
+    expect(lumaError).toBeLessThanOrEqual(1);
+    expect(green).toBeGreaterThan(30);
+    expect(skin).toBeGreaterThan(0.1 * 320 * 240);
+  });
+
+  it('nir-vein: softer focus than the grey camera (less fine-scale energy in the palm)', async () => {
+    const energy = (d: Uint8Array) => {
+      let e = 0;
+      for (let r = 60; r < 180; r++)
+        for (let c = 100; c < 220; c++) e += (d[r * 320 + c + 1]! - d[r * 320 + c]!) ** 2;
+      return e / mean(d, (i) => i % 320 > 100 && i % 320 < 220 && i > 60 * 320 && i < 180 * 320) ** 2;
+    };
+    const vein = await renderPalm({ ...spec, sensor: 'nir-vein' });
+    const camera = await renderPalm({ ...spec, sensor: 'grey-bright' });
+    expect(energy(vein.data)).toBeLessThan(energy(camera.data));
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * Sensor profiles of the synthetic capture: what a frame looks like on each family of palm
+ * scanner the field uses (docs/palm-pipeline.md, "Simulator"). `sim` is the original simulated
+ * NIR kiosk sensor (small hand, fingers up, clean); the others imitate public capture set-ups.
+ * The numbers are hand-set from looking at such captures, not fitted to any image.
+ */
+export type Sensor = 'sim' | 'nir-vein' | 'grey-dark' | 'grey-bright' | 'colour-pegs';
+
+export const SENSORS: readonly Sensor[] = ['sim', 'nir-vein', 'grey-dark', 'grey-bright', 'colour-pegs'];
+
+export const SENSOR_DESCRIPTIONS: Record<Sensor, string> = {
+  sim: 'the simulated kiosk sensor: NIR, small hand, fingers up, dark background (default)',
+  'nir-vein': 'contactless 850 nm palm-vein camera: veins dark, creases faint, soft focus, dark background',
+  'grey-dark':
+    'grey visible-light camera over black (CASIA-like): large hand, fingers to the left and cut by the frame, JPEG',
+  'grey-bright':
+    'grey camera over a bright board: the hand darker than the background, a soft cast shadow, JPEG',
+  'colour-pegs':
+    'colour camera over dark cloth with pegs between the fingers (COEP-like): RGB skin, fingers to the left, JPEG',
+};
+
+export interface SensorProfile {
+  background: 'dark' | 'bright';
+  /** background reflectance range */
+  backgroundLevel: [number, number];
+  /** skin reflectance range (times the hand model's albedo) */
+  skin: [number, number];
+  colour: boolean;
+  pegs: boolean;
+  /** vein darkening (0: invisible, as under visible light) */
+  veins: number;
+  /** crease contrast factor (1: as modelled) */
+  creases: number;
+  /** fine skin texture amplitude */
+  texture: number;
+  /** optical blur σ in pixels at 640 px frame width */
+  blur: [number, number];
+  /** read noise σ (8-bit levels) and shot-noise factor (σ² grows with the signal) */
+  readNoise: [number, number];
+  shotNoise: number;
+  /** JPEG quality range, null for a raw sensor */
+  jpeg: [number, number] | null;
+  /** mean hand angle (radians, 0: fingers up, −π/2: fingers to the left) and its spread */
+  angle: number;
+  angleSpread: number;
+  /** palm width as a fraction of the frame width */
+  palmFraction: [number, number];
+  /** palm centre in frame fractions */
+  centre: { x: number; y: number };
+  /** cast shadow strength on the background (bright backgrounds) */
+  shadow: number;
+}
+
+const BASE: SensorProfile = {
+  background: 'dark',
+  backgroundLevel: [0.01, 0.05],
+  skin: [0.78, 0.95],
+  colour: false,
+  pegs: false,
+  veins: 0.06,
+  creases: 1,
+  texture: 1,
+  blur: [0.6, 1.2],
+  readNoise: [1.0, 2.5],
+  shotNoise: 0.25,
+  jpeg: [80, 92],
+  angle: -Math.PI / 2,
+  angleSpread: 0.12,
+  palmFraction: [0.5, 0.6],
+  centre: { x: 0.64, y: 0.52 },
+  shadow: 0,
+};
+
+export const PROFILES: Record<Exclude<Sensor, 'sim'>, SensorProfile> = {
+  'nir-vein': {
+    ...BASE,
+    backgroundLevel: [0.02, 0.07],
+    skin: [0.7, 0.88],
+    veins: 1.5,
+    creases: 0.3,
+    texture: 0.5,
+    blur: [1.4, 2.4],
+    readNoise: [2, 4],
+    shotNoise: 0.5,
+    jpeg: null,
+    angle: 0,
+    angleSpread: 0.15,
+    palmFraction: [0.36, 0.44],
+    centre: { x: 0.5, y: 0.56 },
+  },
+  'grey-dark': BASE,
+  'grey-bright': {
+    ...BASE,
+    background: 'bright',
+    backgroundLevel: [0.78, 0.92],
+    skin: [0.5, 0.66],
+    angle: 0,
+    angleSpread: 0.1,
+    palmFraction: [0.36, 0.42],
+    centre: { x: 0.5, y: 0.6 },
+    shadow: 0.35,
+  },
+  'colour-pegs': {
+    ...BASE,
+    backgroundLevel: [0.03, 0.08],
+    skin: [0.75, 0.95],
+    colour: true,
+    pegs: true,
+    palmFraction: [0.33, 0.38],
+    centre: { x: 0.6, y: 0.52 },
+  },
+};
