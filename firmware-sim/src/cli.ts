@@ -57,7 +57,7 @@ const program = new Command('sim')
       `what the synthetic frames look like: ${SENSORS.map((s) => `${s} (${SENSOR_DESCRIPTIONS[s]})`).join('; ')}`,
     )
       .choices(SENSORS)
-      .default('sim'),
+      .default('simulator'),
   )
   .option(
     '--fault <kind|json>',

@@ -61,7 +61,7 @@ function specOf(r: RenderRequest, sensor: Sensor) {
     height: r.height,
     ...(r.attack ? { attack: r.attack } : {}),
     ...(r.condition ? { condition: r.condition } : {}),
-    ...(sensor !== 'sim' ? { sensor } : {}),
+    ...(sensor !== 'simulator' ? { sensor } : {}),
   };
 }
 
@@ -70,9 +70,9 @@ function specOf(r: RenderRequest, sensor: Sensor) {
  * thread, as `sensor` (synth/sensors.ts) sees them. Blocks the event loop while it renders;
  * `createSynthPalmSource` avoids that.
  */
-export function synthPalmSourceInThreadFor(sensor: Sensor = 'sim'): ImageSource {
+export function synthPalmSourceInThreadFor(sensor: Sensor = 'simulator'): ImageSource {
   return {
-    name: sensor === 'sim' ? 'synthetic-palm (in-thread)' : `synthetic-palm ${sensor} (in-thread)`,
+    name: sensor === 'simulator' ? 'synthetic-palm (in-thread)' : `synthetic-palm ${sensor} (in-thread)`,
     async render(r) {
       const { renderPalm } = await import('./synth/index.ts');
       const f = await renderPalm(specOf(r, sensor));
@@ -84,7 +84,7 @@ export function synthPalmSourceInThreadFor(sensor: Sensor = 'sim'): ImageSource 
   };
 }
 
-export const synthPalmSourceInThread: ImageSource = synthPalmSourceInThreadFor('sim');
+export const synthPalmSourceInThread: ImageSource = synthPalmSourceInThreadFor('simulator');
 
 type Job = { resolve(f: GrayFrame): void; reject(e: Error): void };
 
@@ -101,7 +101,7 @@ class WorkerSynthSource implements ImageSource {
   private nextId = 1;
 
   constructor(private readonly sensor: Sensor) {
-    this.name = sensor === 'sim' ? 'synthetic-palm' : `synthetic-palm ${sensor}`;
+    this.name = sensor === 'simulator' ? 'synthetic-palm' : `synthetic-palm ${sensor}`;
     this.inThread = synthPalmSourceInThreadFor(sensor);
   }
 
@@ -160,9 +160,9 @@ class WorkerSynthSource implements ImageSource {
 }
 
 /** Synthetic palms as `sensor` sees them, rendered in a worker thread. */
-export function createSynthPalmSource(sensor: Sensor = 'sim'): ImageSource {
+export function createSynthPalmSource(sensor: Sensor = 'simulator'): ImageSource {
   return new WorkerSynthSource(sensor);
 }
 
 /** The simulated kiosk sensor's frames (sensor profile `sim`). */
-export const synthPalmSource: ImageSource = createSynthPalmSource('sim');
+export const synthPalmSource: ImageSource = createSynthPalmSource('simulator');

@@ -196,16 +196,16 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
     expect(r.stdout).toMatch(/^EER\s+not measurable/m);
   }, 120_000);
 
-  it('synth --sensor colour-pegs writes colour frames; an unknown sensor is bad usage', async () => {
+  it('synth --sensor colour writes colour frames; an unknown sensor is bad usage', async () => {
     const out = join(tmp.dir, 'colour');
     const r = await cli(
       'agent/src/palm/cli.ts',
-      ['synth', out, '--identities', '1', '--captures', '1', '--hand', 'right', '--sensor', 'colour-pegs'],
+      ['synth', out, '--identities', '1', '--captures', '1', '--hand', 'right', '--sensor', 'colour'],
       {},
       120_000,
     );
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ sensor: 'colour-pegs', images: 1 });
+    expect(JSON.parse(r.stdout)).toMatchObject({ sensor: 'colour', images: 1 });
     const { default: sharp } = await import('sharp');
     const meta = await sharp(join(out, 'id0001_right', '1.png')).metadata();
     expect(meta).toMatchObject({ width: 320, height: 240, channels: 3 });

@@ -96,7 +96,7 @@ export function buildCli(): Command {
         `what the frames look like: ${SENSORS.map((k) => `${k}: ${SENSOR_DESCRIPTIONS[k]}`).join('; ')}`,
       )
         .choices(SENSORS)
-        .default('sim'),
+        .default('simulator'),
     )
     .action(
       async (

@@ -28,7 +28,7 @@ export interface PalmSpec {
   width?: number;
   height?: number;
   condition?: CaptureCondition;
-  /** What the capture looks like (sensors.ts); `sim`, the simulated kiosk sensor, by default. */
+  /** What the capture looks like (sensors.ts); `simulator`, the simulated kiosk sensor, by default. */
   sensor?: Sensor;
 }
 
@@ -103,7 +103,7 @@ export async function renderPalm(spec: PalmSpec): Promise<GrayFrame> {
     throw new RangeError('renderPalm: width and height must be integers in [32, 2000]');
   }
   const condition = spec.condition ?? 'good';
-  if (spec.sensor !== undefined && spec.sensor !== 'sim') {
+  if (spec.sensor !== undefined && spec.sensor !== 'simulator') {
     return renderRealistic(
       {
         identity: spec.identity,

@@ -181,7 +181,7 @@ const SKIN_RGB: Array<[number, number, number]> = [
 
 export async function renderRealistic(
   spec: RealisticSpec,
-  sensor: Exclude<Sensor, 'sim'>,
+  sensor: Exclude<Sensor, 'simulator'>,
 ): Promise<RealisticFrame> {
   const P: SensorProfile = PROFILES[sensor];
   const { width, height } = spec;
@@ -262,9 +262,11 @@ export async function renderRealistic(
         if (d < 1) {
           const z = Math.sqrt(1 - d * d);
           const hl = Math.max(0, (hx - p.x) * -7 + (hy - p.y) * -7 + z - 0.6) ** 3 * 1.5;
-          rgb[0] = (0.06 + 0.1 * z) * light + hl;
-          rgb[1] = (0.2 + 0.42 * z) * light + hl;
-          rgb[2] = (0.14 + 0.3 * z) * light + hl;
+          if (P.colour) {
+            rgb[0] = (0.06 + 0.1 * z) * light + hl;
+            rgb[1] = (0.2 + 0.42 * z) * light + hl;
+            rgb[2] = (0.14 + 0.3 * z) * light + hl;
+          } else rgb[0] = (0.2 + 0.45 * z) * light + hl; // a pale plastic or metal peg
         }
       }
       const mask = sampleLayer(raster, raster.mask, hx, hy);
@@ -276,7 +278,7 @@ export async function renderRealistic(
         // (by √1.6) and lightens shallow wrinkles more than deep lines, as on real palms
         const crease = 1 - P.creases * 1.3 * Math.max(0, 1 - skin) ** 1.6;
         const texture = 1 + P.texture * (0.045 * pores(hx, hy) + 0.05 * mottle(hx, hy));
-        let refl = skinLevel * crease * texture * (1 - P.veins * veins) * shade ** 0.8;
+        let refl = skinLevel * crease * texture * (1 - P.veins * veins) * shade ** P.relief;
         if (spec.attack === 'print') {
           // a printed photo: flat (no 3-D shading), no veins, halftone dots, compressed range
           const ht = Math.cos(col * 1.9) * Math.cos(row * 1.9);

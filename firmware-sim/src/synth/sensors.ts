@@ -1,21 +1,43 @@
 /**
  * Sensor profiles of the synthetic capture: what a frame looks like on each family of palm
- * scanner the field uses (docs/palm-pipeline.md, "Simulator"). `sim` is the original simulated
- * NIR kiosk sensor (small hand, fingers up, clean); the others imitate public capture set-ups.
- * The numbers are hand-set from looking at such captures, not fitted to any image.
+ * scanner the field uses (docs/palm-pipeline.md, "Simulator"). `simulator` is the original
+ * simulated NIR kiosk sensor (small hand, fingers up, clean); the others imitate public capture
+ * set-ups and carry the names of the capture pipeline's sensor profiles
+ * (agent/src/palm/sensor-profiles.ts) where one fits, so a set rendered with `palm synth --sensor X`
+ * is evaluated with `palm eval --sensor X`. The numbers are hand-set from looking at such
+ * captures, not fitted to any image.
  */
-export type Sensor = 'sim' | 'nir-vein' | 'grey-dark' | 'grey-bright' | 'colour-pegs';
+export type Sensor =
+  | 'simulator'
+  | 'contact-nir'
+  | 'contact-visible'
+  | 'contactless-nir'
+  | 'grey-dark'
+  | 'grey-bright'
+  | 'colour';
 
-export const SENSORS: readonly Sensor[] = ['sim', 'nir-vein', 'grey-dark', 'grey-bright', 'colour-pegs'];
+export const SENSORS: readonly Sensor[] = [
+  'simulator',
+  'contact-nir',
+  'contact-visible',
+  'contactless-nir',
+  'grey-dark',
+  'grey-bright',
+  'colour',
+];
 
 export const SENSOR_DESCRIPTIONS: Record<Sensor, string> = {
-  sim: 'the simulated kiosk sensor: NIR, small hand, fingers up, dark background (default)',
-  'nir-vein': 'contactless 850 nm palm-vein camera: veins dark, creases faint, soft focus, dark background',
+  simulator: 'the simulated kiosk sensor: NIR, small hand, fingers up, dark background (default)',
+  'contact-nir': 'contact NIR scanner: hand flat on a platen between pegs, veins and creases, raw sensor',
+  'contact-visible':
+    'contact visible-light scanner: hand flat on a platen between pegs, crisp creases, no veins',
+  'contactless-nir':
+    'contactless 850 nm palm-vein camera: veins dark, creases faint, soft focus, dark background',
   'grey-dark':
     'grey visible-light camera over black (CASIA-like): large hand, fingers to the left and cut by the frame, JPEG',
   'grey-bright':
     'grey camera over a bright board: the hand darker than the background, a soft cast shadow, JPEG',
-  'colour-pegs':
+  colour:
     'colour camera over dark cloth with pegs between the fingers (COEP-like): RGB skin, fingers to the left, JPEG',
 };
 
@@ -49,6 +71,8 @@ export interface SensorProfile {
   centre: { x: number; y: number };
   /** cast shadow strength on the background (bright backgrounds) */
   shadow: number;
+  /** exponent of the 3-D shading: small for a hand pressed flat on a platen */
+  relief: number;
 }
 
 const BASE: SensorProfile = {
@@ -69,10 +93,30 @@ const BASE: SensorProfile = {
   palmFraction: [0.5, 0.6],
   centre: { x: 0.64, y: 0.52 },
   shadow: 0,
+  relief: 0.8,
 };
 
-export const PROFILES: Record<Exclude<Sensor, 'sim'>, SensorProfile> = {
-  'nir-vein': {
+/** A hand pressed on a scanner's platen between pegs: flat, evenly lit, large, raw sensor. */
+const CONTACT: SensorProfile = {
+  ...BASE,
+  backgroundLevel: [0.03, 0.08],
+  skin: [0.72, 0.9],
+  pegs: true,
+  blur: [0.5, 0.9],
+  readNoise: [0.8, 1.8],
+  shotNoise: 0.15,
+  jpeg: null,
+  angle: 0,
+  angleSpread: 0.05,
+  palmFraction: [0.44, 0.5],
+  centre: { x: 0.5, y: 0.62 },
+  relief: 0.25,
+};
+
+export const PROFILES: Record<Exclude<Sensor, 'simulator'>, SensorProfile> = {
+  'contact-nir': { ...CONTACT, veins: 0.7, creases: 0.6, texture: 0.7 },
+  'contact-visible': { ...CONTACT, veins: 0.03, creases: 1.1 },
+  'contactless-nir': {
     ...BASE,
     backgroundLevel: [0.02, 0.07],
     skin: [0.7, 0.88],
@@ -100,7 +144,7 @@ export const PROFILES: Record<Exclude<Sensor, 'sim'>, SensorProfile> = {
     centre: { x: 0.5, y: 0.6 },
     shadow: 0.35,
   },
-  'colour-pegs': {
+  colour: {
     ...BASE,
     backgroundLevel: [0.03, 0.08],
     skin: [0.75, 0.95],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderPalm } from './index.ts';
+import { renderPalm, SENSORS } from './index.ts';
 import { renderRoi } from './roi.ts';
 
 const differs = (a: Uint8Array, b: Uint8Array) => a.some((v, i) => v !== b[i]);
@@ -60,10 +60,10 @@ describe('renderPalm with a realistic sensor profile', () => {
     return s / n;
   };
 
-  it('`sim` is the default, and every profile is deterministic and differs from it', async () => {
+  it('`simulator` is the default, and every profile is deterministic and differs from it', async () => {
     const sim = await renderPalm(spec);
-    expect(differs(sim.data, (await renderPalm({ ...spec, sensor: 'sim' })).data)).toBe(false);
-    for (const sensor of ['nir-vein', 'grey-dark', 'grey-bright', 'colour-pegs'] as const) {
+    expect(differs(sim.data, (await renderPalm({ ...spec, sensor: 'simulator' })).data)).toBe(false);
+    for (const sensor of SENSORS.filter((k) => k !== 'simulator')) {
       const a = await renderPalm({ ...spec, sensor });
       const b = await renderPalm({ ...spec, sensor });
       expect(a.data.length).toBe(320 * 240);
@@ -90,8 +90,8 @@ describe('renderPalm with a realistic sensor profile', () => {
     expect(palm).toBeLessThan(f.data[0]! - 40);
   });
 
-  it('colour-pegs: RGB skin, green pegs, and a grey frame that is its luma', async () => {
-    const f = await renderPalm({ ...spec, sensor: 'colour-pegs' });
+  it('colour: RGB skin, green pegs, and a grey frame that is its luma', async () => {
+    const f = await renderPalm({ ...spec, sensor: 'colour' });
     const rgb = f.rgb!;
     expect(rgb.length).toBe(3 * 320 * 240);
     let green = 0;
@@ -108,14 +108,14 @@ describe('renderPalm with a realistic sensor profile', () => {
     expect(skin).toBeGreaterThan(0.1 * 320 * 240);
   });
 
-  it('nir-vein: softer focus than the grey camera (less fine-scale energy in the palm)', async () => {
+  it('contactless-nir: softer focus than the grey camera (less fine-scale energy in the palm)', async () => {
     const energy = (d: Uint8Array) => {
       let e = 0;
       for (let r = 60; r < 180; r++)
         for (let c = 100; c < 220; c++) e += (d[r * 320 + c + 1]! - d[r * 320 + c]!) ** 2;
       return e / mean(d, (i) => i % 320 > 100 && i % 320 < 220 && i > 60 * 320 && i < 180 * 320) ** 2;
     };
-    const vein = await renderPalm({ ...spec, sensor: 'nir-vein' });
+    const vein = await renderPalm({ ...spec, sensor: 'contactless-nir' });
     const camera = await renderPalm({ ...spec, sensor: 'grey-bright' });
     expect(energy(vein.data)).toBeLessThan(energy(camera.data));
   });
