@@ -25,8 +25,10 @@ import { evaluatePad } from './eval/pad-eval.ts';
 import { readImage } from './image-io.ts';
 import { processCapture } from './pipeline.ts';
 import { progressBar } from './progress.ts';
+import { roiCommand } from './roi-export.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES, rotationTolerantDistance } from './roi-rotation.ts';
 import { extractRoiTemplate, extractRoiTemplates } from './roi-template.ts';
+import { type SensorName, sensorArg, sensorHelp } from './sensor-profiles.ts';
 import { extractTemplate } from './template-file.ts';
 
 /** Exit codes of every palmid CLI (docs/cli.md): 0 ok, 1 a negative result or a failure, 2 bad usage. */
@@ -156,8 +158,13 @@ export function buildCli(): Command {
     .description('extract a template from a whole-hand frame (or an already-cropped ROI with --roi)')
     .argument('<image>', 'BMP, PNG, JPEG or PGM file')
     .option('--roi', 'the image is an already-cropped palm ROI')
+    .option(
+      '--sensor <profile>',
+      `the capture's sensor profile (default simulator):\n${sensorHelp()}`,
+      sensorArg,
+    )
     .option('-o, --out <file>', 'write the binary template to a file')
-    .action(async (image: string, o: { roi?: boolean; out?: string }) => {
+    .action(async (image: string, o: { roi?: boolean; out?: string; sensor?: SensorName }) => {
       const img = await readImage(image);
       let result: Record<string, unknown>;
       let template: Uint8Array;
@@ -165,7 +172,7 @@ export function buildCli(): Command {
         template = await extractRoiTemplate(img);
         result = { ok: true, bytes: template.length };
       } else {
-        const r = await processCapture(img);
+        const r = await processCapture(img, o.sensor ? { sensor: o.sensor } : {});
         if (!r.ok) {
           console.log(JSON.stringify({ ok: false, reason: r.reason, message: r.message }));
           process.exitCode = EXIT.FAILED;
@@ -246,6 +253,7 @@ export function buildCli(): Command {
       bar.stop();
       console.log(JSON.stringify(report, null, 2));
     });
+  program.addCommand(roiCommand());
   program.addCommand(verifyProofCommand());
   // bad usage anywhere reaches main() as a CommanderError (exit code 2), never process.exit(1)
   for (const c of program.commands) c.exitOverride().showHelpAfterError('(run with --help for usage)');
