@@ -115,7 +115,18 @@ function secondaryCreases(rng: Rng, model: HandModel): Stroke[] {
 export function detailedModel(identity: string, hand: 'left' | 'right'): HandModel {
   const base = handModel(identity, hand);
   const rng = createRng(`detail:${identity}:${hand}`);
-  const fingers = base.fingers.map((f) => ({ ...f, tipRadius: f.radius * uniform(rng, 0.74, 0.84) }));
+  // real hands on a camera spread their fingers wider than the kiosk model's: open each finger
+  // (not the thumb) about its base by a per-identity factor
+  const spread = uniform(rng, 1.3, 1.9);
+  const fingers = base.fingers.map((f, i) => {
+    const tipRadius = f.radius * uniform(rng, 0.74, 0.84);
+    if (i === base.fingers.length - 1) return { ...f, tipRadius };
+    const dx = f.b.x - f.a.x;
+    const dy = f.b.y - f.a.y;
+    const len = Math.hypot(dx, dy);
+    const angle = Math.atan2(dx, -dy) * spread;
+    return { ...f, tipRadius, b: { x: f.a.x + Math.sin(angle) * len, y: f.a.y - Math.cos(angle) * len } };
+  });
   const model: HandModel = {
     ...base,
     fingers,

@@ -90,8 +90,8 @@ const BASE: SensorProfile = {
   jpeg: [80, 92],
   angle: -Math.PI / 2,
   angleSpread: 0.12,
-  palmFraction: [0.5, 0.6],
-  centre: { x: 0.64, y: 0.52 },
+  palmFraction: [0.42, 0.5],
+  centre: { x: 0.62, y: 0.52 },
   shadow: 0,
   relief: 0.8,
 };
