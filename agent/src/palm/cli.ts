@@ -1,6 +1,12 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Attack, renderPalm } from '@palmid/firmware-sim/synth/index.ts';
+import {
+  type Attack,
+  renderPalm,
+  SENSOR_DESCRIPTIONS,
+  SENSORS,
+  type Sensor,
+} from '@palmid/firmware-sim/synth/index.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import {
   compareTemplates,
@@ -12,7 +18,7 @@ import {
 import { decodeTemplate, TEMPLATE_MAGIC } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import sharp from 'sharp';
 import { angleList, evalCommand } from './eval/command.ts';
 import { evaluatePad } from './eval/pad-eval.ts';
@@ -77,9 +83,7 @@ export function buildCli(): Command {
 
   program
     .command('synth')
-    .description(
-      'render synthetic NIR hand frames as <out>/<identity>_<hand>/<capture>.png (an eval dataset)',
-    )
+    .description('render synthetic hand frames as <out>/<identity>_<hand>/<capture>.png (an eval dataset)')
     .argument('[out]', 'output directory', 'synth-palms')
     .option('--identities <n>', 'number of identities', int('identities', 1, 100000), 20)
     .option('--captures <n>', 'captures per hand', int('captures', 1, 1000), 5)
@@ -88,6 +92,14 @@ export function buildCli(): Command {
     .option('--width <px>', 'frame width', int('width', 32, 2000), 320)
     .option('--height <px>', 'frame height', int('height', 32, 2000), 240)
     .option('--seed <prefix>', 'identity name prefix', 'id')
+    .addOption(
+      new Option(
+        '--sensor <profile>',
+        `what the frames look like: ${SENSORS.map((k) => `${k}: ${SENSOR_DESCRIPTIONS[k]}`).join('; ')}`,
+      )
+        .choices(SENSORS)
+        .default('simulator'),
+    )
     .action(
       async (
         out: string,
@@ -99,6 +111,7 @@ export function buildCli(): Command {
           width: number;
           height: number;
           seed: string;
+          sensor: Sensor;
         },
       ) => {
         if (!['left', 'right', 'both'].includes(o.hand))
@@ -115,9 +128,11 @@ export function buildCli(): Command {
             const dir = join(out, `${identity}_${hand}`);
             await mkdir(dir, { recursive: true });
             for (let c = 1; c <= o.captures; c++) {
-              const spec = { identity, hand, capture: c, width: o.width, height: o.height };
+              const spec = { identity, hand, capture: c, width: o.width, height: o.height, sensor: o.sensor };
               const f = await renderPalm(o.attack ? { ...spec, attack: o.attack as Attack } : spec);
-              await sharp(f.data, { raw: { width: f.width, height: f.height, channels: 1 } })
+              await sharp(f.rgb ?? f.data, {
+                raw: { width: f.width, height: f.height, channels: f.rgb ? 3 : 1 },
+              })
                 .png()
                 .toFile(join(dir, `${c}.png`));
               bar.increment();
@@ -131,6 +146,7 @@ export function buildCli(): Command {
             identities: o.identities,
             hands: hands.length,
             captures: o.captures,
+            sensor: o.sensor,
             images: total,
           }),
         );
