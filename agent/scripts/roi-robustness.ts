@@ -7,7 +7,8 @@
  * palmid is scored with the rotation-tolerant ROI distance: each probe is coded at the angles of a
  * set (`--angles`, sets separated by "/", default ROI_ROTATION_ANGLES; "0" is the plain distance)
  * and a pair keeps the minimum distance of the probe variants against the gallery's 0° template.
- * One column per set; the union of the angles is extracted once per probe image.
+ * One column per set; the union of the angles is extracted once per probe image (rotations only:
+ * no zoom variant, ROI_SCALE_VARIANTS).
  * usage: tsx agent/scripts/roi-robustness.ts <roi-dir> [--only name,name] [--no-baseline] [--angles 0/0,-6,6]
  * e.g.   tsx agent/scripts/make-roi-set.ts /tmp/r --style contactless --subjects 40 --per-session 3
  */
@@ -251,7 +252,7 @@ async function eerRotations(p: Perturbation, cache: Map<Item, Uint32Array>): Pro
   }
   const pv = new Uint32Array(probes.length * v * PACKED_WORDS);
   for (const [j, it] of probes.entries()) {
-    const ts = await extractRoiTemplates(await p.apply(it.image), unionAngles);
+    const ts = await extractRoiTemplates(await p.apply(it.image), unionAngles, {}, []);
     for (const [k, t] of ts.entries()) pv.set(packTemplate(decodeTemplate(t)), (j * v + k) * PACKED_WORDS);
   }
   const sets = angleSets.map((set) => set.map((a) => unionAngles.indexOf(a)));
