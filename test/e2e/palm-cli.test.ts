@@ -196,6 +196,24 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
     expect(r.stdout).toMatch(/^EER\s+not measurable/m);
   }, 120_000);
 
+  it('synth --sensor colour writes colour frames; an unknown sensor is bad usage', async () => {
+    const out = join(tmp.dir, 'colour');
+    const r = await cli(
+      'agent/src/palm/cli.ts',
+      ['synth', out, '--identities', '1', '--captures', '1', '--hand', 'right', '--sensor', 'colour'],
+      {},
+      120_000,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ sensor: 'colour', images: 1 });
+    const { default: sharp } = await import('sharp');
+    const meta = await sharp(join(out, 'id0001_right', '1.png')).metadata();
+    expect(meta).toMatchObject({ width: 320, height: 240, channels: 3 });
+    const bad = await cli('agent/src/palm/cli.ts', ['synth', out, '--sensor', 'thermal']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--sensor.*thermal/);
+  }, 120_000);
+
   it('extract of a refused capture is a negative result: JSON with the reason, exit 1', async () => {
     const r = await cli('agent/src/palm/cli.ts', ['extract', join(set, 'id0001_left', '1.png')], {}, 60_000);
     expect(r.code).toBe(1);

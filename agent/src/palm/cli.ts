@@ -1,6 +1,12 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Attack, renderPalm } from '@palmid/firmware-sim/synth/index.ts';
+import {
+  type Attack,
+  renderPalm,
+  SENSOR_DESCRIPTIONS,
+  SENSORS,
+  type Sensor,
+} from '@palmid/firmware-sim/synth/index.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import {
   compareTemplates,
@@ -12,15 +18,17 @@ import {
 import { decodeTemplate, TEMPLATE_MAGIC } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import sharp from 'sharp';
 import { angleList, evalCommand } from './eval/command.ts';
 import { evaluatePad } from './eval/pad-eval.ts';
 import { readImage } from './image-io.ts';
 import { processCapture } from './pipeline.ts';
 import { progressBar } from './progress.ts';
+import { roiCommand } from './roi-export.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES, rotationTolerantDistance } from './roi-rotation.ts';
 import { extractRoiTemplate, extractRoiTemplates } from './roi-template.ts';
+import { type SensorName, sensorArg, sensorHelp } from './sensor-profiles.ts';
 import { extractTemplate } from './template-file.ts';
 
 /** Exit codes of every palmid CLI (docs/cli.md): 0 ok, 1 a negative result or a failure, 2 bad usage. */
@@ -75,9 +83,7 @@ export function buildCli(): Command {
 
   program
     .command('synth')
-    .description(
-      'render synthetic NIR hand frames as <out>/<identity>_<hand>/<capture>.png (an eval dataset)',
-    )
+    .description('render synthetic hand frames as <out>/<identity>_<hand>/<capture>.png (an eval dataset)')
     .argument('[out]', 'output directory', 'synth-palms')
     .option('--identities <n>', 'number of identities', int('identities', 1, 100000), 20)
     .option('--captures <n>', 'captures per hand', int('captures', 1, 1000), 5)
@@ -86,6 +92,14 @@ export function buildCli(): Command {
     .option('--width <px>', 'frame width', int('width', 32, 2000), 320)
     .option('--height <px>', 'frame height', int('height', 32, 2000), 240)
     .option('--seed <prefix>', 'identity name prefix', 'id')
+    .addOption(
+      new Option(
+        '--sensor <profile>',
+        `what the frames look like: ${SENSORS.map((k) => `${k}: ${SENSOR_DESCRIPTIONS[k]}`).join('; ')}`,
+      )
+        .choices(SENSORS)
+        .default('simulator'),
+    )
     .action(
       async (
         out: string,
@@ -97,6 +111,7 @@ export function buildCli(): Command {
           width: number;
           height: number;
           seed: string;
+          sensor: Sensor;
         },
       ) => {
         if (!['left', 'right', 'both'].includes(o.hand))
@@ -113,9 +128,11 @@ export function buildCli(): Command {
             const dir = join(out, `${identity}_${hand}`);
             await mkdir(dir, { recursive: true });
             for (let c = 1; c <= o.captures; c++) {
-              const spec = { identity, hand, capture: c, width: o.width, height: o.height };
+              const spec = { identity, hand, capture: c, width: o.width, height: o.height, sensor: o.sensor };
               const f = await renderPalm(o.attack ? { ...spec, attack: o.attack as Attack } : spec);
-              await sharp(f.data, { raw: { width: f.width, height: f.height, channels: 1 } })
+              await sharp(f.rgb ?? f.data, {
+                raw: { width: f.width, height: f.height, channels: f.rgb ? 3 : 1 },
+              })
                 .png()
                 .toFile(join(dir, `${c}.png`));
               bar.increment();
@@ -129,6 +146,7 @@ export function buildCli(): Command {
             identities: o.identities,
             hands: hands.length,
             captures: o.captures,
+            sensor: o.sensor,
             images: total,
           }),
         );
@@ -140,8 +158,13 @@ export function buildCli(): Command {
     .description('extract a template from a whole-hand frame (or an already-cropped ROI with --roi)')
     .argument('<image>', 'BMP, PNG, JPEG or PGM file')
     .option('--roi', 'the image is an already-cropped palm ROI')
+    .option(
+      '--sensor <profile>',
+      `the capture's sensor profile (default simulator):\n${sensorHelp()}`,
+      sensorArg,
+    )
     .option('-o, --out <file>', 'write the binary template to a file')
-    .action(async (image: string, o: { roi?: boolean; out?: string }) => {
+    .action(async (image: string, o: { roi?: boolean; out?: string; sensor?: SensorName }) => {
       const img = await readImage(image);
       let result: Record<string, unknown>;
       let template: Uint8Array;
@@ -149,7 +172,7 @@ export function buildCli(): Command {
         template = await extractRoiTemplate(img);
         result = { ok: true, bytes: template.length };
       } else {
-        const r = await processCapture(img);
+        const r = await processCapture(img, o.sensor ? { sensor: o.sensor } : {});
         if (!r.ok) {
           console.log(JSON.stringify({ ok: false, reason: r.reason, message: r.message }));
           process.exitCode = EXIT.FAILED;
@@ -230,6 +253,7 @@ export function buildCli(): Command {
       bar.stop();
       console.log(JSON.stringify(report, null, 2));
     });
+  program.addCommand(roiCommand());
   program.addCommand(verifyProofCommand());
   // bad usage anywhere reaches main() as a CommanderError (exit code 2), never process.exit(1)
   for (const c of program.commands) c.exitOverride().showHelpAfterError('(run with --help for usage)');

@@ -1,4 +1,5 @@
 import type { CaptureMeasures } from './capture-checks.ts';
+import type { LivenessCue } from './sensor-profiles.ts';
 
 /**
  * Liveness score (0–100) at or above which a capture counts as a live hand. It is 50 so that the
@@ -19,23 +20,36 @@ export const CUE_CAP = 3;
  * - `aperiodic`: skin has no periodic fine texture; halftone dots and screen pixel grids do.
  * - `contrast`: a live palm under NIR shows sub-surface veins and creases with a wide relative
  *   contrast; paper (white and ink floor) and screens (black-level glow, gamma) compress it.
+ * `maxPeriodicity` is the sensor's centre of the periodicity cue (demosaicing and JPEG blocks of
+ * a real camera add fine periodic texture of their own; sensor-profiles.ts).
  * Slopes and centres were fitted (logistic regression, then rounded) on synthetic captures of
  * identities pad0–pad399 and checked on a held-out set (docs/palm-pipeline.md).
  */
-export function livenessCues(m: LivenessMeasures): { rounded: number; aperiodic: number; contrast: number } {
+export function livenessCues(
+  m: LivenessMeasures,
+  maxPeriodicity = 0.4,
+): { rounded: number; aperiodic: number; contrast: number } {
   return {
     rounded: 50 * (0.785 - m.edgeFalloff),
-    aperiodic: 7 * (0.4 - m.periodicity),
+    aperiodic: 7 * (maxPeriodicity - m.periodicity),
     contrast: 350 * (m.veinContrast - 0.042),
   };
 }
 
+export const ALL_CUES: readonly LivenessCue[] = ['rounded', 'aperiodic', 'contrast'];
+
 /**
- * Liveness 0–100: the logistic of the summed cue evidence, each cue capped at +CUE_CAP. Every
- * measure is free of gain and scale.
+ * Liveness 0–100: the logistic of the summed evidence of the cues the sensor supports (its
+ * profile, `sensor-profiles.ts`), each cue capped at +CUE_CAP. Every measure is free of gain and
+ * scale.
  */
-export function livenessScore(m: LivenessMeasures): number {
-  const c = livenessCues(m);
-  const z = Math.min(CUE_CAP, c.rounded) + Math.min(CUE_CAP, c.aperiodic) + Math.min(CUE_CAP, c.contrast);
+export function livenessScore(
+  m: LivenessMeasures,
+  cues: readonly LivenessCue[] = ALL_CUES,
+  maxPeriodicity = 0.4,
+): number {
+  const c = livenessCues(m, maxPeriodicity);
+  let z = 0;
+  for (const cue of cues) z += Math.min(CUE_CAP, c[cue]);
   return Math.round(100 / (1 + Math.exp(-z)));
 }

@@ -1,7 +1,11 @@
 import sharp from 'sharp';
 import { type CanonicalHand, rasterise, sampleLayer } from './canonical.ts';
 import { handModel } from './hand-model.ts';
+import { renderRealistic } from './realistic.ts';
 import { createRng, gaussian, type Rng, uniform } from './rng.ts';
+import type { Sensor } from './sensors.ts';
+
+export { SENSOR_DESCRIPTIONS, SENSORS, type Sensor } from './sensors.ts';
 
 export type Hand = 'left' | 'right';
 export type Attack = 'print' | 'screen';
@@ -24,12 +28,16 @@ export interface PalmSpec {
   width?: number;
   height?: number;
   condition?: CaptureCondition;
+  /** What the capture looks like (sensors.ts); `simulator`, the simulated kiosk sensor, by default. */
+  sensor?: Sensor;
 }
 
 export interface GrayFrame {
   width: number;
   height: number;
   data: Uint8Array;
+  /** Interleaved RGB of the same frame, from a colour sensor only (`data` is then its luma). */
+  rgb?: Uint8Array;
 }
 
 const cache = new Map<string, CanonicalHand>();
@@ -78,7 +86,10 @@ function pose(rng: Rng, width: number, height: number, condition: CaptureConditi
   return { scale, angle, cx, cy, warp };
 }
 
-/** Renders one 8-bit NIR frame of a whole hand; deterministic per (identity, hand, capture). */
+/**
+ * Renders one 8-bit frame of a whole hand, deterministic per (identity, hand, capture, sensor):
+ * the simulated NIR kiosk sensor by default, or a realistic capture of another sensor (realistic.ts).
+ */
 export async function renderPalm(spec: PalmSpec): Promise<GrayFrame> {
   const width = spec.width ?? 320;
   const height = spec.height ?? 240;
@@ -92,6 +103,20 @@ export async function renderPalm(spec: PalmSpec): Promise<GrayFrame> {
     throw new RangeError('renderPalm: width and height must be integers in [32, 2000]');
   }
   const condition = spec.condition ?? 'good';
+  if (spec.sensor !== undefined && spec.sensor !== 'simulator') {
+    return renderRealistic(
+      {
+        identity: spec.identity,
+        hand: spec.hand,
+        capture: spec.capture,
+        width,
+        height,
+        condition,
+        ...(spec.attack ? { attack: spec.attack } : {}),
+      },
+      spec.sensor,
+    );
+  }
   const rng = createRng(`capture:${spec.identity}:${spec.hand}:${spec.capture}:${spec.attack ?? 'live'}`);
   const hand = canonical(spec.identity, spec.hand);
   const p = pose(rng, width, height, condition);

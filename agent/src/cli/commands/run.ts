@@ -89,7 +89,9 @@ export function registerRun(program: Command, ctx: CliContext): void {
       uplink.on('connected', () => log(`connected to ${loaded.config.serverUrl} as kiosk ${id.pvsId}`));
       uplink.on('disconnected', () => log('server link lost; reconnecting'));
       uplink.on('refused', (e: { message: string }) => log(`server refused the kiosk: ${e.message}`));
-      const daemon = new KioskDaemon(driver, processCapture, uplink, {
+      const sensor = loaded.config.sensor;
+      log(`sensor profile ${sensor}`);
+      const daemon = new KioskDaemon(driver, (frame) => processCapture(frame, { sensor }), uplink, {
         maxAttempts: opts.maxAttempts,
         display: (line) => ctx.io.out(`[kiosk] ${line}\n`),
       });

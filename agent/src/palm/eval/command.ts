@@ -5,6 +5,7 @@ import { readImage } from '../image-io.ts';
 import { progressBar } from '../progress.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../roi-rotation.ts';
 import { extractRoiTemplates } from '../roi-template.ts';
+import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
 import { extractTemplate } from '../template-file.ts';
 import { baselineDistance, baselineTemplate } from './baseline.ts';
 import { listDataset } from './dataset.ts';
@@ -36,6 +37,7 @@ interface EvalCliOptions {
   plot?: string;
   baseline?: boolean;
   maxImpostors: number;
+  sensor?: SensorName;
 }
 
 /** An extraction failure as a reason to count: the pipeline's reason, or what went wrong. */
@@ -84,6 +86,11 @@ export function evalCommand(): Command {
     .argument('<dir>', 'dataset directory')
     .option('--roi', 'images are already-cropped palm ROIs (any size)')
     .option(
+      '--sensor <profile>',
+      `whole frames: the capture's sensor profile (default simulator):\n${sensorHelp()}`,
+      sensorArg,
+    )
+    .option(
       '--rotations <deg>',
       'with --roi: angles the later image of a pair is coded at, minimum distance kept ("0": off)',
       angleList,
@@ -118,7 +125,7 @@ export function evalCommand(): Command {
               const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
               return { template: template!, variants };
             }
-            return { template: await extractTemplate(file, o.roi ?? false) };
+            return { template: await extractTemplate(file, o.roi ?? false, o.sensor) };
           } catch (err) {
             return failure(err);
           }

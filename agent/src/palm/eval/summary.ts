@@ -51,9 +51,8 @@ export function formatSummary(
       );
     }
   }
-  lines.push(
-    `timing            extraction ${r.extract_ms_p50} ms p50 (CPU), match ${r.match_us_p50} µs per pair`,
-  );
+  const match = r.genuine_pairs + r.impostor_pairs > 0 ? `, match ${r.match_us_p50} µs per pair` : '';
+  lines.push(`timing            extraction ${r.extract_ms_p50} ms p50 (CPU)${match}`);
   if (baseline) {
     const b = baseline.report;
     lines.push(

@@ -1,0 +1,48 @@
+import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
+import { describe, expect, it } from 'vitest';
+import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
+import { processCapture } from './pipeline.ts';
+import { isSensorName, SENSOR_NAMES, SENSOR_PROFILES, sensorArg } from './sensor-profiles.ts';
+
+describe('sensor profiles', () => {
+  it('apply no NIR cue to a visible-light sensor', () => {
+    for (const n of ['contact-visible', 'grey-dark', 'colour', 'phone'] as const) {
+      expect(SENSOR_PROFILES[n].cues).toEqual(['aperiodic']);
+      expect(SENSOR_PROFILES[n].detects).toMatch(/NOT detected/);
+    }
+    expect(SENSOR_PROFILES['contact-nir'].cues).not.toContain('rounded');
+    expect(SENSOR_PROFILES.simulator.cues).toEqual(['rounded', 'aperiodic', 'contrast']);
+    for (const n of SENSOR_NAMES) expect(SENSOR_PROFILES[n].name).toBe(n);
+  });
+
+  it('do not refuse a visible-light hand for the flat tonal range NIR cues read as an attack', () => {
+    // a bona fide colour-camera palm: little vein-scale contrast, no NIR fall-off at the outline
+    const visibleLive = { edgeFalloff: 0.9, periodicity: 0.3, veinContrast: 0.025 };
+    expect(livenessScore(visibleLive)).toBeLessThan(LIVENESS_THRESHOLD);
+    const colour = SENSOR_PROFILES.colour;
+    expect(livenessScore(visibleLive, colour.cues, colour.maxPeriodicity)).toBeGreaterThanOrEqual(
+      LIVENESS_THRESHOLD,
+    );
+    // a pixel-grid screen is still refused
+    const screen = { ...visibleLive, periodicity: 0.85 };
+    expect(livenessScore(screen, colour.cues, colour.maxPeriodicity)).toBeLessThan(LIVENESS_THRESHOLD);
+  });
+
+  it('reach the pipeline: the simulator profile refuses a screen the visible profiles cannot judge by veins', async () => {
+    const spec = { identity: 'sensor-1', hand: 'right' as const, capture: 2 };
+    const live = await renderPalm(spec);
+    for (const sensor of SENSOR_NAMES) {
+      const r = await processCapture(live, { sensor });
+      expect(r.ok, `${sensor}: ${r.ok ? '' : r.reason}`).toBe(true);
+    }
+    const print = await renderPalm({ ...spec, attack: 'print' });
+    expect(await processCapture(print, { sensor: 'simulator' })).toMatchObject({ ok: false });
+  }, 60_000);
+
+  it('parse --sensor values', () => {
+    expect(isSensorName('phone')).toBe(true);
+    expect(isSensorName('scanner')).toBe(false);
+    expect(sensorArg('contact-nir')).toBe('contact-nir');
+    expect(() => sensorArg('scanner')).toThrow(/unknown sensor profile "scanner"/);
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * Sensor profiles: what the capture pipeline may assume about the camera in front of it. A profile
+ * sets the quality limits and, above all, which presentation-attack (liveness) cues apply: a cue a
+ * sensor cannot support (vein contrast under visible light, the NIR fall-off at the outline of a
+ * hand pressed on a platen) would only refuse bona fide hands. See docs/palm-pipeline.md
+ * ("Sensor profiles") for how each value was chosen and what each profile detects.
+ */
+
+import { InvalidArgumentError } from 'commander';
+import { type RoiProportions, SIMULATOR_ROI } from './hand-geometry.ts';
+
+/** The liveness cues of `liveness.ts`. */
+export type LivenessCue = 'rounded' | 'aperiodic' | 'contrast';
+
+export interface QualityLimits {
+  /** share of the frame covered by the hand */
+  minCoverage: number;
+  minHandMean: number;
+  maxSaturated: number;
+  /** palm radius relative to the frame's shorter side */
+  minRelativeRadius: number;
+  maxAnisotropy: number;
+  minSharpness: number;
+  /** below minSharpness, a directional smear means motion rather than defocus */
+  motionAnisotropy: number;
+}
+
+export interface SensorProfile {
+  name: SensorName;
+  /** one line for `agent config` help */
+  summary: string;
+  /** the cues the liveness score reads on this sensor */
+  cues: readonly LivenessCue[];
+  /** centre of the periodicity cue: fine periodic texture above it counts as a print or screen */
+  maxPeriodicity: number;
+  /** honest statement of the presentation attacks this profile detects (and those it does not) */
+  detects: string;
+  limits: QualityLimits;
+  roi: RoiProportions;
+}
+
+export const SENSOR_NAMES = [
+  'simulator',
+  'contact-nir',
+  'contact-visible',
+  'contactless-nir',
+  'grey-dark',
+  'colour',
+  'phone',
+] as const;
+export type SensorName = (typeof SENSOR_NAMES)[number];
+
+export const DEFAULT_SENSOR: SensorName = 'simulator';
+
+/** The limits calibrated on the simulator's captures (docs/palm-pipeline.md). */
+const SIMULATOR_LIMITS: QualityLimits = {
+  minCoverage: 0.03,
+  minHandMean: 60,
+  maxSaturated: 0.25,
+  minRelativeRadius: 0.13,
+  maxAnisotropy: 3.2,
+  minSharpness: 0.3,
+  motionAnisotropy: 1.9,
+};
+
+/**
+ * Limits for real cameras, from the bona fide development captures (CASIA-PalmprintV1 persons
+ * ≥ 0051 and COEP persons ≥ 055; aggregate percentiles in docs/palm-pipeline.md): each limit sits
+ * beyond the 0.5th percentile of the bona fide measure, so a real hand is not refused as blurred,
+ * dark or far; the hand-side, valley and ROI checks keep their own (geometric) rules.
+ */
+const CAMERA_LIMITS: QualityLimits = {
+  minCoverage: 0.03,
+  minHandMean: 40,
+  maxSaturated: 0.25,
+  minRelativeRadius: 0.1,
+  maxAnisotropy: 4,
+  minSharpness: 0.12,
+  motionAnisotropy: 2.4,
+};
+
+/**
+ * ROI on real palms: a square of 1.25 × the valley spacing whose top edge lies 0.3 spacing below
+ * the valley line (centre 0.925 spacing = 0.74 side below), i.e. the central palm between the
+ * finger roots and the wrist crease, clear of the thenar and hypothenar edges. The square itself
+ * must lie in the frame (the simulator asks for 15 % more): real cameras frame the palm tightly.
+ * The side is the geometric mean of that and 1.5 × the inscribed radius: the valley spacing moves
+ * with finger spread and with fingers touching at their roots, the palm's width does not (on the
+ * CASIA development subset the EER fell from 15.4 to 12.1 % with the blend). The simulator's
+ * square (SIMULATOR_ROI) reaches the wrist, which real frames often cut.
+ */
+const CAMERA_ROI: RoiProportions = {
+  sidePerSpacing: 1.25,
+  centreBelow: 0.74,
+  radiusWeight: 0.5,
+  edgeMargin: 1,
+};
+
+/**
+ * Periodicity centre on real cameras: bona fide development captures reach 0.30 (CASIA, 99.5th
+ * percentile) and 0.45 (COEP, 1600 × 1200 colour JPEG: demosaicing and block artefacts), so the
+ * centre sits at 0.6, beyond both; the simulator keeps 0.4. On the simulator's attacks (30 each)
+ * the median periodicity is 0.77 for screens but 0.34 for prints: at 0.6 this cue alone catches
+ * most pixel-grid screens and only the coarsest halftone prints.
+ */
+const CAMERA_PERIODICITY = 0.6;
+
+const VISIBLE_ONLY =
+  'periodic fine texture only: halftone prints and screen pixel grids resolved by the camera. ' +
+  'A continuous-tone photo print, a high-resolution screen seen out of focus, and any 3-D fake ' +
+  '(silicone, latex, gelatine) are NOT detected.';
+
+export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
+  simulator: {
+    name: 'simulator',
+    summary: 'the firmware simulator (NIR, dark background, whole hand)',
+    cues: ['rounded', 'aperiodic', 'contrast'],
+    maxPeriodicity: 0.4,
+    detects:
+      'paper prints and screens of the simulator: no NIR fall-off at the outline, periodic texture, ' +
+      'compressed vein-scale contrast. Fitted on simulated attacks only.',
+    limits: SIMULATOR_LIMITS,
+    roi: SIMULATOR_ROI,
+  },
+  'contact-nir': {
+    name: 'contact-nir',
+    summary: 'contact NIR scanner with pegs (hand on a platen, NIR light)',
+    cues: ['aperiodic', 'contrast'],
+    maxPeriodicity: CAMERA_PERIODICITY,
+    detects:
+      'prints and screens: periodic texture, and under NIR the compressed vein-scale contrast of ' +
+      'paper and displays. The outline fall-off is not used (a hand pressed on a platen is flat). ' +
+      '3-D fakes with vein-like contrast are NOT detected.',
+    limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
+  },
+  'contact-visible': {
+    name: 'contact-visible',
+    summary: 'contact visible-light scanner with pegs',
+    cues: ['aperiodic'],
+    maxPeriodicity: CAMERA_PERIODICITY,
+    detects: VISIBLE_ONLY,
+    limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
+  },
+  'contactless-nir': {
+    name: 'contactless-nir',
+    summary: 'contactless NIR palm-vein camera (850 nm, hand held free)',
+    cues: ['rounded', 'aperiodic', 'contrast'],
+    maxPeriodicity: CAMERA_PERIODICITY,
+    detects:
+      'prints and screens: no NIR fall-off at the outline of a flat medium, periodic texture, ' +
+      'compressed vein-scale contrast. Curved 3-D fakes of NIR-realistic material are NOT detected.',
+    limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
+  },
+  'grey-dark': {
+    name: 'grey-dark',
+    summary: 'grey-level visible camera, dark background (e.g. CASIA palmprint)',
+    cues: ['aperiodic'],
+    maxPeriodicity: CAMERA_PERIODICITY,
+    detects: VISIBLE_ONLY,
+    limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
+  },
+  colour: {
+    name: 'colour',
+    summary: 'colour camera, dark or uniform background, pegs allowed (e.g. COEP)',
+    cues: ['aperiodic'],
+    maxPeriodicity: CAMERA_PERIODICITY,
+    detects: VISIBLE_ONLY,
+    limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
+  },
+  phone: {
+    name: 'phone',
+    summary: 'phone camera, hand held in front of any background',
+    cues: ['aperiodic'],
+    maxPeriodicity: CAMERA_PERIODICITY,
+    detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
+    limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
+  },
+};
+
+export function isSensorName(v: string): v is SensorName {
+  return (SENSOR_NAMES as readonly string[]).includes(v);
+}
+
+/** The profile of a name (or the default); unknown names are the caller's to refuse. */
+export function sensorProfile(name: SensorName | SensorProfile | undefined): SensorProfile {
+  if (name === undefined) return SENSOR_PROFILES[DEFAULT_SENSOR];
+  return typeof name === 'string' ? SENSOR_PROFILES[name] : name;
+}
+
+/** Commander parser of a `--sensor <profile>` value. */
+export function sensorArg(v: string): SensorName {
+  if (!isSensorName(v))
+    throw new InvalidArgumentError(`unknown sensor profile "${v}" (one of: ${SENSOR_NAMES.join(', ')})`);
+  return v;
+}
+
+/** Help text listing the profiles, for `agent config` and the palm CLI. */
+export function sensorHelp(): string {
+  return SENSOR_NAMES.map((n) => `  ${n.padEnd(16)} ${SENSOR_PROFILES[n].summary}`).join('\n');
+}
