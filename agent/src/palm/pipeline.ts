@@ -105,7 +105,7 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   if (sharpness < limits.minSharpness) {
     return reject(anisotropy > limits.motionAnisotropy ? 'moved' : 'blurred', measures, kept);
   }
-  const liveness = livenessScore(measures, profile.cues, profile.maxPeriodicity);
+  const liveness = livenessScore(measures, profile.cues, profile.centres);
   if (liveness < LIVENESS_THRESHOLD) return reject('liveness_failed', measures, kept);
   const quality = qualityScore(measures, limits);
   const code = encodeResponses(responses);
