@@ -151,12 +151,25 @@ export const SIMULATOR_ROI: RoiProportions = {
   edgeMargin: 1.15,
 };
 
-export function locateHand(frame: GrayImage, proportions: RoiProportions = SIMULATOR_ROI): HandGeometry {
+/** The negative of an image (a dark hand on a bright background becomes a bright one on dark). */
+function negative(img: GrayImage): GrayImage {
+  const data = new Uint8Array(img.data.length);
+  for (let i = 0; i < data.length; i++) data[i] = 255 - img.data[i]!;
+  return { width: img.width, height: img.height, data };
+}
+
+export function locateHand(
+  frame: GrayImage,
+  proportions: RoiProportions = SIMULATOR_ROI,
+  options: { darkHand?: boolean } = {},
+): HandGeometry {
   const short = Math.min(frame.width, frame.height);
   const f = short > WORK_SIDE ? Math.floor(short / (WORK_SIDE * 0.8)) : 1;
-  if (f <= 1) return locateOnWork(frame, proportions);
-  const work = downsample(frame, f);
-  const g = locateOnWork(work, proportions);
+  const work = f <= 1 ? frame : downsample(frame, f);
+  // a hand darker than its background is located on the negative; the measures read the true grey
+  const g = locateOnWork(options.darkHand ? negative(work) : work, proportions);
+  g.work = work;
+  if (f <= 1) return g;
   // work pixel centres → frame pixels
   const px = (v: number) => (v + 0.5) * f - 0.5;
   g.scale = f;

@@ -6,7 +6,7 @@ import { isSensorName, SENSOR_NAMES, SENSOR_PROFILES, sensorArg } from './sensor
 
 describe('sensor profiles', () => {
   it('apply no NIR cue to a visible-light sensor', () => {
-    for (const n of ['contact-visible', 'grey-dark', 'colour', 'phone'] as const) {
+    for (const n of ['contact-visible', 'grey-dark', 'grey-bright', 'colour', 'phone'] as const) {
       expect(SENSOR_PROFILES[n].cues).toEqual(['aperiodic']);
       expect(SENSOR_PROFILES[n].detects).toMatch(/NOT detected/);
     }

@@ -38,6 +38,8 @@ export interface SensorProfile {
   detects: string;
   limits: QualityLimits;
   roi: RoiProportions;
+  /** the hand is darker than the background (a bright board behind it) */
+  darkHand?: boolean;
 }
 
 export const SENSOR_NAMES = [
@@ -46,6 +48,7 @@ export const SENSOR_NAMES = [
   'contact-visible',
   'contactless-nir',
   'grey-dark',
+  'grey-bright',
   'colour',
   'phone',
 ] as const;
@@ -177,6 +180,16 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: CAMERA_ROI,
+  },
+  'grey-bright': {
+    name: 'grey-bright',
+    summary: 'grey-level visible camera, bright background (the hand darker than the board)',
+    cues: ['aperiodic'],
+    centres: CAMERA_CENTRES,
+    detects: VISIBLE_ONLY,
+    limits: CAMERA_LIMITS,
+    roi: CAMERA_ROI,
+    darkHand: true,
   },
   colour: {
     name: 'colour',
