@@ -138,6 +138,11 @@ export interface RoiProportions {
   radiusWeight: number;
   /** the square scaled by this must lie inside the frame, or the hand counts as partial */
   edgeMargin: number;
+  /**
+   * find the valleys on the outline only (convexity defects), not first by the finger-ring scan:
+   * for real cameras, whose hands the rings rarely fit (cut by the frame, fingers touching)
+   */
+  outlineOnly?: boolean;
 }
 
 /**
@@ -243,7 +248,7 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   if (si >= 0 && second >= 0.75 * best) centres.push({ x: si % w, y: Math.floor(si / w) });
   let found: { valleys: Point[]; up: number; runs: number } | null = null;
   let runs = 0;
-  for (const c of centres) {
+  for (const c of proportions.outlineOnly ? [] : centres) {
     for (const share of VALLEY_LEVELS) {
       const r = findValleys(frame, level(share), c.x, c.y, radius);
       runs = Math.max(runs, r.runs);
