@@ -93,7 +93,7 @@ const CAMERA_LIMITS: QualityLimits = {
  * CASIA development subset the EER fell from 15.4 to 12.1 % with the blend). The simulator's
  * square (SIMULATOR_ROI) reaches the wrist, which real frames often cut.
  */
-const PEG_ROI: RoiProportions = {
+const RING_ROI: RoiProportions = {
   sidePerSpacing: 1.25,
   centreBelow: 0.74,
   radiusWeight: 0.5,
@@ -103,9 +103,10 @@ const PEG_ROI: RoiProportions = {
 /**
  * Without pegs the valleys come from the outline only: on the CASIA subset the finger-ring scan's
  * valleys gave 12.1 % EER, the outline's 4.1 %. With pegs touching the fingers (COEP) the outline
- * has extra defects and the ring scan stays first (outline only: 33 % EER, 24 % FTA).
+ * has extra defects and the ring scan stays first (outline only: 33 % EER, 24 % FTA); so does a
+ * bright background, whose cast shadows join the fingers on the outline.
  */
-const CAMERA_ROI: RoiProportions = { ...PEG_ROI, outlineOnly: true };
+const OUTLINE_ROI: RoiProportions = { ...RING_ROI, outlineOnly: true };
 
 /**
  * Periodicity centre on real cameras: bona fide development captures reach 0.30 (CASIA, 99.5th
@@ -156,7 +157,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'compression of vein-scale contrast (uncalibrated on real NIR: conservative). The outline ' +
       'fall-off is not used (a hand pressed on a platen is flat). Photo prints and 3-D fakes are NOT detected.',
     limits: CAMERA_LIMITS,
-    roi: PEG_ROI,
+    roi: RING_ROI,
   },
   'contact-visible': {
     name: 'contact-visible',
@@ -165,7 +166,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
-    roi: PEG_ROI,
+    roi: RING_ROI,
   },
   'contactless-nir': {
     name: 'contactless-nir',
@@ -177,7 +178,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'fall-off at the outline) and an extreme compression of vein-scale contrast (uncalibrated on ' +
       'real NIR: conservative). Curved prints, photo prints and 3-D fakes are NOT detected.',
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: OUTLINE_ROI,
   },
   'grey-dark': {
     name: 'grey-dark',
@@ -186,7 +187,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: OUTLINE_ROI,
   },
   'grey-bright': {
     name: 'grey-bright',
@@ -195,7 +196,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: RING_ROI,
     darkHand: true,
   },
   colour: {
@@ -205,7 +206,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
-    roi: PEG_ROI,
+    roi: RING_ROI,
   },
   phone: {
     name: 'phone',
@@ -214,7 +215,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     centres: CAMERA_CENTRES,
     detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: OUTLINE_ROI,
   },
 };
 
