@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { convexityDefects, indexSide, largestComponent, outlineValleys, traceOutline } from './hand-contour.ts';
+import {
+  convexityDefects,
+  indexSide,
+  largestComponent,
+  outlineValleys,
+  traceOutline,
+} from './hand-contour.ts';
 
 const W = 320;
 const H = 240;

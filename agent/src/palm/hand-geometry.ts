@@ -138,6 +138,11 @@ export interface RoiProportions {
   radiusWeight: number;
   /** the square scaled by this must lie inside the frame, or the hand counts as partial */
   edgeMargin: number;
+  /**
+   * find the valleys on the outline only (convexity defects), not first by the finger-ring scan:
+   * for real cameras, whose hands the rings rarely fit (cut by the frame, fingers touching)
+   */
+  outlineOnly?: boolean;
 }
 
 /**
@@ -151,12 +156,25 @@ export const SIMULATOR_ROI: RoiProportions = {
   edgeMargin: 1.15,
 };
 
-export function locateHand(frame: GrayImage, proportions: RoiProportions = SIMULATOR_ROI): HandGeometry {
+/** The negative of an image (a dark hand on a bright background becomes a bright one on dark). */
+function negative(img: GrayImage): GrayImage {
+  const data = new Uint8Array(img.data.length);
+  for (let i = 0; i < data.length; i++) data[i] = 255 - img.data[i]!;
+  return { width: img.width, height: img.height, data };
+}
+
+export function locateHand(
+  frame: GrayImage,
+  proportions: RoiProportions = SIMULATOR_ROI,
+  options: { darkHand?: boolean } = {},
+): HandGeometry {
   const short = Math.min(frame.width, frame.height);
   const f = short > WORK_SIDE ? Math.floor(short / (WORK_SIDE * 0.8)) : 1;
-  if (f <= 1) return locateOnWork(frame, proportions);
-  const work = downsample(frame, f);
-  const g = locateOnWork(work, proportions);
+  const work = f <= 1 ? frame : downsample(frame, f);
+  // a hand darker than its background is located on the negative; the measures read the true grey
+  const g = locateOnWork(options.darkHand ? negative(work) : work, proportions);
+  g.work = work;
+  if (f <= 1) return g;
   // work pixel centres → frame pixels
   const px = (v: number) => (v + 0.5) * f - 0.5;
   g.scale = f;
@@ -230,7 +248,7 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   if (si >= 0 && second >= 0.75 * best) centres.push({ x: si % w, y: Math.floor(si / w) });
   let found: { valleys: Point[]; up: number; runs: number } | null = null;
   let runs = 0;
-  for (const c of centres) {
+  for (const c of proportions.outlineOnly ? [] : centres) {
     for (const share of VALLEY_LEVELS) {
       const r = findValleys(frame, level(share), c.x, c.y, radius);
       runs = Math.max(runs, r.runs);

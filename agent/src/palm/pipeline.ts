@@ -87,7 +87,7 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   if (frame.width < 32 || frame.height < 32 || frame.data.length !== frame.width * frame.height) {
     return reject('no_hand');
   }
-  const g = locateHand(frame, profile.roi);
+  const g = locateHand(frame, profile.roi, profile.darkHand ? { darkHand: true } : {});
   if (g.coverage < limits.minCoverage || g.radius < 6) return reject('no_hand');
   const fm = measureFrame(frame, g);
   if (fm.handMean < limits.minHandMean) return reject('underexposed', fm);
@@ -105,7 +105,7 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   if (sharpness < limits.minSharpness) {
     return reject(anisotropy > limits.motionAnisotropy ? 'moved' : 'blurred', measures, kept);
   }
-  const liveness = livenessScore(measures, profile.cues, profile.maxPeriodicity);
+  const liveness = livenessScore(measures, profile.cues, profile.centres);
   if (liveness < LIVENESS_THRESHOLD) return reject('liveness_failed', measures, kept);
   const quality = qualityScore(measures, limits);
   const code = encodeResponses(responses);

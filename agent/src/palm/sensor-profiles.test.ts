@@ -6,7 +6,7 @@ import { isSensorName, SENSOR_NAMES, SENSOR_PROFILES, sensorArg } from './sensor
 
 describe('sensor profiles', () => {
   it('apply no NIR cue to a visible-light sensor', () => {
-    for (const n of ['contact-visible', 'grey-dark', 'colour', 'phone'] as const) {
+    for (const n of ['contact-visible', 'grey-dark', 'grey-bright', 'colour', 'phone'] as const) {
       expect(SENSOR_PROFILES[n].cues).toEqual(['aperiodic']);
       expect(SENSOR_PROFILES[n].detects).toMatch(/NOT detected/);
     }
@@ -20,12 +20,12 @@ describe('sensor profiles', () => {
     const visibleLive = { edgeFalloff: 0.9, periodicity: 0.3, veinContrast: 0.025 };
     expect(livenessScore(visibleLive)).toBeLessThan(LIVENESS_THRESHOLD);
     const colour = SENSOR_PROFILES.colour;
-    expect(livenessScore(visibleLive, colour.cues, colour.maxPeriodicity)).toBeGreaterThanOrEqual(
+    expect(livenessScore(visibleLive, colour.cues, colour.centres)).toBeGreaterThanOrEqual(
       LIVENESS_THRESHOLD,
     );
     // a pixel-grid screen is still refused
     const screen = { ...visibleLive, periodicity: 0.85 };
-    expect(livenessScore(screen, colour.cues, colour.maxPeriodicity)).toBeLessThan(LIVENESS_THRESHOLD);
+    expect(livenessScore(screen, colour.cues, colour.centres)).toBeLessThan(LIVENESS_THRESHOLD);
   });
 
   it('reach the pipeline: the simulator profile refuses a screen the visible profiles cannot judge by veins', async () => {
@@ -38,6 +38,18 @@ describe('sensor profiles', () => {
     const print = await renderPalm({ ...spec, attack: 'print' });
     expect(await processCapture(print, { sensor: 'simulator' })).toMatchObject({ ok: false });
   }, 60_000);
+
+  it('keep the NIR cues of real NIR sensors on the bona fide side of every capture seen', () => {
+    // the weakest bona fide NIR-like measures seen (simulator's contact and contactless renders)
+    const weakLive = { edgeFalloff: 0.95, periodicity: 0.08, veinContrast: 0.009 };
+    for (const n of ['contact-nir', 'contactless-nir'] as const) {
+      const p = SENSOR_PROFILES[n];
+      expect(livenessScore(weakLive, p.cues, p.centres)).toBeGreaterThanOrEqual(LIVENESS_THRESHOLD);
+      // a flat, tonally crushed medium with a pixel grid is still refused
+      const flat = { edgeFalloff: 1.05, periodicity: 0.8, veinContrast: 0.004 };
+      expect(livenessScore(flat, p.cues, p.centres)).toBeLessThan(LIVENESS_THRESHOLD);
+    }
+  });
 
   it('parse --sensor values', () => {
     expect(isSensorName('phone')).toBe(true);

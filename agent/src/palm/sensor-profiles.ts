@@ -8,6 +8,7 @@
 
 import { InvalidArgumentError } from 'commander';
 import { type RoiProportions, SIMULATOR_ROI } from './hand-geometry.ts';
+import { type CueCentres, SIMULATOR_CENTRES } from './liveness.ts';
 
 /** The liveness cues of `liveness.ts`. */
 export type LivenessCue = 'rounded' | 'aperiodic' | 'contrast';
@@ -31,12 +32,14 @@ export interface SensorProfile {
   summary: string;
   /** the cues the liveness score reads on this sensor */
   cues: readonly LivenessCue[];
-  /** centre of the periodicity cue: fine periodic texture above it counts as a print or screen */
-  maxPeriodicity: number;
+  /** the cues' centres on this sensor */
+  centres: CueCentres;
   /** honest statement of the presentation attacks this profile detects (and those it does not) */
   detects: string;
   limits: QualityLimits;
   roi: RoiProportions;
+  /** the hand is darker than the background (a bright board behind it) */
+  darkHand?: boolean;
 }
 
 export const SENSOR_NAMES = [
@@ -45,6 +48,7 @@ export const SENSOR_NAMES = [
   'contact-visible',
   'contactless-nir',
   'grey-dark',
+  'grey-bright',
   'colour',
   'phone',
 ] as const;
@@ -89,12 +93,20 @@ const CAMERA_LIMITS: QualityLimits = {
  * CASIA development subset the EER fell from 15.4 to 12.1 % with the blend). The simulator's
  * square (SIMULATOR_ROI) reaches the wrist, which real frames often cut.
  */
-const CAMERA_ROI: RoiProportions = {
+const RING_ROI: RoiProportions = {
   sidePerSpacing: 1.25,
   centreBelow: 0.74,
   radiusWeight: 0.5,
   edgeMargin: 1,
 };
+
+/**
+ * Without pegs the valleys come from the outline only: on the CASIA subset the finger-ring scan's
+ * valleys gave 12.1 % EER, the outline's 4.1 %. With pegs touching the fingers (COEP) the outline
+ * has extra defects and the ring scan stays first (outline only: 33 % EER, 24 % FTA); so does a
+ * bright background, whose cast shadows join the fingers on the outline.
+ */
+const OUTLINE_ROI: RoiProportions = { ...RING_ROI, outlineOnly: true };
 
 /**
  * Periodicity centre on real cameras: bona fide development captures reach 0.30 (CASIA, 99.5th
@@ -104,6 +116,19 @@ const CAMERA_ROI: RoiProportions = {
  * most pixel-grid screens and only the coarsest halftone prints.
  */
 const CAMERA_PERIODICITY = 0.6;
+
+/** Visible-light cameras read the periodicity cue only; the other centres are the simulator's. */
+const CAMERA_CENTRES: CueCentres = { ...SIMULATOR_CENTRES, maxPeriodicity: CAMERA_PERIODICITY };
+
+/**
+ * Real NIR sensors: no bona fide NIR capture was available to calibrate on, so the NIR cues sit
+ * where no bona fide capture seen so far falls: vein-scale contrast 0.008 (below the 0.5th
+ * percentile of every development set, visible 0.016, and of the simulator's contact and
+ * contactless NIR renders, 0.009), edge fall-off 0.97 (above CASIA's 99.5th percentile 0.925
+ * and the contactless renders' 0.85). They catch only an extreme tonal compression or a
+ * perfectly flat medium; a site must recalibrate them on its own bona fide captures and attacks.
+ */
+const NIR_CENTRES: CueCentres = { maxFalloff: 0.97, maxPeriodicity: CAMERA_PERIODICITY, minContrast: 0.008 };
 
 const VISIBLE_ONLY =
   'periodic fine texture only: halftone prints and screen pixel grids resolved by the camera. ' +
@@ -115,7 +140,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'simulator',
     summary: 'the firmware simulator (NIR, dark background, whole hand)',
     cues: ['rounded', 'aperiodic', 'contrast'],
-    maxPeriodicity: 0.4,
+    centres: SIMULATOR_CENTRES,
     detects:
       'paper prints and screens of the simulator: no NIR fall-off at the outline, periodic texture, ' +
       'compressed vein-scale contrast. Fitted on simulated attacks only.',
@@ -126,60 +151,71 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     name: 'contact-nir',
     summary: 'contact NIR scanner with pegs (hand on a platen, NIR light)',
     cues: ['aperiodic', 'contrast'],
-    maxPeriodicity: CAMERA_PERIODICITY,
+    centres: NIR_CENTRES,
     detects:
-      'prints and screens: periodic texture, and under NIR the compressed vein-scale contrast of ' +
-      'paper and displays. The outline fall-off is not used (a hand pressed on a platen is flat). ' +
-      '3-D fakes with vein-like contrast are NOT detected.',
+      'screens and coarse halftone prints by their periodic texture; under NIR only an extreme ' +
+      'compression of vein-scale contrast (uncalibrated on real NIR: conservative). The outline ' +
+      'fall-off is not used (a hand pressed on a platen is flat). Photo prints and 3-D fakes are NOT detected.',
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: RING_ROI,
   },
   'contact-visible': {
     name: 'contact-visible',
     summary: 'contact visible-light scanner with pegs',
     cues: ['aperiodic'],
-    maxPeriodicity: CAMERA_PERIODICITY,
+    centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: RING_ROI,
   },
   'contactless-nir': {
     name: 'contactless-nir',
     summary: 'contactless NIR palm-vein camera (850 nm, hand held free)',
     cues: ['rounded', 'aperiodic', 'contrast'],
-    maxPeriodicity: CAMERA_PERIODICITY,
+    centres: NIR_CENTRES,
     detects:
-      'prints and screens: no NIR fall-off at the outline of a flat medium, periodic texture, ' +
-      'compressed vein-scale contrast. Curved 3-D fakes of NIR-realistic material are NOT detected.',
+      'screens and coarse halftone prints by their periodic texture; a perfectly flat medium (no NIR ' +
+      'fall-off at the outline) and an extreme compression of vein-scale contrast (uncalibrated on ' +
+      'real NIR: conservative). Curved prints, photo prints and 3-D fakes are NOT detected.',
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: OUTLINE_ROI,
   },
   'grey-dark': {
     name: 'grey-dark',
     summary: 'grey-level visible camera, dark background (e.g. CASIA palmprint)',
     cues: ['aperiodic'],
-    maxPeriodicity: CAMERA_PERIODICITY,
+    centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: OUTLINE_ROI,
+  },
+  'grey-bright': {
+    name: 'grey-bright',
+    summary: 'grey-level visible camera, bright background (the hand darker than the board)',
+    cues: ['aperiodic'],
+    centres: CAMERA_CENTRES,
+    detects: VISIBLE_ONLY,
+    limits: CAMERA_LIMITS,
+    roi: RING_ROI,
+    darkHand: true,
   },
   colour: {
     name: 'colour',
     summary: 'colour camera, dark or uniform background, pegs allowed (e.g. COEP)',
     cues: ['aperiodic'],
-    maxPeriodicity: CAMERA_PERIODICITY,
+    centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: RING_ROI,
   },
   phone: {
     name: 'phone',
     summary: 'phone camera, hand held in front of any background',
     cues: ['aperiodic'],
-    maxPeriodicity: CAMERA_PERIODICITY,
+    centres: CAMERA_CENTRES,
     detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
     limits: CAMERA_LIMITS,
-    roi: CAMERA_ROI,
+    roi: OUTLINE_ROI,
   },
 };
 
