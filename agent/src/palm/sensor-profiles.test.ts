@@ -28,13 +28,16 @@ describe('sensor profiles', () => {
     expect(livenessScore(screen, colour.cues, colour.centres)).toBeLessThan(LIVENESS_THRESHOLD);
   });
 
-  it('reach the pipeline: the simulator profile refuses a screen the visible profiles cannot judge by veins', async () => {
+  it('reach the pipeline: every profile enrols a live hand, and the simulator profile refuses a print', async () => {
     const spec = { identity: 'sensor-1', hand: 'right' as const, capture: 2 };
     const live = await renderPalm(spec);
+    // grey-bright expects the hand darker than its background: the same frame as a negative
+    const negative = { ...live, data: live.data.map((v) => 255 - v) };
     for (const sensor of SENSOR_NAMES) {
-      const r = await processCapture(live, { sensor });
+      const r = await processCapture(sensor === 'grey-bright' ? negative : live, { sensor });
       expect(r.ok, `${sensor}: ${r.ok ? '' : r.reason}`).toBe(true);
     }
+    expect(await processCapture(live, { sensor: 'grey-bright' })).toMatchObject({ ok: false });
     const print = await renderPalm({ ...spec, attack: 'print' });
     expect(await processCapture(print, { sensor: 'simulator' })).toMatchObject({ ok: false });
   }, 60_000);
