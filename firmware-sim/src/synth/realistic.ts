@@ -220,6 +220,22 @@ export async function renderRealistic(
     ax: gaussian(rng) * 0.006,
     ay: gaussian(rng) * 0.006,
   }));
+  // each capture spreads the fingers a little differently (less between pegs): every finger
+  // turns about its root by its own small angle, blended in just outside the palm
+  const bendScale = P.pegs ? 0.3 : 1;
+  const bends = model.fingers.map((f, i) => {
+    const len = Math.hypot(f.b.x - f.a.x, f.b.y - f.a.y);
+    const delta = gaussian(rng) * (i === model.fingers.length - 1 ? 0.09 : 0.05) * bendScale;
+    return {
+      ax: f.a.x,
+      ay: f.a.y,
+      ux: (f.b.x - f.a.x) / len,
+      uy: (f.b.y - f.a.y) / len,
+      len,
+      reach: f.radius * 1.8,
+      delta,
+    };
+  });
   let gain = uniform(rng, 0.9, 1.08);
   if (condition === 'overexposed') gain *= 2.6;
   if (condition === 'underexposed') gain *= 0.22;
@@ -246,6 +262,34 @@ export async function renderRealistic(
         hx += w.ax * s;
         hy += w.ay * s;
       }
+      // the board (pegs, shadow origin) stays put; the hand's own samples follow the bent fingers
+      const bx = hx;
+      const by = hy;
+      // the finger whose axis the point lies nearest to, once turned back, owns it
+      let best = Number.POSITIVE_INFINITY;
+      let sx = hx;
+      let sy = hy;
+      for (const b of bends) {
+        const dx = hx - b.ax;
+        const dy = hy - b.ay;
+        const t0 = dx * b.ux + dy * b.uy;
+        // no bend inside the palm (the root lies 0.05 unit inside its edge), full bend 0.15 unit out
+        const w = Math.max(0, Math.min(1, (t0 - 0.08) / 0.15));
+        if (w === 0) continue;
+        const c = Math.cos(-b.delta * w);
+        const sn = Math.sin(-b.delta * w);
+        const qx = c * dx - sn * dy;
+        const qy = sn * dx + c * dy;
+        const t = qx * b.ux + qy * b.uy;
+        const side = Math.abs(qx * b.uy - qy * b.ux);
+        if (t > 0 && t < b.len + b.reach && side < b.reach && side < best) {
+          best = side;
+          sx = b.ax + qx;
+          sy = b.ay + qy;
+        }
+      }
+      hx = sx;
+      hy = sy;
       const nx = col / width - 0.5;
       const ny = row / height - 0.5;
       const light = gain * (1 + gradX * nx + gradY * ny) * (1 - 0.3 * (nx * nx + ny * ny));
@@ -269,10 +313,10 @@ export async function renderRealistic(
       rgb[1] = back * 0.96;
       rgb[2] = back * 0.95;
       for (const p of pegs) {
-        const d = Math.hypot(hx - p.x, hy - p.y) / pegRadius;
+        const d = Math.hypot(bx - p.x, by - p.y) / pegRadius;
         if (d < 1) {
           const z = Math.sqrt(1 - d * d);
-          const hl = Math.max(0, (hx - p.x) * -7 + (hy - p.y) * -7 + z - 0.6) ** 3 * 1.5;
+          const hl = Math.max(0, (bx - p.x) * -7 + (by - p.y) * -7 + z - 0.6) ** 3 * 1.5;
           if (P.colour) {
             rgb[0] = (0.06 + 0.1 * z) * light + hl;
             rgb[1] = (0.2 + 0.42 * z) * light + hl;
