@@ -74,7 +74,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
               let got: Sample | undefined;
               for (let attempt = 1; attempt <= opts.maxAttempts && !got; attempt++) {
                 const frame = await driver.capture({ signal: stop.signal });
-                const p = await processCapture(frame);
+                const p = await processCapture(frame, { sensor: loaded.config.sensor });
                 if (!p.ok) {
                   log(`  ${p.message}; again please.`);
                   if (p.reason === 'liveness_failed')
