@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
 import type { Command } from 'commander';
 import { processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
@@ -89,7 +90,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                   template: Buffer.from(p.template).toString('base64'),
                   hand: p.hand,
                   quality: p.quality / 100,
-                  liveness: p.liveness / 100,
+                  liveness: livenessToWire(p.liveness),
                 };
               }
               if (!got)
