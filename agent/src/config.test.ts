@@ -119,7 +119,9 @@ describe('agent config', () => {
 
   it('sensor takes a known profile only, from the file or PALMID_SENSOR', () => {
     expect(parseConfigValue('sensor', 'grey-dark')).toBe('grey-dark');
-    expect(() => parseConfigValue('sensor', 'webcam')).toThrow(/sensor: must be one of: simulator, contact-nir/);
+    expect(() => parseConfigValue('sensor', 'webcam')).toThrow(
+      /sensor: must be one of: simulator, contact-nir/,
+    );
     const f = file('sensor.json', { sensor: 'colour' });
     expect(loadConfig({ file: f, env: {} }).config.sensor).toBe('colour');
     const env = loadConfig({ file: f, env: { PALMID_SENSOR: 'contactless-nir' } });

@@ -31,11 +31,19 @@ describe('npm run palm -- roi', () => {
   afterAll(() => tmp.remove());
 
   it('writes the ROI of every accepted frame in the same layout and lists refusals on stderr', async () => {
-    const r = await cli('agent/src/palm/cli.ts', ['roi', set, '--out', out, '--sensor', 'simulator'], {}, 120_000);
-    expect(r.code, r.stderr).toBe(0);
-    const report = lastJson<{ images: number; written: number; failed: number; failure_reasons: Record<string, number> }>(
-      r.stdout,
+    const r = await cli(
+      'agent/src/palm/cli.ts',
+      ['roi', set, '--out', out, '--sensor', 'simulator'],
+      {},
+      120_000,
     );
+    expect(r.code, r.stderr).toBe(0);
+    const report = lastJson<{
+      images: number;
+      written: number;
+      failed: number;
+      failure_reasons: Record<string, number>;
+    }>(r.stdout);
     expect(report).toMatchObject({ images: 6, written: 4, failed: 2 });
     expect(report.failure_reasons).toEqual({ no_hand: 1, unreadable: 1 });
     expect(r.stderr).toMatch(/black\.png: no_hand/);
@@ -60,7 +68,12 @@ describe('npm run palm -- roi', () => {
 
   it('extracts under a camera profile (--sensor on extract)', async () => {
     const subject = readdirSync(set).sort()[1]!;
-    const r = await cli('agent/src/palm/cli.ts', ['extract', join(set, subject, '1.png'), '--sensor', 'colour']);
+    const r = await cli('agent/src/palm/cli.ts', [
+      'extract',
+      join(set, subject, '1.png'),
+      '--sensor',
+      'colour',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(lastJson<{ ok: boolean; hand: string }>(r.stdout)).toMatchObject({ ok: true, hand: 'right' });
   });

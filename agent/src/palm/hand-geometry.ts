@@ -143,6 +143,17 @@ export interface RoiProportions {
    * for real cameras, whose hands the rings rarely fit (cut by the frame, fingers touching)
    */
   outlineOnly?: boolean;
+  /**
+   * hands held by pegs: the ROI is the square of this × the inscribed radius around the largest
+   * inscribed circle, turned by quarter turns only (the valleys' angle moves with finger spread)
+   */
+  circle?: number;
+  /**
+   * mirror left hands so both hands share one code layout (the simulator's convention). Real
+   * cameras leave every crop unmirrored: left and right hands are different identities anyway, and
+   * a wrong left/right decision would then cost only the reported side, not the match.
+   */
+  mirrorLeft?: boolean;
 }
 
 /**
@@ -154,6 +165,7 @@ export const SIMULATOR_ROI: RoiProportions = {
   centreBelow: 0.69,
   radiusWeight: 0.25,
   edgeMargin: 1.15,
+  mirrorLeft: true,
 };
 
 /** The negative of an image (a dark hand on a bright background becomes a bright one on dark). */
@@ -300,12 +312,21 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   // centre below the valley line, on the perpendicular through the middle of the outer valleys
   const mx = (valleys[0]!.x + valleys[2]!.x) / 2;
   const my = (valleys[0]!.y + valleys[2]!.y) / 2;
-  const roi = {
-    cx: mx - ux * side * proportions.centreBelow,
-    cy: my - uy * side * proportions.centreBelow,
-    side,
-    up,
-  };
+  const roi = proportions.circle
+    ? {
+        // pegs fix the hand's pose: the square around the largest inscribed circle, turned to the
+        // nearest quarter turn of the valleys' "up" (the valleys only tell which way the fingers point)
+        cx,
+        cy,
+        side: radius * proportions.circle,
+        up: Math.round(up / (Math.PI / 2)) * (Math.PI / 2),
+      }
+    : {
+        cx: mx - ux * side * proportions.centreBelow,
+        cy: my - uy * side * proportions.centreBelow,
+        side,
+        up,
+      };
   geometry.roi = roi;
   const bySide = (s: 'left' | 'right' | null) => (s === 'right' ? 1 : s === 'left' ? -1 : 0);
   // the thumb's mass is looked for beside the simulator's (whole-palm) square, whatever the ROI
@@ -324,9 +345,11 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const weak = fingers?.side ?? 0;
   geometry.hand = vote > 0 || (vote === 0 && weak > 0) ? 'right' : vote < 0 || weak < 0 ? 'left' : null;
   // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside
-  const half = (side / 2) * proportions.edgeMargin;
+  const half = (roi.side / 2) * proportions.edgeMargin;
+  const rx = Math.cos(roi.up);
+  const ry = Math.sin(roi.up);
   const corners = [-1, 1].flatMap((a) =>
-    [-1, 1].map((b) => ({ x: roi.cx + half * (a * ux - b * uy), y: roi.cy + half * (a * uy + b * ux) })),
+    [-1, 1].map((b) => ({ x: roi.cx + half * (a * rx - b * ry), y: roi.cy + half * (a * ry + b * rx) })),
   );
   geometry.touchesEdge = [...corners, ...valleys].some(
     (p) => p.x < 1 || p.y < 1 || p.x > w - 2 || p.y > h - 2,

@@ -93,7 +93,7 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   if (fm.handMean < limits.minHandMean) return reject('underexposed', fm);
   if (fm.saturated > limits.maxSaturated) return reject('overexposed', fm);
   if (fm.relativeRadius < limits.minRelativeRadius) return reject('too_far', fm);
-  const roi = cropPalm(frame, g);
+  const roi = cropPalm(frame, g, profile.roi.mirrorLeft === true);
   const kept = options.keepRoi ? roi : undefined;
   const { anisotropy } = measureRoi(roi);
   if (anisotropy > limits.maxAnisotropy) return reject('moved', { ...fm, anisotropy }, kept);

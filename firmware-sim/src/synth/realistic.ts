@@ -225,7 +225,7 @@ export async function renderRealistic(
   const bendScale = P.pegs ? 0.3 : 1;
   const bends = model.fingers.map((f, i) => {
     const len = Math.hypot(f.b.x - f.a.x, f.b.y - f.a.y);
-    const delta = gaussian(rng) * (i === model.fingers.length - 1 ? 0.1 : 0.06) * bendScale;
+    const delta = gaussian(rng) * (i === model.fingers.length - 1 ? 0.09 : 0.05) * bendScale;
     return {
       ax: f.a.x,
       ay: f.a.y,
