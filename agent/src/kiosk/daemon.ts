@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { CaptureAttestation } from '@palmid/shared/capture/attestation.ts';
+import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
 import { LED } from '@palmid/shared/wire/messages.ts';
 import type { ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import { type pvsMethods, scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
@@ -182,7 +183,7 @@ export class KioskDaemon extends EventEmitter {
             template: verdict.best.template,
             hand: verdict.best.hand,
             quality: toUnit(verdict.best.quality),
-            liveness: toUnit(verdict.liveness),
+            liveness: livenessToWire(verdict.liveness),
           });
         }
         if (!processed.ok) {
