@@ -10,16 +10,17 @@ import { loadVendorContext, readResult } from './service.ts';
 
 type KeyCheck = { vendor: VendorPrincipal } | { refused: 'invalid' | 'too_many_failures' };
 
-/** A valid key with the `auth` scope; failures count against the client IP (CredentialGuard). */
+/**
+ * A valid key with the `auth` scope. A valid key is always served; failures count against (client IP,
+ * key prefix) and past the budget are refused as too_many_failures (CredentialGuard).
+ */
 async function vendorForKey(ctx: AppContext, ip: string, apiKey: unknown): Promise<KeyCheck> {
   const guard = new CredentialGuard(ctx);
-  if ((await guard.blockedFor(ip)) > 0) return { refused: 'too_many_failures' };
   const vendor = await authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV).catch(
     () => undefined,
   );
   if (!vendor) {
-    await guard.failed(ip);
-    return { refused: 'invalid' };
+    return { refused: (await guard.failed(ip, apiKey)) > 0 ? 'too_many_failures' : 'invalid' };
   }
   return vendor.scopes.includes('auth') ? { vendor } : { refused: 'invalid' };
 }

@@ -58,14 +58,13 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
   const principals = new WeakMap<object, PvsPrincipal | 'too_many_failures'>();
   // Authentication happens before the upgrade completes, so the socket handler can attach its message
   // listener synchronously and no early frame (the agent's hello) is lost. Failures count per client IP.
+  // A valid token is always served; a failing one counts against (IP, prefix) and, past the budget, is
+  // refused as too_many_failures instead of unauthorized (docs/security.md).
   const preValidation = async (request: { headers: Record<string, unknown>; raw: object; ip: string }) => {
-    if ((await guard.blockedFor(request.ip)) > 0) {
-      principals.set(request.raw, 'too_many_failures');
-      return;
-    }
-    const pvs = await authenticatePvs(ctx.database.db, request.headers.authorization).catch(() => undefined);
+    const header = request.headers.authorization;
+    const pvs = await authenticatePvs(ctx.database.db, header).catch(() => undefined);
     if (pvs) principals.set(request.raw, pvs);
-    else await guard.failed(request.ip);
+    else if ((await guard.failed(request.ip, header)) > 0) principals.set(request.raw, 'too_many_failures');
   };
 
   app.get('/ws/pvs', { websocket: true, preValidation, schema: { hide: true } }, (socket, request) => {

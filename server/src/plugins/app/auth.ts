@@ -40,9 +40,14 @@ export function callerOf(request: FastifyRequest): Caller {
  */
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   const guard = new CredentialGuard(ctx);
-  const checked = async <T>(request: FastifyRequest, reply: FastifyReply, attempt: () => Promise<T>) => {
+  const checked = async <T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    credential: unknown,
+    attempt: () => Promise<T>,
+  ) => {
     try {
-      return (await guard.check(request.ip, attempt)) as T;
+      return await guard.check(request.ip, credential, attempt);
     } catch (err) {
       if (err instanceof AppError && err.code === 'RATE_LIMITED') {
         reply.header('Retry-After', String((err.details as { retry_after_s: number }).retry_after_s));
@@ -53,8 +58,9 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   app.addHook('onRequest', async (request, reply) => {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'vendor') {
-      const vendor = await checked(request, reply, () =>
-        authenticateVendor(ctx.database.db, request.headers['x-api-key'], ctx.config.PALMID_ENV),
+      const key = request.headers['x-api-key'];
+      const vendor = await checked(request, reply, key, () =>
+        authenticateVendor(ctx.database.db, key, ctx.config.PALMID_ENV),
       );
       request.vendor = vendor;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, vendor.keyId));
@@ -65,7 +71,8 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
         });
       }
     } else if (cfg.auth === 'user') {
-      const user = await checked(request, reply, () => authenticateUser(ctx, request.headers.authorization));
+      const bearer = request.headers.authorization;
+      const user = await checked(request, reply, bearer, () => authenticateUser(ctx, bearer));
       request.user = user;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, user.tokenId));
     } else if (cfg.rate) {
