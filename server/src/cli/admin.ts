@@ -14,6 +14,7 @@ import {
 } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
 import { createPvs, listPvs, revokePvs } from '../modules/pvs/service.ts';
+import { announceRevocation } from '../modules/revocation/watcher.ts';
 import { issueUserToken, requireUser } from '../modules/users/service.ts';
 import {
   createVendor,
@@ -109,18 +110,26 @@ vendor
   });
 vendor
   .command('rotate-key')
-  .description('issue a new API key and revoke the old ones at once')
+  .description('issue a new API key and revoke the old ones at once (their open sockets close within 1 s)')
   .argument('<vendor_id>')
   .action(async (id: string) => {
-    const res = await withStore((s) => rotateKey(s.database.db, id));
+    const res = await withStore(async (s) => {
+      const out = await rotateKey(s.database.db, id);
+      await announceRevocation(s.config.REDIS_URL, { kind: 'vendor', id });
+      return out;
+    });
     print(res, (r: typeof res) => `new api key: ${r.api_key}\nrevoked ${r.revoked} old key(s)`);
   });
 vendor
   .command('revoke-key')
-  .description('revoke every API key of a vendor')
+  .description('revoke every API key of a vendor (their open sockets close within 1 s)')
   .argument('<vendor_id>')
   .action(async (id: string) => {
-    const res = await withStore((s) => revokeKeys(s.database.db, id));
+    const res = await withStore(async (s) => {
+      const out = await revokeKeys(s.database.db, id);
+      await announceRevocation(s.config.REDIS_URL, { kind: 'vendor', id });
+      return out;
+    });
     print(res, (r: typeof res) => `revoked ${r.revoked} key(s) of ${r.vendor_id}`);
   });
 vendor
@@ -181,10 +190,14 @@ pvs
   });
 pvs
   .command('revoke')
-  .description('revoke a kiosk device token')
+  .description('revoke a kiosk device token (its open sockets close within 1 s)')
   .argument('<pvs_id>')
   .action(async (id: string) => {
-    const res = await withStore((s) => revokePvs(s.database.db, id));
+    const res = await withStore(async (s) => {
+      const out = await revokePvs(s.database.db, id);
+      await announceRevocation(s.config.REDIS_URL, { kind: 'pvs', id });
+      return out;
+    });
     print(res, () => `kiosk ${id} revoked`);
   });
 

@@ -17,6 +17,7 @@ import {
   resolveWithPalm,
   toRecord,
 } from '../auth-contexts/service.ts';
+import { guardHandlers } from '../revocation/watcher.ts';
 import { addPalm, createClaimCode, createUser } from '../users/service.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 import { KioskLockout } from './lockout.ts';
@@ -73,12 +74,16 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
       socket.close(CLOSE_POLICY, pvs ?? 'unauthorized');
       return;
     }
+    // At most two sockets per kiosk; all of them close when the kiosk is revoked (docs/security.md).
+    if (!ctx.sockets.admit('pvs', pvs.id, socket)) return;
+    const live = () => ctx.revocations.isLive('pvs', pvs.id);
     const log = request.log.child({ pvs_id: pvs.id });
     const caller = callerOf(request);
     let unregister: (() => void) | undefined;
     const unsubscribers: (() => void)[] = [];
 
     const push = async (row: ContextRow) => {
+      if (!(await live())) return;
       const scanning = await markScanning(ctx, ctx.database.db, row);
       if (!scanning) return;
       if (scanning.status !== row.status) publishUpdate(ctx, scanning);
@@ -96,146 +101,150 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
     const rpc = serveRpc(
       socket,
       pvsMethods,
-      {
-        hello: async (params) => {
-          if (params.pvs_id !== pvs.id)
-            throw new AppError('FORBIDDEN', 'pvs_id does not match the device token', {
-              field: 'pvs_id',
-              reason: 'mismatch',
-            });
-          await touchPvs(ctx.database.db, pvs.id, ctx.now());
-          if (!unregister && params.mode !== 'enrol') {
-            unregister = ctx.kiosks.register({
-              pvsId: pvs.id,
-              vendorId: pvs.vendorId,
-              send: (m) => rpc.send(m),
-            });
-            unsubscribers.push(
-              ctx.events.subscribe('scan.request', (e) => {
-                if (!servesContext(pvs, { vendor_id: e.vendorId, pvs_id: e.pvsId })) return;
-                void loadContext(ctx, ctx.database.db, e.authId)
-                  .then((row) => (row ? push(row) : undefined))
-                  .catch((err: unknown) => log.error({ err }, 'scan.request push failed'));
-              }),
-              ctx.events.subscribe('scan.cancel', (e) => {
-                if (servesContext(pvs, { vendor_id: e.vendorId, pvs_id: e.pvsId })) {
-                  rpc.send({ method: 'scan.cancel', params: { auth_id: e.authId } });
-                }
-              }),
-            );
-            // Contexts created while the kiosk was away are delivered now.
-            setImmediate(() => {
-              void openContextsFor(ctx, pvs)
-                .then(async (rows) => {
-                  for (const row of rows) await push(row);
-                })
-                .catch((err: unknown) => log.error({ err }, 'backlog push failed'));
-            });
-          }
-          log.info({ agent_version: params.agent_version, firmware: params.firmware }, 'kiosk connected');
-          return {
-            pvs_id: pvs.id,
-            vendor_id: pvs.vendorId,
-            server_version: ctx.version,
-            time: new Date(ctx.now()).toISOString(),
-          };
-        },
-
-        heartbeat: async () => {
-          await touchPvs(ctx.database.db, pvs.id, ctx.now());
-          return { time: new Date(ctx.now()).toISOString() };
-        },
-
-        enroll: async (params, id) => {
-          if (pvs.vendorId !== null) {
-            throw new AppError('FORBIDDEN', 'Only kiosks without a vendor enrol users', {
-              reason: 'vendor_kiosk',
-            });
-          }
-          const samples = [params, ...(params.samples ?? [])];
-          for (const s of samples) {
-            if (s.liveness < 0.5)
-              throw new AppError('INVALID_REQUEST', 'A sample failed the liveness check', {
-                field: 'liveness',
-                reason: 'liveness_failed',
+      guardHandlers(
+        {
+          hello: async (params) => {
+            if (params.pvs_id !== pvs.id)
+              throw new AppError('FORBIDDEN', 'pvs_id does not match the device token', {
+                field: 'pvs_id',
+                reason: 'mismatch',
               });
-          }
-          const templates = samples.map((s) => ({ hand: s.hand, template: decodeTemplate(s.template) }));
-          for (const t of templates) ctx.matcher.validate(t.template);
-          const key = `pvs:${pvs.id}:enroll:${id}`;
-          const { answer, added } = await ctx.database.db.transaction().execute(async (trx) => {
-            const previous = await recallAnswer(ctx, trx, key);
-            if (previous)
-              return {
-                answer: previous as { user_id: string; claim_code: string; expires_at: string },
-                added: [],
-              };
-            const user = await createUser(ctx, trx, null);
-            const palms = [];
-            for (const t of templates)
-              palms.push({ ...t, palmId: await addPalm(ctx, trx, user.id, user.dataKey, t) });
-            const code = await createClaimCode(ctx, trx, user.id);
-            const out = { user_id: user.id, claim_code: code.claim_code, expires_at: code.expires_at };
-            await rememberAnswer(ctx, trx, key, out);
-            return { answer: out, added: palms.map((p) => ({ ...p, userId: user.id })) };
-          });
-          for (const p of added) ctx.gallery.add(p);
-          if (added.length > 0)
-            ctx.events.publish('gallery.changed', { userId: answer.user_id, action: 'add' });
-          return answer;
-        },
-
-        identify: async (params, id) => {
-          const now = ctx.now();
-          const locked = await lockout.admit(pvs.id, now);
-          if (locked > 0) {
-            throw new AppError('RATE_LIMITED', 'This kiosk is locked after repeated failed matches', {
-              reason: 'kiosk_locked',
-              retry_after_s: Math.ceil(locked / 1000),
-            });
-          }
-          // An admitted attempt counts as in flight until settled, so parallel identifies cannot outrun the lock.
-          let failed: boolean | undefined;
-          try {
-            const key = `pvs:${pvs.id}:identify:${id}`;
-            const previous = await recallAnswer(ctx, ctx.database.db, key);
-            if (previous) return previous as { status: string; auth_result: never };
-            const template = params.template === undefined ? undefined : decodeTemplate(params.template);
-            const palm = { template, hand: params.hand, liveness: params.liveness };
-            const served = async (db: Db) => {
-              const row = await loadContext(ctx, db, params.auth_id);
-              if (!row || !servesContext(pvs, row)) {
-                throw new AppError('NOT_FOUND', 'Authentication context not found', {
-                  field: 'auth_id',
-                  reason: 'unknown',
-                });
-              }
-              return row;
+            await touchPvs(ctx.database.db, pvs.id, ctx.now());
+            if (!unregister && params.mode !== 'enrol') {
+              unregister = ctx.kiosks.register({
+                pvsId: pvs.id,
+                vendorId: pvs.vendorId,
+                send: (m) => rpc.send(m),
+              });
+              unsubscribers.push(
+                ctx.events.subscribe('scan.request', (e) => {
+                  if (!servesContext(pvs, { vendor_id: e.vendorId, pvs_id: e.pvsId })) return;
+                  void loadContext(ctx, ctx.database.db, e.authId)
+                    .then((row) => (row ? push(row) : undefined))
+                    .catch((err: unknown) => log.error({ err }, 'scan.request push failed'));
+                }),
+                ctx.events.subscribe('scan.cancel', (e) => {
+                  if (!servesContext(pvs, { vendor_id: e.vendorId, pvs_id: e.pvsId })) return;
+                  void live()
+                    .then((ok) => ok && rpc.send({ method: 'scan.cancel', params: { auth_id: e.authId } }))
+                    .catch((err: unknown) => log.error({ err }, 'scan.cancel push failed'));
+                }),
+              );
+              // Contexts created while the kiosk was away are delivered now.
+              setImmediate(() => {
+                void openContextsFor(ctx, pvs)
+                  .then(async (rows) => {
+                    for (const row of rows) await push(row);
+                  })
+                  .catch((err: unknown) => log.error({ err }, 'backlog push failed'));
+              });
+            }
+            log.info({ agent_version: params.agent_version, firmware: params.firmware }, 'kiosk connected');
+            return {
+              pvs_id: pvs.id,
+              vendor_id: pvs.vendorId,
+              server_version: ctx.version,
+              time: new Date(ctx.now()).toISOString(),
             };
-            // Zero-knowledge proofs are made before the transaction, which then only writes.
-            const prepared = await prepareProofs(ctx, await served(ctx.database.db), palm);
-            const resolution = await ctx.database.db.transaction().execute(async (trx) => {
-              const res = await resolveWithPalm(ctx, trx, await served(trx), palm, caller, prepared);
-              const answer = { status: res.row.status, auth_result: res.result };
-              await rememberAnswer(ctx, trx, key, answer);
-              return res;
+          },
+
+          heartbeat: async () => {
+            await touchPvs(ctx.database.db, pvs.id, ctx.now());
+            return { time: new Date(ctx.now()).toISOString() };
+          },
+
+          enroll: async (params, id) => {
+            if (pvs.vendorId !== null) {
+              throw new AppError('FORBIDDEN', 'Only kiosks without a vendor enrol users', {
+                reason: 'vendor_kiosk',
+              });
+            }
+            const samples = [params, ...(params.samples ?? [])];
+            for (const s of samples) {
+              if (s.liveness < 0.5)
+                throw new AppError('INVALID_REQUEST', 'A sample failed the liveness check', {
+                  field: 'liveness',
+                  reason: 'liveness_failed',
+                });
+            }
+            const templates = samples.map((s) => ({ hand: s.hand, template: decodeTemplate(s.template) }));
+            for (const t of templates) ctx.matcher.validate(t.template);
+            const key = `pvs:${pvs.id}:enroll:${id}`;
+            const { answer, added } = await ctx.database.db.transaction().execute(async (trx) => {
+              const previous = await recallAnswer(ctx, trx, key);
+              if (previous)
+                return {
+                  answer: previous as { user_id: string; claim_code: string; expires_at: string },
+                  added: [],
+                };
+              const user = await createUser(ctx, trx, null);
+              const palms = [];
+              for (const t of templates)
+                palms.push({ ...t, palmId: await addPalm(ctx, trx, user.id, user.dataKey, t) });
+              const code = await createClaimCode(ctx, trx, user.id);
+              const out = { user_id: user.id, claim_code: code.claim_code, expires_at: code.expires_at };
+              await rememberAnswer(ctx, trx, key, out);
+              return { answer: out, added: palms.map((p) => ({ ...p, userId: user.id })) };
             });
-            const reason = resolution.result.reason;
-            failed = reason === 'no_match' || reason === 'liveness_failed';
-            publishUpdate(ctx, resolution.row, resolution.result);
-            ctx.events.publish('scan.cancel', {
-              vendorId: resolution.row.vendor_id,
-              pvsId: resolution.row.pvs_id,
-              authId: resolution.row.id,
-            });
-            return { status: resolution.row.status, auth_result: resolution.result };
-          } finally {
-            await lockout
-              .settle(pvs.id, failed, now)
-              .catch((err: unknown) => log.warn({ err }, 'kiosk lockout not recorded'));
-          }
+            for (const p of added) ctx.gallery.add(p);
+            if (added.length > 0)
+              ctx.events.publish('gallery.changed', { userId: answer.user_id, action: 'add' });
+            return answer;
+          },
+
+          identify: async (params, id) => {
+            const now = ctx.now();
+            const locked = await lockout.admit(pvs.id, now);
+            if (locked > 0) {
+              throw new AppError('RATE_LIMITED', 'This kiosk is locked after repeated failed matches', {
+                reason: 'kiosk_locked',
+                retry_after_s: Math.ceil(locked / 1000),
+              });
+            }
+            // An admitted attempt counts as in flight until settled, so parallel identifies cannot outrun the lock.
+            let failed: boolean | undefined;
+            try {
+              const key = `pvs:${pvs.id}:identify:${id}`;
+              const previous = await recallAnswer(ctx, ctx.database.db, key);
+              if (previous) return previous as { status: string; auth_result: never };
+              const template = params.template === undefined ? undefined : decodeTemplate(params.template);
+              const palm = { template, hand: params.hand, liveness: params.liveness };
+              const served = async (db: Db) => {
+                const row = await loadContext(ctx, db, params.auth_id);
+                if (!row || !servesContext(pvs, row)) {
+                  throw new AppError('NOT_FOUND', 'Authentication context not found', {
+                    field: 'auth_id',
+                    reason: 'unknown',
+                  });
+                }
+                return row;
+              };
+              // Zero-knowledge proofs are made before the transaction, which then only writes.
+              const prepared = await prepareProofs(ctx, await served(ctx.database.db), palm);
+              const resolution = await ctx.database.db.transaction().execute(async (trx) => {
+                const res = await resolveWithPalm(ctx, trx, await served(trx), palm, caller, prepared);
+                const answer = { status: res.row.status, auth_result: res.result };
+                await rememberAnswer(ctx, trx, key, answer);
+                return res;
+              });
+              const reason = resolution.result.reason;
+              failed = reason === 'no_match' || reason === 'liveness_failed';
+              publishUpdate(ctx, resolution.row, resolution.result);
+              ctx.events.publish('scan.cancel', {
+                vendorId: resolution.row.vendor_id,
+                pvsId: resolution.row.pvs_id,
+                authId: resolution.row.id,
+              });
+              return { status: resolution.row.status, auth_result: resolution.result };
+            } finally {
+              await lockout
+                .settle(pvs.id, failed, now)
+                .catch((err: unknown) => log.warn({ err }, 'kiosk lockout not recorded'));
+            }
+          },
         },
-      },
+        live,
+      ),
       log,
     );
 
