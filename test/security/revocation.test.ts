@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { api, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
+import { openKiosk, Recorder } from './sockets.ts';
 
 /**
  * Revocation is immediate (docs/security.md): `admin pvs revoke` and `admin vendor rotate-key|revoke-key`,
@@ -11,92 +11,6 @@ import { api, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2
  * poll (the poll interval is set to its 1 s maximum here, so only the check before delivery can stop it).
  */
 const ADMIN = 'server/src/cli/admin.ts';
-
-interface Frame {
-  id?: string;
-  method?: string;
-  params?: Record<string, unknown>;
-  result?: Record<string, unknown>;
-  error?: Record<string, unknown>;
-}
-
-/** A socket that records every frame and how it closed. */
-export class Recorder {
-  readonly frames: Frame[] = [];
-  closed: { code: number; reason: string; at: number } | undefined;
-  readonly #closeWaiters: (() => void)[] = [];
-  readonly #frameWaiters: { pred: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (d) => {
-      const f = JSON.parse(d.toString()) as Frame;
-      this.frames.push(f);
-      for (const w of [...this.#frameWaiters]) {
-        if (w.pred(f)) {
-          this.#frameWaiters.splice(this.#frameWaiters.indexOf(w), 1);
-          w.resolve(f);
-        }
-      }
-    });
-    ws.on('close', (code, reason) => {
-      this.closed = { code, reason: reason.toString(), at: performance.now() };
-      for (const w of this.#closeWaiters) w();
-    });
-  }
-
-  static async open(url: string, headers: Record<string, string>): Promise<Recorder> {
-    const ws = new WebSocket(url, { headers });
-    const r = new Recorder(ws);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    return r;
-  }
-
-  frame(pred: (f: Frame) => boolean, timeoutMs = 10_000): Promise<Frame> {
-    const found = this.frames.find(pred);
-    if (found) return Promise.resolve(found);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('timed out waiting for a frame')), timeoutMs);
-      this.#frameWaiters.push({
-        pred,
-        resolve: (f) => {
-          clearTimeout(timer);
-          resolve(f);
-        },
-      });
-    });
-  }
-
-  async call(id: string, method: string, params: unknown): Promise<Frame> {
-    this.ws.send(JSON.stringify({ id, method, params }));
-    return this.frame((f) => f.id === id);
-  }
-
-  whenClosed(timeoutMs = 10_000): Promise<{ code: number; reason: string; at: number }> {
-    if (this.closed) return Promise.resolve(this.closed);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('socket still open')), timeoutMs);
-      this.#closeWaiters.push(() => {
-        clearTimeout(timer);
-        resolve(this.closed!);
-      });
-    });
-  }
-}
-
-export async function openKiosk(wsBase: string, kiosk: { pvs_id: string; device_token: string }) {
-  const r = await Recorder.open(`${wsBase}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
-  const hello = await r.call('h1', 'hello', {
-    pvs_id: kiosk.pvs_id,
-    agent_version: 'test',
-    firmware: 'test',
-    model: 'test',
-  });
-  expect(hello.result, JSON.stringify(hello)).toMatchObject({ pvs_id: kiosk.pvs_id });
-  return r;
-}
 
 describe('revocation closes live sockets (one server process, SQLite, admin CLI as a process)', () => {
   const tmp = tempDir('palmid-revoke-');
@@ -170,7 +84,12 @@ describe('revocation closes live sockets (one server process, SQLite, admin CLI 
   }, 60_000);
 
   it('admin vendor rotate-key: sockets opened with the old key get nothing more and close; the new key is served', async () => {
-    const vendor = await admin<{ vendor_id: string; api_key: string }>('vendor', 'create', '--name', 'Rotating');
+    const vendor = await admin<{ vendor_id: string; api_key: string }>(
+      'vendor',
+      'create',
+      '--name',
+      'Rotating',
+    );
     const viaHeader = await Recorder.open(`${wsBase}/ws/vendor`, { 'x-api-key': vendor.api_key });
     const viaFrame = await Recorder.open(`${wsBase}/ws/vendor`, {});
     expect((await viaFrame.call('a1', 'auth', { api_key: vendor.api_key })).result).toBeDefined();
