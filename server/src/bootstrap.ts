@@ -11,7 +11,7 @@ import type { Gallery, Matcher } from './modules/matching/types.ts';
 import { KioskRegistry } from './modules/pvs/registry.ts';
 import { RevocationWatcher } from './modules/revocation/watcher.ts';
 import { loadGallery, syncGalleryWithPeers } from './modules/users/service.ts';
-import { RateLimits } from './plugins/app/rate-limit.ts';
+import { enrolmentLimits, RateLimits } from './plugins/app/rate-limit.ts';
 
 /** The deployed revision: PALMID_VERSION if baked in, else the git revision, else the package version. */
 export function resolveVersion(): string {
@@ -71,7 +71,10 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     kiosks: new KioskRegistry(),
     sockets,
     revocations: new RevocationWatcher(database.db, hub, sockets, config.PALMID_REVOCATION_POLL_MS),
-    rateLimits: new RateLimits(redis),
+    rateLimits: new RateLimits(
+      redis,
+      enrolmentLimits(config.PALMID_ENROL_PER_MIN, config.PALMID_ENROL_PER_DAY),
+    ),
     version: resolveVersion(),
     startedAt: Date.now(),
     now: overrides.now ?? Date.now,

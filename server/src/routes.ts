@@ -9,6 +9,7 @@ import { healthRoutes } from './modules/health/routes.ts';
 import { ledgerRoutes } from './modules/ledger/routes.ts';
 import { pvsRoutes } from './modules/pvs/routes.ts';
 import { sessionRoutes } from './modules/session/routes.ts';
+import { palmRoutes } from './modules/users/palm-routes.ts';
 import { mpcUserRoutes } from './modules/users/routes.ts';
 import { vendorDirectoryRoutes } from './modules/vendors/routes.ts';
 import { verificationRoutes } from './modules/verification/routes.ts';
@@ -20,6 +21,7 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   authContextRoutes,
   ledgerRoutes,
   mpcUserRoutes,
+  palmRoutes,
   vendorSocketRoutes,
   pvsRoutes,
   attributeRoutes,

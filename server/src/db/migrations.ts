@@ -242,6 +242,24 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .execute();
       },
     },
+    '0005_palm_confirmations': {
+      // A palm is added to an existing user only with the user's one-time code (docs/security.md).
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('palm_confirmations')
+          .addColumn('code_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('used_at', 'bigint')
+          .execute();
+        await db.schema
+          .createIndex('palm_confirmations_user')
+          .on('palm_confirmations')
+          .column('user_id')
+          .execute();
+      },
+    },
   };
 }
 

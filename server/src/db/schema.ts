@@ -48,6 +48,15 @@ export interface ClaimCodesTable {
   used_at: number | null;
 }
 
+/** One-time codes a user gets at `POST /v1/palms/confirm` to let a palm be added (docs/security.md). */
+export interface PalmConfirmationsTable {
+  code_hash: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
 export interface PalmsTable {
   id: string;
   user_id: string;
@@ -169,6 +178,7 @@ export interface DB {
   pvs: PvsTable;
   idempotency: IdempotencyTable;
   kiosk_lockouts: KioskLockoutsTable;
+  palm_confirmations: PalmConfirmationsTable;
 }
 
 /** A database handle or an open transaction: services accept either. */

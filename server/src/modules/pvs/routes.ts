@@ -18,7 +18,7 @@ import {
   toRecord,
 } from '../auth-contexts/service.ts';
 import { guardHandlers } from '../revocation/watcher.ts';
-import { addPalm, createClaimCode, createUser } from '../users/service.ts';
+import { enrolAtKiosk } from './enrol.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 import { KioskLockout } from './lockout.ts';
 import { authenticatePvs, type PvsPrincipal, touchPvs } from './service.ts';
@@ -153,44 +153,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             return { time: new Date(ctx.now()).toISOString() };
           },
 
-          enroll: async (params, id) => {
-            if (pvs.vendorId !== null) {
-              throw new AppError('FORBIDDEN', 'Only kiosks without a vendor enrol users', {
-                reason: 'vendor_kiosk',
-              });
-            }
-            const samples = [params, ...(params.samples ?? [])];
-            for (const s of samples) {
-              if (s.liveness < 0.5)
-                throw new AppError('INVALID_REQUEST', 'A sample failed the liveness check', {
-                  field: 'liveness',
-                  reason: 'liveness_failed',
-                });
-            }
-            const templates = samples.map((s) => ({ hand: s.hand, template: decodeTemplate(s.template) }));
-            for (const t of templates) ctx.matcher.validate(t.template);
-            const key = `pvs:${pvs.id}:enroll:${id}`;
-            const { answer, added } = await ctx.database.db.transaction().execute(async (trx) => {
-              const previous = await recallAnswer(ctx, trx, key);
-              if (previous)
-                return {
-                  answer: previous as { user_id: string; claim_code: string; expires_at: string },
-                  added: [],
-                };
-              const user = await createUser(ctx, trx, null);
-              const palms = [];
-              for (const t of templates)
-                palms.push({ ...t, palmId: await addPalm(ctx, trx, user.id, user.dataKey, t) });
-              const code = await createClaimCode(ctx, trx, user.id);
-              const out = { user_id: user.id, claim_code: code.claim_code, expires_at: code.expires_at };
-              await rememberAnswer(ctx, trx, key, out);
-              return { answer: out, added: palms.map((p) => ({ ...p, userId: user.id })) };
-            });
-            for (const p of added) ctx.gallery.add(p);
-            if (added.length > 0)
-              ctx.events.publish('gallery.changed', { userId: answer.user_id, action: 'add' });
-            return answer;
-          },
+          enroll: (params, id) => enrolAtKiosk(ctx, pvs, params, id, caller),
 
           identify: async (params, id) => {
             const now = ctx.now();

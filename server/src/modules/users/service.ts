@@ -242,6 +242,7 @@ export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
   await db.deleteFrom('consents').where('user_id', '=', userId).execute();
   await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
   await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
+  await db.deleteFrom('palm_confirmations').where('user_id', '=', userId).execute();
   await db.deleteFrom('ledger').where('ledger_user_id', '=', user.ledger_id).execute();
   await eraseUserVerificationData(db, userId);
   await db.updateTable('auth_contexts').set({ result_enc: null }).where('user_id', '=', userId).execute();
