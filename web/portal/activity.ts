@@ -19,8 +19,22 @@ function list(names: string[]): string {
   return `${w.slice(0, -1).join(', ')} and ${w.at(-1)}`;
 }
 
+/** The audit name of a palm change or a refused attempt on the user's palm (docs/security.md). */
+const PALM = 'palm_registered';
+
+/** A palm change in words: who registered a palm, or who tried and was refused. */
+function palmSentence(r: AuditRecord): string {
+  const who = r.vendor_id ? vendorName(r.vendor_id) : 'A kiosk';
+  if (r.result === 'SUCCESS')
+    return r.vendor_id
+      ? `${who} registered a palm to your account`
+      : 'A palm was registered to your account at a kiosk';
+  return `${who} tried to register a palm involving your account without your confirmation and was refused`;
+}
+
 /** One audit group as a sentence: "Cafe X read your email and phone number". */
 export function sentence(r: AuditRecord, names: string[]): string {
+  if (r.attribute_name === PALM) return palmSentence(r);
   const unique = new Set(names);
   const what = unique.has('*')
     ? 'your whole account'
@@ -48,6 +62,8 @@ function group(records: AuditRecord[]) {
     const last = groups.at(-1);
     if (
       last &&
+      r.attribute_name !== PALM &&
+      last.first.attribute_name !== PALM &&
       last.first.timestamp === r.timestamp &&
       last.first.vendor_id === r.vendor_id &&
       last.first.operation === r.operation &&
