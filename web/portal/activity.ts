@@ -136,3 +136,13 @@ export async function downloadExport(): Promise<void> {
     status.textContent = err instanceof ApiError ? err.message : 'The export failed. Try again.';
   }
 }
+
+/** A one-time code that lets a kiosk or the user's vendor add a palm (docs/security.md). */
+export async function showPalmCode(): Promise<void> {
+  const status = document.getElementById('palm-status')!;
+  const { data } = await userApi<{ confirmation_code: string; expires_at: string }>('/v1/palms/confirm', {
+    method: 'POST',
+  });
+  status.textContent = `Your code: ${data.confirmation_code} (valid until ${when(data.expires_at)}, once).`;
+  announce(status.textContent);
+}
