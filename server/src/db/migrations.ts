@@ -242,7 +242,7 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .execute();
       },
     },
-    '0005_palm_confirmations': {
+    '0006_palm_confirmations': {
       // A palm is added to an existing user only with the user's one-time code (docs/security.md).
       async up(db: Kysely<unknown>) {
         await db.schema
