@@ -93,17 +93,35 @@ export async function announceRevocation(
 ): Promise<void> {
   if (!redisUrl) return;
   const { Redis } = await import('ioredis');
-  const client = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
-  try {
+  const client = new Redis(redisUrl, {
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+    retryStrategy: () => null,
+  });
+  client.on('error', () => undefined);
+  const announce = async () => {
     await client.connect();
     const hub = await RedisEventHub.connect(client, { onError: () => undefined });
     hub.publish('credential.revoked', event);
     await hub.close();
     await client.quit();
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const giveUp = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ANNOUNCE_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([announce(), giveUp]);
   } catch {
+    // Redis unreachable: the servers' poll finds the revocation.
+  } finally {
+    clearTimeout(timer);
     client.disconnect();
   }
 }
+
+/** The admin CLI waits at most this long for Redis before leaving the news to the servers' poll. */
+const ANNOUNCE_TIMEOUT_MS = 3000;
 
 /**
  * Wraps a socket's RPC handlers so that a revoked credential is served nothing: its credential is
