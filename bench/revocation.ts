@@ -10,6 +10,7 @@
  *   cluster  two instances on PostgreSQL (when installed) and Redis: the announcement reaches both at once;
  *            the socket sits on either instance in turn
  *
+ * Also the cost of the check before every delivery (one indexed read, SQLite, in process).
  * Prints p50/p95/p99/max per setup and writes bench/results/revocation.json.
  *   npx tsx bench/revocation.ts [--trials 100] [--only single|cluster]
  */
@@ -20,6 +21,7 @@ import { openDatabase } from '../server/src/db/index.ts';
 import { createPvs, revokePvs } from '../server/src/modules/pvs/service.ts';
 import { announceRevocation } from '../server/src/modules/revocation/watcher.ts';
 import { createVendor, revokeKeys } from '../server/src/modules/vendors/service.ts';
+import { createTestApp } from '../server/src/testing.ts';
 import { startServer, tempDir } from '../test/e2e/harness.ts';
 import { clusterUnavailable, startCluster } from '../test/scale/cluster.ts';
 import { openKiosk, Recorder } from '../test/security/sockets.ts';
@@ -141,6 +143,28 @@ if (ONLY !== 'single') {
   }
 }
 
+if (ONLY === undefined) {
+  // What the check before every delivery costs: one indexed read per delivery (SQLite, in process).
+  const t = await createTestApp({ PALMID_ENV: 'sandbox' });
+  try {
+    const kiosk = await createPvs(t.ctx.database.db, { name: 'cost' });
+    const ms: number[] = [];
+    for (let i = 0; i < 5000; i++) {
+      const t0 = performance.now();
+      await t.ctx.revocations.isLive('pvs', kiosk.pvs_id);
+      ms.push(performance.now() - t0);
+    }
+    ms.sort((a, b) => a - b);
+    results.check_before_delivery_us = {
+      p50: Math.round(ms[2500]! * 1000),
+      p99: Math.round(ms[4950]! * 1000),
+      checks: ms.length,
+    };
+  } finally {
+    await t.close();
+  }
+}
+
 const rows = (['single', 'cluster'] as const)
   .map((k) => [k, results[k] as (Stats & { setup: string }) | undefined] as const)
   .filter(([, v]) => v && 'p99_ms' in v);
@@ -157,6 +181,8 @@ const single = results.single as Stats | undefined;
 const cluster = results.cluster as Stats | undefined;
 if (single?.p99_ms && cluster?.p99_ms)
   process.stdout.write(`p99 ratio single / cluster: ${(single.p99_ms / cluster.p99_ms).toFixed(1)}×\n`);
+const cost = results.check_before_delivery_us as { p50: number; p99: number } | undefined;
+if (cost) process.stdout.write(`check before delivery (SQLite): p50 ${cost.p50} µs, p99 ${cost.p99} µs\n`);
 const out = new URL('./results/', import.meta.url).pathname;
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, 'revocation.json'), `${JSON.stringify(results, null, 2)}\n`);
