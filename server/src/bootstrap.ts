@@ -5,12 +5,12 @@ import type { AppContext } from './context.ts';
 import { Keyring, loadMasterKey } from './crypto/keyring.ts';
 import { openDatabase } from './db/index.ts';
 import { type EventHub, LocalEventHub } from './lib/event-hub.ts';
+import { KioskRegistry } from './lib/kiosk-registry.ts';
 import { LiveSockets } from './lib/live-sockets.ts';
 import { RedisEventHub } from './lib/redis-event-hub.ts';
 import type { Gallery, Matcher } from './modules/matching/types.ts';
-import { KioskRegistry } from './modules/pvs/registry.ts';
 import { RevocationWatcher } from './modules/revocation/watcher.ts';
-import { loadGallery, syncGalleryWithPeers } from './modules/users/service.ts';
+import { loadGallery, syncGalleryWithPeers } from './modules/users/gallery.ts';
 import { enrolmentLimits, RateLimits } from './plugins/app/rate-limit.ts';
 
 /** The deployed revision: PALMID_VERSION if baked in, else the git revision, else the package version. */

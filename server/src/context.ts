@@ -2,9 +2,9 @@ import type { Config } from './config.ts';
 import type { Keyring } from './crypto/keyring.ts';
 import type { Database } from './db/index.ts';
 import type { EventHub } from './lib/event-hub.ts';
+import type { KioskRegistry } from './lib/kiosk-registry.ts';
 import type { LiveSockets } from './lib/live-sockets.ts';
 import type { Gallery, Matcher } from './modules/matching/types.ts';
-import type { KioskRegistry } from './modules/pvs/registry.ts';
 import type { RevocationWatcher } from './modules/revocation/watcher.ts';
 import type { RateLimits } from './plugins/app/rate-limit.ts';
 

@@ -1,9 +1,17 @@
 import type { AppContext } from './context.ts';
+import { DEMO_PALM_TEMPLATES } from './demo-palm.ts';
 import { writeAttribute } from './modules/attributes/service.ts';
 import { grantConsent } from './modules/consents/service.ts';
-import { createPvs } from './modules/pvs/service.ts';
-import { addPalm, createUser, dataKeyOf, issueUserToken, palmsOf } from './modules/users/service.ts';
-import { createVendor, rotateKey } from './modules/vendors/service.ts';
+import { createPvs, revokePvsNamed } from './modules/pvs/service.ts';
+import {
+  addPalm,
+  createUser,
+  dataKeyOf,
+  firstUserCreatedBy,
+  issueUserToken,
+  palmsOf,
+} from './modules/users/service.ts';
+import { createVendor, findVendorByName, rotateKey } from './modules/vendors/service.ts';
 
 const DEMO_VENDOR = 'Demo Shop';
 const DEMO_KIOSK = 'demo-kiosk';
@@ -19,20 +27,12 @@ export interface Demo {
   deviceToken: string;
 }
 
-/**
- * Templates of the demo palm, made the way a kiosk would: synthetic NIR frames through the agent's
- * pipeline. Only the development demo does this in the server process.
- */
-async function demoTemplates(): Promise<{ hand: 'left' | 'right'; template: Uint8Array }[]> {
-  const { renderPalm } = await import('@palmid/firmware-sim/synth/index.ts');
-  const { processCapture } = await import('@palmid/agent/palm/pipeline.ts');
-  const out: { hand: 'left' | 'right'; template: Uint8Array }[] = [];
-  for (let capture = 1000; capture < 1010 && out.length < 2; capture++) {
-    const frame = await renderPalm({ identity: DEMO_IDENTITY, hand: 'right', capture });
-    const p = await processCapture(frame);
-    if (p.ok) out.push({ hand: 'right', template: p.template });
-  }
-  return out;
+/** The demo palm: a committed synthetic fixture (demo-palm.ts), the identity the simulated kiosk presents. */
+function demoTemplates(): { hand: 'left' | 'right'; template: Uint8Array }[] {
+  return DEMO_PALM_TEMPLATES.map((b64) => ({
+    hand: 'right',
+    template: new Uint8Array(Buffer.from(b64, 'base64')),
+  }));
 }
 
 /**
@@ -42,24 +42,14 @@ async function demoTemplates(): Promise<{ hand: 'left' | 'right'; template: Uint
  */
 export async function seedDemo(ctx: AppContext): Promise<Demo> {
   const db = ctx.database.db;
-  const templates = await demoTemplates();
+  const templates = demoTemplates();
   const { demo, added } = await db.transaction().execute(async (trx) => {
     const now = ctx.now();
-    const existing = await trx
-      .selectFrom('vendors')
-      .select('id')
-      .where('name', '=', DEMO_VENDOR)
-      .executeTakeFirst();
+    const existing = await findVendorByName(trx, DEMO_VENDOR);
     const vendor = existing
       ? { vendor_id: existing.id, api_key: (await rotateKey(trx, existing.id)).api_key }
       : await createVendor(trx, { name: DEMO_VENDOR, url: 'https://demo-shop.example', mode: 'test' });
-    const demoUser = await trx
-      .selectFrom('users')
-      .select('id')
-      .where('created_by_vendor', '=', vendor.vendor_id)
-      .where('erased_at', 'is', null)
-      .orderBy('registration_date')
-      .executeTakeFirst();
+    const demoUser = await firstUserCreatedBy(trx, vendor.vendor_id);
     const added: { palmId: string; userId: string; hand: 'left' | 'right'; template: Uint8Array }[] = [];
     let userId = demoUser?.id;
     if (!userId) {
@@ -89,12 +79,7 @@ export async function seedDemo(ctx: AppContext): Promise<Demo> {
       for (const t of templates)
         added.push({ ...t, userId, palmId: await addPalm(ctx, trx, userId, key, t) });
     }
-    await trx
-      .updateTable('pvs')
-      .set({ revoked_at: now })
-      .where('name', '=', DEMO_KIOSK)
-      .where('revoked_at', 'is', null)
-      .execute();
+    await revokePvsNamed(trx, DEMO_KIOSK, now);
     const kiosk = await createPvs(trx, { name: DEMO_KIOSK });
     const token = await issueUserToken(ctx, trx, userId);
     return {

@@ -3,7 +3,12 @@ import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';
 import type { AppContext } from './context.ts';
 import { AnchorKeeper, anchorPath } from './modules/audit/anchor.ts';
-import { expireOverdue, publishUpdate, readResult } from './modules/auth-contexts/service.ts';
+import {
+  expireOverdue,
+  publishUpdate,
+  readResult,
+  withdrawFromKiosks,
+} from './modules/auth-contexts/state.ts';
 import { warmUpProverInBackground } from './modules/verification/zk.ts';
 
 export interface RunningServer {
@@ -49,7 +54,7 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
     try {
       for (const row of await expireOverdue(ctx)) {
         publishUpdate(ctx, row, readResult(ctx, row));
-        ctx.events.publish('scan.cancel', { vendorId: row.vendor_id, pvsId: row.pvs_id, authId: row.id });
+        withdrawFromKiosks(ctx, row);
       }
     } catch (err) {
       app.log.error({ err }, 'expiry sweep failed');

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode, type ErrorDetails } from './errors.ts';
 
-/** SPEC §2.6 / §7 envelopes. */
+/** Response envelopes (docs/vendor-api.md, "Envelopes and errors"). */
 export const metaSchema = z.object({
   request_id: z.string(),
   timestamp: z.string(),

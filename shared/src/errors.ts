@@ -1,4 +1,4 @@
-/** The one error catalogue (SPEC §7). Nothing else may appear as an error code on the wire. */
+/** The one error catalogue (docs/vendor-api.md, "Envelopes and errors"; docs/user-api.md, "Errors at a glance"). Nothing else may appear as an error code on the wire. */
 export const ERROR_CODES = {
   INVALID_REQUEST: 400,
   UNAUTHORIZED: 401,

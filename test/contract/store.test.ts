@@ -1,11 +1,11 @@
 import { listAttributes, writeAttribute } from '@palmid/server/modules/attributes/service.ts';
 import { appendAudit, verifyAuditChain } from '@palmid/server/modules/audit/service.ts';
 import { activeConsents, grantConsent, revokeConsent } from '@palmid/server/modules/consents/service.ts';
+import { eraseUser } from '@palmid/server/modules/gdpr/service.ts';
 import {
   authenticateUser,
   createClaimCode,
   createUser,
-  eraseUser,
   issueUserToken,
   redeemClaimCode,
 } from '@palmid/server/modules/users/service.ts';

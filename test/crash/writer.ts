@@ -7,7 +7,8 @@ import type { AppContext, VendorPrincipal } from '../../server/src/context.ts';
 import { auditedAccess } from '../../server/src/modules/attributes/audit.ts';
 import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
 import { verifyAuditChain } from '../../server/src/modules/audit/service.ts';
-import { createAuthContext, resolveWithPalm } from '../../server/src/modules/auth-contexts/service.ts';
+import { identifyPalm, resolveWithPalm } from '../../server/src/modules/auth-contexts/resolve.ts';
+import { createAuthContext } from '../../server/src/modules/auth-contexts/state.ts';
 import { grantConsent } from '../../server/src/modules/consents/service.ts';
 import { ExactGallery, ExactMatcher } from '../../server/src/modules/matching/exact.ts';
 
@@ -159,19 +160,18 @@ export async function main(argv: string[]): Promise<void> {
       );
       out(`ACK ${JSON.stringify({ kind: 'consent', user: user.id, key: consent.consent_id } satisfies Ack)}`);
     } else {
-      const { row } = await ctx.database.db.transaction().execute(async (trx) => {
+      const seen = identifyPalm(ctx, {
+        template: Buffer.from(user.template, 'base64'),
+        hand: 'right',
+        liveness: 0.99,
+      });
+      const { context: row } = await ctx.database.db.transaction().execute(async (trx) => {
         const created = await createAuthContext(ctx, trx, fixture.vendor, {
           type: 'payment',
           amount: 100 + n,
           attributes_optional: ['email'],
         });
-        return resolveWithPalm(
-          ctx,
-          trx,
-          created,
-          { template: Buffer.from(user.template, 'base64'), hand: 'right', liveness: 0.99 },
-          CALLER,
-        );
+        return resolveWithPalm(ctx, trx, created, seen, CALLER);
       });
       out(`ACK ${JSON.stringify({ kind: 'auth', user: user.id, key: row.id } satisfies Ack)}`);
     }

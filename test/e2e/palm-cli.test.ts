@@ -5,7 +5,7 @@ import { cli, tempDir } from './harness.ts';
 
 /**
  * `npm run palm -- eval <dir> --roi --json --plot det.png` as the judges run it: a real process on a
- * `<dir>/<subject>/<image>` tree of cropped ROI images, with junk mixed in. CONTRACT §1.
+ * `<dir>/<subject>/<image>` tree of cropped ROI images, with junk mixed in (docs/palm-pipeline.md, "Commands").
  */
 describe('npm run palm -- eval (ROI databases)', () => {
   const tmp = tempDir('palmid-palm-cli-');

@@ -1,6 +1,7 @@
-import { expireOverdue } from '@palmid/server/modules/auth-contexts/service.ts';
+import { expireOverdue } from '@palmid/server/modules/auth-contexts/state.ts';
+import { eraseUser } from '@palmid/server/modules/gdpr/service.ts';
 import { createPvs } from '@palmid/server/modules/pvs/service.ts';
-import { addPalm, createUser, eraseUser } from '@palmid/server/modules/users/service.ts';
+import { addPalm, createUser } from '@palmid/server/modules/users/service.ts';
 import { type ExactGallery, FrameClient, seedVendor } from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { Redis } from 'ioredis';

@@ -29,7 +29,8 @@ export interface CaptureProgress {
   total: number;
 }
 
-export interface CaptureResult {
+/** A raw frame from the scanner (the palm pipeline turns it into a `CaptureResult`, agent/src/palm/pipeline.ts). */
+export interface CapturedFrame {
   captureId: number;
   width: number;
   height: number;
@@ -193,7 +194,7 @@ export class ScannerDriver extends EventEmitter {
   }
 
   /** One capture at a time: the device has one sensor and one image buffer. */
-  async capture(options: CaptureOptions = {}): Promise<CaptureResult> {
+  async capture(options: CaptureOptions = {}): Promise<CapturedFrame> {
     if (this.capturing) throw new ScannerError('BUSY', 'a capture is already running on this scanner');
     this.capturing = true;
     try {
@@ -203,7 +204,7 @@ export class ScannerDriver extends EventEmitter {
     }
   }
 
-  private async captureOnce(options: CaptureOptions): Promise<CaptureResult> {
+  private async captureOnce(options: CaptureOptions): Promise<CapturedFrame> {
     const started = Date.now();
     const timeoutMs = options.timeoutMs ?? this.opts.captureTimeoutMs;
     const deadline = started + timeoutMs;

@@ -1,9 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { LED } from '@palmid/shared/wire/messages.ts';
 import type { ScanRequest } from '@palmid/shared/ws/pvs.ts';
-import { scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
+import { type pvsMethods, scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
+import type { CallOptions, ParamsOf, ResultOf } from '@palmid/shared/ws/rpc.ts';
 import { ScannerError } from '../driver/errors.ts';
-import type { CaptureResult as Frame } from '../driver/scanner-driver.ts';
+import type { CapturedFrame as Frame } from '../driver/scanner-driver.ts';
 import type { CaptureResult as Processed } from '../palm/pipeline.ts';
 import { PresentationPolicy } from './presentation.ts';
 
@@ -14,7 +15,11 @@ export interface KioskScanner {
 }
 export type ProcessFrame = (frame: { width: number; height: number; data: Uint8Array }) => Promise<Processed>;
 export interface KioskLink {
-  call<T>(method: string, params: unknown, opts?: { id?: string; timeoutMs?: number }): Promise<T>;
+  call(
+    method: 'identify',
+    params: ParamsOf<typeof pvsMethods, 'identify'>,
+    opts?: CallOptions,
+  ): Promise<ResultOf<typeof pvsMethods, 'identify'>>;
   on(event: 'notification', listener: (method: string, params: unknown) => void): unknown;
 }
 
@@ -187,7 +192,7 @@ export class KioskDaemon extends EventEmitter {
     attempts: number,
     sample: { template?: string; hand: 'left' | 'right'; quality: number; liveness: number },
   ): Promise<Outcome> {
-    const res = await this.#link.call<{ status: string; auth_result: { success: boolean; reason?: string } }>(
+    const res = await this.#link.call(
       'identify',
       { auth_id: req.auth_id, ...sample },
       {

@@ -1,3 +1,4 @@
+import type { MethodMap } from '@palmid/shared/ws/rpc.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { Uplink, UplinkError } from './uplink.ts';
@@ -53,7 +54,7 @@ describe('Uplink', () => {
       reply({ id: f.id, result: { ok: true, echo: f.id } });
     });
     cleanups.push(srv.close);
-    const up = new Uplink({
+    const up = new Uplink<MethodMap>({
       serverUrl: `http://127.0.0.1:${srv.port()}`,
       deviceToken: 'pvs_x',
       hello: () => ({ pvs_id: 'p' }),
@@ -61,7 +62,7 @@ describe('Uplink', () => {
     });
     cleanups.push(() => up.stop());
     up.start();
-    const res = await up.call<{ echo: string }>('identify', { a: 1 }, { id: 'req-1', timeoutMs: 5000 });
+    const res = (await up.call('identify', { a: 1 }, { id: 'req-1', timeoutMs: 5000 })) as { echo: string };
     expect(res.echo).toBe('req-1');
     expect(srv.seen.filter((s) => s.method === 'identify').map((s) => s.id)).toEqual(['req-1', 'req-1']);
     expect(srv.seen.filter((s) => s.method === 'hello')).toHaveLength(2);
@@ -75,7 +76,7 @@ describe('Uplink', () => {
         reply({ id: f.id, error: { code: 'INVALID_REQUEST', message: 'nope', details: { field: 'x' } } });
     });
     cleanups.push(srv.close);
-    const up = new Uplink({
+    const up = new Uplink<MethodMap>({
       serverUrl: `http://127.0.0.1:${srv.port()}`,
       deviceToken: 't',
       hello: () => ({}),
@@ -93,7 +94,7 @@ describe('Uplink', () => {
     const srv = await fakeServer((f, reply) => reply({ id: f.id, result: {} }));
     const port = srv.port();
     await srv.close();
-    const up = new Uplink({
+    const up = new Uplink<MethodMap>({
       serverUrl: `http://127.0.0.1:${port}`,
       deviceToken: 't',
       hello: () => ({}),

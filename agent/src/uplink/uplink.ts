@@ -1,19 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { type ErrorObject, PING_INTERVAL_MS, parseFrame } from '@palmid/shared/ws/frames.ts';
+import { parseFrame } from '@palmid/shared/ws/frames.ts';
+import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
+import {
+  type CallOptions,
+  keepAlive,
+  type MethodMap,
+  type ParamsOf,
+  type ResultOf,
+  RpcClient,
+  RpcError,
+  rpcErrorOf,
+} from '@palmid/shared/ws/rpc.ts';
 import WebSocket from 'ws';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 
-export class UplinkError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message);
-    this.name = 'UplinkError';
-  }
-}
+/** A failed call: the server's error, or TIMEOUT / STOPPED (the shared RPC client's error). */
+export { RpcError as UplinkError };
+
+export type PvsMethods = typeof pvsMethods;
 
 export interface UplinkOptions {
   /** http(s)://host:port of the server; the socket goes to /ws/pvs. */
@@ -27,33 +32,21 @@ export interface UplinkOptions {
   log?: (line: string) => void;
 }
 
-interface Pending {
-  id: string;
-  method: string;
-  params: unknown;
-  resolve: (v: unknown) => void;
-  reject: (e: Error) => void;
-  deadline: number;
-  timer: NodeJS.Timeout;
-  sent: boolean;
-}
-
 /**
  * The kiosk's link to the server. Requests carry ids that are idempotency keys: a request in flight when
  * the link drops is sent again, with the same id, after the reconnect, so the server answers it once.
  * New requests wait for the link only until their own deadline. Events (heartbeats) queue while offline
  * in a bounded queue; the oldest are dropped first.
  */
-export class Uplink extends EventEmitter {
+export class Uplink<M extends MethodMap = PvsMethods> extends EventEmitter {
   readonly #opts: UplinkOptions;
   readonly #backoff: Backoff;
-  readonly #pending = new Map<string, Pending>();
-  readonly #queue: { method: string; params: unknown }[] = [];
+  readonly #rpc = new RpcClient<M>(randomUUID);
+  readonly #queue: { method: keyof M & string; params: unknown }[] = [];
   #ws: WebSocket | undefined;
   #ready = false;
   #stopped = false;
   #retryTimer: NodeJS.Timeout | undefined;
-  #pingTimer: NodeJS.Timeout | undefined;
   #connects = 0;
 
   constructor(opts: UplinkOptions) {
@@ -78,12 +71,7 @@ export class Uplink extends EventEmitter {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retryTimer);
-    clearInterval(this.#pingTimer);
-    for (const p of this.#pending.values()) {
-      clearTimeout(p.timer);
-      p.reject(new UplinkError('STOPPED', 'uplink stopped'));
-    }
-    this.#pending.clear();
+    this.#rpc.rejectAll(new RpcError('STOPPED', 'uplink stopped'));
     const ws = this.#ws;
     if (ws && ws.readyState !== WebSocket.CLOSED) {
       await new Promise<void>((resolve) => {
@@ -94,41 +82,17 @@ export class Uplink extends EventEmitter {
     }
   }
 
-  /** A request; resolves with the result or rejects with an UplinkError (server error or timeout). */
-  call<T = unknown>(
-    method: string,
-    params: unknown,
-    opts: { id?: string; timeoutMs?: number } = {},
-  ): Promise<T> {
-    const id = opts.id ?? randomUUID();
-    const timeoutMs = opts.timeoutMs ?? 15_000;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(id);
-        reject(
-          new UplinkError(
-            'TIMEOUT',
-            `${method} got no answer within ${timeoutMs} ms${this.#ready ? '' : ' (server unreachable)'}`,
-          ),
-        );
-      }, timeoutMs);
-      const p: Pending = {
-        id,
-        method,
-        params,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-        deadline: Date.now() + timeoutMs,
-        timer,
-        sent: false,
-      };
-      this.#pending.set(id, p);
-      if (this.#ready) this.#send(p);
-    });
+  /** A request of /ws/pvs; resolves with the result or rejects with an UplinkError (server error or timeout). */
+  call<K extends keyof M & string>(
+    method: K,
+    params: ParamsOf<M, K>,
+    opts: CallOptions = {},
+  ): Promise<ResultOf<M, K>> {
+    return this.#rpc.call(method, params, opts);
   }
 
   /** Fire-and-forget event; queued (bounded) while offline. */
-  event(method: string, params: unknown): void {
+  event<K extends keyof M & string>(method: K, params: ParamsOf<M, K>): void {
     if (this.#ready) {
       this.call(method, params, { timeoutMs: 10_000 }).catch(() => undefined);
       return;
@@ -146,11 +110,6 @@ export class Uplink extends EventEmitter {
     this.#opts.log?.(line);
   }
 
-  #send(p: Pending): void {
-    p.sent = true;
-    this.#ws?.send(JSON.stringify({ id: p.id, method: p.method, params: p.params }));
-  }
-
   #open(): void {
     if (this.#stopped) return;
     const url = new URL('/ws/pvs', this.#opts.serverUrl.replace(/^http/, 'ws'));
@@ -159,20 +118,9 @@ export class Uplink extends EventEmitter {
       handshakeTimeout: 10_000,
     });
     this.#ws = ws;
-    let alive = true;
 
     ws.on('open', () => {
-      alive = true;
-      clearInterval(this.#pingTimer);
-      this.#pingTimer = setInterval(() => {
-        if (!alive) {
-          ws.terminate();
-          return;
-        }
-        alive = false;
-        ws.ping();
-      }, PING_INTERVAL_MS);
-      this.#pingTimer.unref();
+      keepAlive(ws);
       // hello first; everything else waits for its answer
       const helloId = `hello-${randomUUID()}`;
       ws.send(JSON.stringify({ id: helloId, method: 'hello', params: this.#opts.hello() }));
@@ -182,7 +130,7 @@ export class Uplink extends EventEmitter {
         ws.off('message', onHello);
         if (f.error) {
           this.#log(`server refused hello: ${f.error.message}`);
-          this.emit('refused', f.error);
+          this.emit('refused', rpcErrorOf(f.error));
           ws.close(1000);
           return;
         }
@@ -190,27 +138,16 @@ export class Uplink extends EventEmitter {
         this.#connects += 1;
         this.#backoff.reset();
         this.emit('connected', f.result);
-        for (const p of this.#pending.values()) this.#send(p);
+        this.#rpc.attach((text) => ws.send(text));
         for (const q of this.#queue.splice(0))
-          this.call(q.method, q.params, { timeoutMs: 10_000 }).catch(() => undefined);
+          this.#rpc.call(q.method, q.params as never, { timeoutMs: 10_000 }).catch(() => undefined);
       };
       ws.on('message', onHello);
     });
-    ws.on('pong', () => {
-      alive = true;
-    });
     ws.on('message', (data) => {
-      alive = true;
       const f = parseFrame(data.toString());
-      if (f.kind === 'response' && f.id !== null) {
-        const p = this.#pending.get(f.id);
-        if (!p) return;
-        this.#pending.delete(f.id);
-        clearTimeout(p.timer);
-        if (f.error)
-          p.reject(new UplinkError(f.error.code, f.error.message, f.error.details as ErrorObject['details']));
-        else p.resolve(f.result);
-      } else if (f.kind === 'notification') {
+      if (this.#rpc.handle(f)) return;
+      if (f.kind === 'notification') {
         this.emit('notification', f.frame.method, f.frame.params ?? {});
       }
     });
@@ -218,7 +155,7 @@ export class Uplink extends EventEmitter {
     ws.on('close', (code) => {
       const wasReady = this.#ready;
       this.#ready = false;
-      clearInterval(this.#pingTimer);
+      this.#rpc.detach();
       if (wasReady) this.emit('disconnected', code);
       if (this.#stopped) return;
       const delay = this.#backoff.next(code === 1008 ? 5_000 : 0);

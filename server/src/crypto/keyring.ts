@@ -33,6 +33,15 @@ export function open(key: Uint8Array, sealed: Uint8Array, aad: string): Buffer {
   return Buffer.concat([decipher.update(buf.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]);
 }
 
+/** A JSON value sealed under a user's data key; the AAD names the field and the user. */
+export function sealFor(dataKey: Buffer, userId: string, field: string, value: unknown): Buffer {
+  return seal(dataKey, Buffer.from(JSON.stringify(value), 'utf8'), `${field}:${userId}`);
+}
+
+export function openFor(dataKey: Buffer, userId: string, field: string, sealed: Uint8Array): unknown {
+  return JSON.parse(open(dataKey, sealed, `${field}:${userId}`).toString('utf8'));
+}
+
 export class Keyring {
   readonly #master: Buffer;
   #zkKey: ServiceKeyPair | undefined;
@@ -59,6 +68,21 @@ export class Keyring {
   newDataKey(userId: string): { dataKey: Buffer; wrapped: Buffer } {
     const dataKey = randomBytes(32);
     return { dataKey, wrapped: seal(this.#master, dataKey, `dek:${userId}`) };
+  }
+
+  /** Wraps an existing data key under this master key (master-key rotation). */
+  wrap(userId: string, dataKey: Uint8Array): Buffer {
+    return seal(this.#master, dataKey, `dek:${userId}`);
+  }
+
+  /** True when `fn` succeeds: a sealed value opens under the key `fn` uses. */
+  static opens(fn: () => unknown): boolean {
+    try {
+      fn();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   unwrap(userId: string, wrapped: Uint8Array): Buffer {

@@ -113,7 +113,7 @@ export interface LedgerTable {
   vendor_id: string;
   context_id: string;
   timestamp: number;
-  tx: string; // canonical JSON of the SPEC §2.4 transaction
+  tx: string; // canonical JSON of the ledger transaction (docs/vendor-api.md, "Ledger")
 }
 
 export interface AuditTable {
@@ -162,6 +162,47 @@ export interface KioskLockoutsTable {
   locked_until: number;
 }
 
+/** Verification module (migration 0003_verification): registered attestation issuers. */
+export interface VerifiersTable {
+  id: string;
+  name: string;
+  /** Ed25519 public JWK `{kty, crv, x}` as JSON; the private half is printed once and never stored. */
+  public_jwk: string;
+  /** RFC 7638 thumbprint of the key, the attestation header's `kid`. */
+  kid: string;
+  /** Comma-separated verified attribute names this verifier may attest. */
+  attributes: string;
+  created_at: number | bigint;
+  revoked_at: number | bigint | null;
+}
+
+export interface ZkOpeningsTable {
+  auth_id: string;
+  /** `date_of_birth` or the in_set attribute. */
+  attribute: string;
+  user_id: string;
+  commitment: string;
+  /** `{attribute, value, salt}` sealed under the user's data key (AAD names the context and attribute). */
+  opening_enc: Uint8Array;
+  created_at: number | bigint;
+}
+
+export interface AttestationsTable {
+  id: string;
+  user_id: string;
+  attribute: string;
+  verifier_id: string;
+  /** The compact JWS as submitted, sealed under the user's data key. */
+  token_enc: Uint8Array;
+  created_at: number | bigint;
+}
+
+/** The in_set predicates of a context (docs/zk-proofs.md), JSON. */
+export interface AuthContextPredicatesTable {
+  auth_id: string;
+  predicates: string;
+}
+
 export interface DB {
   vendors: VendorsTable;
   api_keys: ApiKeysTable;
@@ -178,6 +219,10 @@ export interface DB {
   pvs: PvsTable;
   idempotency: IdempotencyTable;
   kiosk_lockouts: KioskLockoutsTable;
+  verifiers: VerifiersTable;
+  zk_openings: ZkOpeningsTable;
+  attestations: AttestationsTable;
+  auth_context_predicates: AuthContextPredicatesTable;
   palm_confirmations: PalmConfirmationsTable;
 }
 

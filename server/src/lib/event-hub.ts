@@ -7,12 +7,7 @@ import { EventEmitter } from 'node:events';
  */
 export interface HubEvents {
   'auth.updated': { vendorId: string; authId: string; status: string; auth_result?: unknown };
-  'scan.request': {
-    vendorId: string;
-    pvsId: string | null;
-    authId: string;
-    context: Record<string, unknown>;
-  };
+  'scan.request': { vendorId: string; pvsId: string | null; authId: string };
   'scan.cancel': { vendorId: string; pvsId: string | null; authId: string };
   'gallery.changed': { userId: string; action: 'add' | 'remove' };
   /** A kiosk (`pvs`, by pvs id) or a vendor's keys (`vendor`, by vendor id) were revoked (admin CLI). */

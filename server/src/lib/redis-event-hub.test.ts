@@ -81,7 +81,7 @@ suite(`RedisEventHub${skip ? ` (${skip})` : ''}`, () => {
     await raw.publish('palmid:events:scan.request', JSON.stringify({ p: {} }));
     await raw.publish('palmid:events:nope', JSON.stringify({ o: 'x', p: {} }));
     const a = await hub();
-    a.publish('scan.request', { vendorId: 'v', pvsId: null, authId: 'r1', context: {} });
+    a.publish('scan.request', { vendorId: 'v', pvsId: null, authId: 'r1' });
     await settle();
     expect(got.map((e) => e.payload.authId)).toEqual(['r1']);
     expect(errors.length).toBeGreaterThanOrEqual(2); // the bad JSON and the throwing listener

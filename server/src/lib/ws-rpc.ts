@@ -1,16 +1,12 @@
 import { AppError } from '@palmid/shared/errors.ts';
-import { type ErrorObject, PING_INTERVAL_MS, parseFrame } from '@palmid/shared/ws/frames.ts';
+import { type ErrorObject, parseFrame } from '@palmid/shared/ws/frames.ts';
+import { keepAlive, type MethodMap, type ResultOf } from '@palmid/shared/ws/rpc.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { z } from 'zod';
 
-export interface MethodSpec {
-  params: z.ZodType;
-  result: z.ZodType;
-}
-
-export type Handlers<M extends Record<string, MethodSpec>> = {
-  [K in keyof M]: (params: z.infer<M[K]['params']>, id: string) => Promise<z.infer<M[K]['result']>>;
+export type Handlers<M extends MethodMap> = {
+  [K in keyof M]: (params: z.infer<M[K]['params']>, id: string) => Promise<ResultOf<M, K>>;
 };
 
 export function toErrorObject(err: unknown, log: FastifyBaseLogger): ErrorObject {
@@ -24,7 +20,7 @@ export function toErrorObject(err: unknown, log: FastifyBaseLogger): ErrorObject
  * a bad frame gets an INVALID_REQUEST error and the connection stays. Keeps the socket alive with pings
  * and drops a peer that stops answering them.
  */
-export function serveRpc<M extends Record<string, MethodSpec>>(
+export function serveRpc<M extends MethodMap>(
   socket: WebSocket,
   methods: M,
   handlers: Handlers<M>,
@@ -33,23 +29,9 @@ export function serveRpc<M extends Record<string, MethodSpec>>(
   const send = (frame: unknown) => {
     if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
   };
-  let alive = true;
-  socket.on('pong', () => {
-    alive = true;
-  });
-  const pinger = setInterval(() => {
-    if (!alive) {
-      socket.terminate();
-      return;
-    }
-    alive = false;
-    socket.ping();
-  }, PING_INTERVAL_MS);
-  pinger.unref();
-  socket.on('close', () => clearInterval(pinger));
+  keepAlive(socket);
 
   socket.on('message', (data, isBinary) => {
-    alive = true;
     if (isBinary) {
       send({
         id: null,

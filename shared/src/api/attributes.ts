@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** CONTRACT §5: every attribute name, in paths, bodies and auth contexts. */
+/** docs/attributes.md, "Names": every attribute name, in paths, bodies and auth contexts. */
 export const ATTRIBUTE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 export const attributeNameSchema = z

@@ -12,7 +12,7 @@ export const FAILURE_REASONS = [
   'cancelled',
   'expired',
 ] as const;
-/** SPEC §2.2: a vendor that asks for more than this many attributes in one context is refused. */
+/** docs/vendor-api.md, "Authentication contexts": a vendor that asks for more than this many attributes in one context is refused. */
 export const MAX_ATTRIBUTES_PER_CONTEXT = 16;
 
 export type AuthType = (typeof AUTH_TYPES)[number];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Attribute names (CONTRACT §5). */
+/** Attribute names (docs/attributes.md, "Names"). */
 export const ATTRIBUTE_NAME_RE = /^[a-z][a-z0-9_]{0,63}$/;
 export const attributeNameSchema = z.string().regex(ATTRIBUTE_NAME_RE, 'must match ^[a-z][a-z0-9_]{0,63}$');
 export const uuidSchema = z.uuid();

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { attributeItemSchema } from './attributes.ts';
 import { consentSchema } from './consents.ts';
 
-/** SPEC §2.5 audit record as the user sees it (GET /v1/audit and the export). */
+/** An audit record as the user sees it (docs/user-api.md, "Audit"; (GET /v1/audit and the export). */
 export const auditRecordSchema = z.object({
   id: z.string(),
   timestamp: z.string(),
@@ -23,7 +23,7 @@ export const auditQuerySchema = z
 
 export const auditListSchema = z.object({ records: z.array(auditRecordSchema) });
 
-/** SPEC §2.4, decoded (the export shows the JSON, not its hex). */
+/** A ledger transaction (docs/vendor-api.md, "Ledger"), decoded (the export shows the JSON, not its hex). */
 export const ledgerTransactionSchema = z.object({
   'user-id': z.string(),
   'context-id': z.string(),

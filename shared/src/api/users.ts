@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
 import { palmConfirmationCodeSchema } from './palms.ts';
 
-/** Vendor-side user management (CONTRACT §4, /api/v1/mpc/users/*). */
+/** Vendor-side user management (docs/vendor-api.md, "User management": /api/v1/mpc/users/*). */
 const attributesMap = z
   .record(attributeNameSchema, z.unknown())
   .refine((m) => Object.keys(m).length <= 32, 'at most 32 attributes per request');

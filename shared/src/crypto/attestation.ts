@@ -2,7 +2,7 @@ import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, sign,
 import { z } from 'zod';
 
 /**
- * Verified attributes (SPEC §2.1 kind "Verified"): a registered verifier (KYC provider, government ID
+ * Verified attributes (docs/zk-proofs.md, "Verified attributes"): a registered verifier (KYC provider, government ID
  * service, membership organisation, health authority) signs an attestation about one user; the service
  * checks it before storing the value and records the issuer.
  *
@@ -14,7 +14,7 @@ import { z } from 'zod';
 
 export const ATTESTATION_TYP = 'palmid-attestation+jwt';
 
-/** Value type of each verified attribute (SPEC §2.1). */
+/** Value type of each verified attribute (docs/attributes.md, "Catalogue"). */
 export const VERIFIED_ATTRIBUTES = {
   age_verified: 'boolean',
   identity_verified: 'boolean',

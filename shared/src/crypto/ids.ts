@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 
 /**
- * Vendor pseudonym (SPEC §2.1 rule 5, CONTRACT §4): lowercase hex HMAC-SHA256 with the user id
+ * Vendor pseudonym (docs/attributes.md, "Catalogue"; docs/vendor-api.md, "The result"): lowercase hex HMAC-SHA256 with the user id
  * (UTF-8) as key and the vendor id (UTF-8) as message. Stable per (user, vendor), unlinkable across vendors.
  */
 export function pseudonym(userId: string, vendorId: string): string {
@@ -9,7 +9,7 @@ export function pseudonym(userId: string, vendorId: string): string {
 }
 
 /**
- * Ledger identifier (SPEC §4.5): lowercase hex SHA-256 over the user-token share followed by the
+ * Ledger identifier (docs/vendor-api.md, "Ledger"): lowercase hex SHA-256 over the user-token share followed by the
  * literal text `ledger`. Computed on the server only; the share itself never leaves the server.
  */
 export function ledgerId(tokenShare: Uint8Array | string): string {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
 
-/** JSON text frames of both WebSocket channels (CONTRACT §6). Request ids are idempotency keys. */
+/** JSON text frames of both WebSocket channels (docs/websocket.md). Request ids are idempotency keys. */
 export const MAX_FRAME_BYTES = 64 * 1024;
 export const PING_INTERVAL_MS = 20_000;
 export const CLOSE_POLICY = 1008;

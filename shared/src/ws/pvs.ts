@@ -3,7 +3,7 @@ import { authResultSchema } from '../api/auth-contexts.ts';
 import { handSchema, templateB64Schema, uuidSchema } from '../api/common.ts';
 import { palmConfirmationCodeSchema } from '../api/palms.ts';
 
-/** /ws/pvs: kiosk agent ↔ server (CONTRACT §6). */
+/** /ws/pvs: kiosk agent ↔ server (docs/websocket.md). */
 const sample = z.object({
   template: templateB64Schema,
   hand: handSchema,

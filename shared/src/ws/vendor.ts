@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AUTH_STATUSES, authResultSchema } from '../api/auth-contexts.ts';
 import { uuidSchema } from '../api/common.ts';
 
-/** /ws/vendor: server → vendor `auth.updated`; vendor → server `subscribe`, `ping` (CONTRACT §6). */
+/** /ws/vendor: server → vendor `auth.updated`; vendor → server `subscribe`, `ping` (docs/websocket.md). */
 export const vendorMethods = {
   subscribe: {
     params: z.object({ auth_id: uuidSchema }).strict(),

@@ -96,7 +96,7 @@ export async function provePredicate(key: ServiceKeyPair, req: ProveRequest): Pr
   };
 }
 
-/** Result of an `entrance` context with `minimum_age` (CONTRACT §4): never the birth date itself. */
+/** Result of an `entrance` context with `minimum_age` (docs/vendor-api.md, docs/zk-proofs.md): never the birth date itself. */
 export interface AgeResult {
   /** Attribute name `age_over_<N>`. */
   readonly name: string;

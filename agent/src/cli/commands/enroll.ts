@@ -97,9 +97,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         try {
           const [first, ...rest] = samples as [Sample, ...Sample[]];
           // One request id for the whole enrolment: a retry after a dropped link cannot create two users.
-          const res = await uplink.call<
-            { user_id: string; claim_code: string; expires_at: string } | { added: true; hands: Hand[] }
-          >(
+          const res = await uplink.call(
             'enroll',
             {
               ...first,

@@ -7,7 +7,7 @@ import { callerOf } from '../../plugins/app/auth.ts';
 import { type AuditOperation, appendAudit } from '../audit/service.ts';
 
 /**
- * Runs one attribute operation in its own transaction and audits it (SPEC §2.5: every attribute access).
+ * Runs one attribute operation in its own transaction and audits it (docs/attributes.md, "Audit": every attribute access).
  * Success is recorded in the same transaction as the work, one record per attribute touched. A failure
  * rolls the work back and is recorded afterwards in a transaction of its own: DENIED for a 403, ERROR for
  * anything else. A failure to write that record never hides the original error.

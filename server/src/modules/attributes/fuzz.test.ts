@@ -1,8 +1,8 @@
+import { CATALOGUE } from '@palmid/shared/api/attribute-catalogue.ts';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
 import { issueUserToken } from '../users/service.ts';
-import { CATALOGUE } from './catalogue.ts';
 
 /**
  * Arbitrary input through HTTP: whatever arrives, the answer is a well-formed envelope with a SPEC code,

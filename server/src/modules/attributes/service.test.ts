@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
+import { eraseUser } from '../gdpr/service.ts';
 import { appendTransaction } from '../ledger/service.ts';
-import { eraseUser } from '../users/service.ts';
 import { attributeKind, readAttributeValues, writeAttribute } from './service.ts';
 
 const DAY = 86_400_000;

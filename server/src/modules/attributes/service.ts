@@ -1,39 +1,28 @@
-import type { AttributeItem } from '@palmid/shared/api/attributes.ts';
-import { AppError } from '@palmid/shared/errors.ts';
-import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/index.ts';
-import type { AttributesTable } from '../../db/schema.ts';
-import { authHistory } from '../auth-contexts/history.ts';
-import { userTransactions } from '../ledger/service.ts';
-import { dataKeyOf, getUser, openFor, palmRegistered, sealFor } from '../users/service.ts';
 import {
-  ATTRIBUTE_NAME,
   type AttributeKind,
   attributeKind,
   COMPUTED_NAMES,
   SYSTEM_NAMES,
-} from './catalogue.ts';
+} from '@palmid/shared/api/attribute-catalogue.ts';
+import { ATTRIBUTE_NAME, type AttributeItem } from '@palmid/shared/api/attributes.ts';
+import { AppError } from '@palmid/shared/errors.ts';
+import type { AppContext } from '../../context.ts';
+import { openFor, sealFor } from '../../crypto/keyring.ts';
+import type { Db } from '../../db/index.ts';
+import { authHistory } from '../auth-contexts/history.ts';
+import { userTransactions } from '../ledger/service.ts';
+import { dataKeyOf, getUser, palmRegistered } from '../users/service.ts';
 import { ageInYears, LOYALTY_WINDOW_MS, loyaltyTier, RISK_WINDOW_MS, riskScore } from './computed.ts';
+import { deleteRow, type StoredRow, storedRows, upsertRow } from './store.ts';
 import { isCalendarDate, validateAttributeValue, validateEncryptedValue } from './validate.ts';
 
 export type { AttributeKind };
 export { ATTRIBUTE_NAME, attributeKind };
 
-type StoredRow = Pick<
-  AttributesTable,
-  | 'name'
-  | 'kind'
-  | 'value_enc'
-  | 'client_encrypted'
-  | 'valid_from'
-  | 'valid_until'
-  | 'verified_by'
-  | 'updated_at'
->;
 type UserRow = NonNullable<Awaited<ReturnType<typeof getUser>>>;
 export type AttributeStatus = AttributeItem['status'];
 
-/** Temporal rule (SPEC §2.1 rule 4): only a `valid` attribute is ever disclosed or used as an input. */
+/** Temporal rule (docs/attributes.md, "Temporal attributes"): only a `valid` attribute is ever disclosed or used as an input. */
 export function temporalStatus(
   row: { valid_from: number | null; valid_until: number | null },
   now: number,
@@ -46,27 +35,6 @@ export function temporalStatus(
 const AAD_FIELD = 'attr';
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 const isoDate = (ms: number) => new Date(Number(ms)).toISOString().slice(0, 10);
-
-async function storedRows(db: Db, userId: string, names?: string[]): Promise<StoredRow[]> {
-  let q = db
-    .selectFrom('attributes')
-    .select([
-      'name',
-      'kind',
-      'value_enc',
-      'client_encrypted',
-      'valid_from',
-      'valid_until',
-      'verified_by',
-      'updated_at',
-    ])
-    .where('user_id', '=', userId);
-  if (names) {
-    if (names.length === 0) return [];
-    q = q.where('name', 'in', names);
-  }
-  return q.orderBy('name').execute();
-}
 
 /** Decrypts stored rows lazily: the data key is unwrapped once, and only when a row is opened. */
 class Opener {
@@ -358,11 +326,7 @@ export async function writeAttribute(
     verified_by: kind === 'verified' ? (write.verifiedBy ?? null) : null,
     updated_at: now,
   };
-  await db
-    .insertInto('attributes')
-    .values({ user_id: userId, name, ...row })
-    .onConflict((oc) => oc.columns(['user_id', 'name']).doUpdateSet(row))
-    .execute();
+  await upsertRow(db, userId, name, row);
   return { name, kind, updated_at: iso(now)!, valid_from: iso(validFrom), valid_until: iso(validUntil) };
 }
 
@@ -370,11 +334,6 @@ export async function writeAttribute(
 export async function deleteAttribute(db: Db, userId: string, name: string): Promise<void> {
   const kind = attributeKind(name);
   if (kind !== 'user') throw readOnly(name, kind);
-  const res = await db
-    .deleteFrom('attributes')
-    .where('user_id', '=', userId)
-    .where('name', '=', name)
-    .executeTakeFirst();
-  if (Number(res.numDeletedRows) === 0)
+  if (!(await deleteRow(db, userId, name)))
     throw new AppError('NOT_FOUND', `Attribute '${name}' has no value`, { field: 'name', reason: 'not_set' });
 }

@@ -1,8 +1,8 @@
+import { CATALOGUE } from '@palmid/shared/api/attribute-catalogue.ts';
 import { ATTRIBUTE_NAME } from '@palmid/shared/api/attributes.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CATALOGUE } from './catalogue.ts';
 import {
   GENERIC_POSTAL,
   isCalendarDate,
@@ -209,7 +209,7 @@ describe('attribute validators (properties)', () => {
       expect(() => validateEncryptedValue(bad)).toThrow(AppError);
   });
 
-  it('the name pattern matches CONTRACT §5', () => {
+  it('the name pattern matches docs/attributes.md (Names)', () => {
     fc.assert(fc.property(fc.stringMatching(/^[a-z][a-z0-9_]{0,63}$/), (n) => ATTRIBUTE_NAME.test(n)));
     fc.assert(
       fc.property(fc.string(), (s) => !ATTRIBUTE_NAME.test(s) || (s.length <= 64 && /^[a-z]/.test(s))),

@@ -1,8 +1,8 @@
+import { catalogueEntry } from '@palmid/shared/api/attribute-catalogue.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import { catalogueEntry } from './catalogue.ts';
 
 /**
- * Value validation (SPEC §2.1 rule 1: validated, then encrypted, then stored). Every check is a pure
+ * Value validation (docs/attributes.md, "Validation": validated, then encrypted, then stored). Every check is a pure
  * function so that property tests can drive it; `validateAttributeValue` turns a failure into a 400 naming
  * `value` and a machine-readable reason. docs/attributes.md lists the rules.
  */

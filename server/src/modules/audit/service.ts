@@ -4,8 +4,8 @@ import type { Keyring } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 
 /**
- * Audit log (SPEC §2.5): append-only and hash-chained. Each row's hash covers its fields and the previous
- * hash; the head (last seq and hash) is kept with an HMAC under a key derived from the master key, so an
+ * Audit log (docs/user-api.md, "Audit"; docs/reliability.md): append-only and hash-chained. Each row's
+ * hash covers its fields and the previous hash; the head (last seq and hash) is kept with an HMAC under a key derived from the master key, so an
  * edited, removed, reordered or truncated row is detected by `verifyAuditChain` (`admin audit verify`).
  * Rows never hold attribute values.
  */
@@ -194,4 +194,24 @@ export async function verifyAuditChain(db: Db, keyring: Keyring): Promise<AuditV
     problems.push({ seq: null, problem: 'chain head missing' });
   }
   return { ok: problems.length === 0, rows, problems };
+}
+
+/**
+ * The audit log's part of a master-key rotation (crypto/rotate-master.ts): the chain head is re-signed
+ * under the new key (rows themselves carry no key). Returns whether there was a head to re-sign.
+ */
+export async function resignHead(db: Db, to: Keyring): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    // Same lock discipline as the audit writer: take the head row first.
+    await trx
+      .updateTable('audit_head')
+      .set((eb) => ({ seq: eb.ref('seq') }))
+      .where('id', '=', HEAD_ID)
+      .execute();
+    const head = await trx.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
+    if (!head || head.mac === '') return false;
+    const mac = to.mac('audit-head', `${Number(head.seq)}:${head.hash}`);
+    await trx.updateTable('audit_head').set({ mac }).where('id', '=', HEAD_ID).execute();
+    return true;
+  });
 }

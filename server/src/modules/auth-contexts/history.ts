@@ -1,19 +1,9 @@
 import type { Db } from '../../db/index.ts';
+import { type AuthHistoryItem, authContextStore } from './store.ts';
 
-export interface AuthHistoryItem {
-  status: 'completed' | 'failed';
-  at: number;
-}
+export type { AuthHistoryItem };
 
-/** Resolved authentications attributed to a user (input of the computed risk_score). */
+/** Resolved authentications attributed to a user (input of the computed risk_score, modules/attributes). */
 export async function authHistory(db: Db, userId: string, sinceMs: number): Promise<AuthHistoryItem[]> {
-  const rows = await db
-    .selectFrom('auth_contexts')
-    .select(['status', 'updated_at'])
-    .where('user_id', '=', userId)
-    .where('updated_at', '>=', sinceMs)
-    .where('status', 'in', ['completed', 'failed'])
-    .orderBy('updated_at')
-    .execute();
-  return rows.map((r) => ({ status: r.status as 'completed' | 'failed', at: Number(r.updated_at) }));
+  return authContextStore(db).history(userId, sinceMs);
 }

@@ -1,10 +1,11 @@
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { verifyAuditChain } from '../audit/service.ts';
 import { grantConsent } from '../consents/service.ts';
 import { addPalm, dataKeyOf } from '../users/service.ts';
+import { expireOverdue, loadContext } from './state.ts';
 
 const TEMPLATE = Buffer.from('palm-template-alice-0001').toString('base64');
 const UNKNOWN = Buffer.from('palm-template-nobody-999').toString('base64');
@@ -161,6 +162,43 @@ describe('vendor auth contexts', () => {
     const res = await api('GET', `/api/v1/auth/${data.auth_id}/status`);
     expect(res.json().data.status).toBe('expired');
     expect(res.json().data.auth_result.reason).toBe('expired');
+  });
+
+  it('a status read past the deadline shows expired but writes and publishes nothing; the scheduler records it', async () => {
+    const { data } = (
+      await api('POST', '/api/v1/auth/create', { auth_context: { type: 'login', expires_in_s: 5 } })
+    ).json();
+    const events: unknown[] = [];
+    const off = t.ctx.events.subscribe('auth.updated', (e) => events.push(e));
+    clock += 6000;
+    try {
+      const read = (await api('GET', `/api/v1/auth/${data.auth_id}/status`)).json().data;
+      expect(read).toMatchObject({ status: 'expired', auth_result: { success: false, reason: 'expired' } });
+      expect((await loadContext(t.ctx.database.db, data.auth_id))?.status).toBe('pending');
+      expect(events).toEqual([]);
+      const swept = await expireOverdue(t.ctx);
+      expect(swept.map((c) => c.id)).toContain(data.auth_id);
+      expect((await loadContext(t.ctx.database.db, data.auth_id))?.status).toBe('expired');
+      // The recorded result is the one the read showed (dated at the deadline).
+      const after = (await api('GET', `/api/v1/auth/${data.auth_id}/status`)).json().data;
+      expect(after).toEqual(read);
+    } finally {
+      off();
+    }
+  });
+
+  it('one resolution searches the gallery once, also when proofs are prepared first', async () => {
+    const identify = vi.spyOn(t.ctx.gallery, 'identify');
+    try {
+      const res = await api('POST', '/api/v1/auth', {
+        auth_context: { type: 'entrance', minimum_age: 21, attributes_optional: ['email'] },
+        palm: { template: TEMPLATE, hand: 'right', liveness: 0.97 },
+      });
+      expect(res.json().data.auth_result).toMatchObject({ success: true, attributes: { age_over_21: true } });
+      expect(identify).toHaveBeenCalledTimes(1);
+    } finally {
+      identify.mockRestore();
+    }
   });
 
   it('one-shot payment discloses exactly the consented attributes and writes ledger and audit', async () => {

@@ -7,37 +7,26 @@ import {
   oneShotAuthBodySchema,
 } from '@palmid/shared/api/auth-contexts.ts';
 import { successSchema } from '@palmid/shared/envelope.ts';
-import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { dispatchToKiosks } from './dispatch.ts';
+import { templateBytesFromBase64 } from '../matching/wire.ts';
+import { resolve } from './resolve.ts';
 import {
   cancelAuthContext,
   createAuthContext,
-  loadContext,
+  currentState,
+  dispatchToKiosks,
   loadVendorContext,
-  prepareProofs,
   publishUpdate,
   readResult,
-  resolveWithPalm,
   toRecord,
-} from './service.ts';
+  withdrawFromKiosks,
+} from './state.ts';
 
 const vendorRoute = { auth: 'vendor', scope: 'auth', rate: 'auth' } as const;
 const security = [{ apiKey: [] }];
-
-export function decodeTemplate(b64: string): Uint8Array {
-  const bytes = Buffer.from(b64.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-  if (bytes.length === 0 || bytes.length > 1024) {
-    throw new AppError('INVALID_REQUEST', 'Invalid palm.template: must be 1–1024 bytes of base64', {
-      field: 'palm.template',
-      reason: 'malformed',
-    });
-  }
-  return new Uint8Array(bytes);
-}
 
 export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
@@ -78,17 +67,10 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      const before = await ctx.database.db
-        .selectFrom('auth_contexts')
-        .select('status')
-        .where('id', '=', request.params.auth_id)
-        .executeTakeFirst();
-      const row = await ctx.database.db
-        .transaction()
-        .execute((trx) => loadVendorContext(ctx, trx, vendor.id, request.params.auth_id));
-      const result = readResult(ctx, row);
-      if (before && before.status !== row.status) publishUpdate(ctx, row, result);
-      return ok(reply, { auth_id: row.id, status: row.status, ...(result ? { auth_result: result } : {}) });
+      // A read: nothing is written or published (expiry is the scheduler's, state.ts).
+      const c = await loadVendorContext(ctx.database.db, vendor.id, request.params.auth_id);
+      const { status, result } = currentState(ctx, c);
+      return ok(reply, { auth_id: c.id, status, ...(result ? { auth_result: result } : {}) });
     },
   );
 
@@ -110,7 +92,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
         .transaction()
         .execute((trx) => cancelAuthContext(ctx, trx, vendor.id, request.params.auth_id));
       publishUpdate(ctx, row, readResult(ctx, row));
-      ctx.events.publish('scan.cancel', { vendorId: row.vendor_id, pvsId: row.pvs_id, authId: row.id });
+      withdrawFromKiosks(ctx, row);
       return ok(reply, { auth_id: row.id, status: 'cancelled' as const });
     },
   );
@@ -135,36 +117,14 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const vendor = vendorOf(request);
       const { auth_context, palm } = request.body;
-      const template = decodeTemplate(palm.template);
-      ctx.matcher.validate(template);
-      const evidence = { template, hand: palm.hand, liveness: palm.liveness };
-      const needsProofs = auth_context.minimum_age != null || (auth_context.predicates?.length ?? 0) > 0;
-      const { row, result } = needsProofs
-        ? // Proving takes 0.2-0.5 s and must not hold the database: create, prove, then resolve.
-          await (async () => {
-            const created = await ctx.database.db
-              .transaction()
-              .execute((trx) => createAuthContext(ctx, trx, vendor, auth_context));
-            const prepared = await prepareProofs(ctx, created, evidence);
-            return ctx.database.db.transaction().execute(async (trx) => {
-              const current = await loadContext(ctx, trx, created.id);
-              if (!current) throw new AppError('NOT_FOUND', 'Authentication context not found');
-              return resolveWithPalm(ctx, trx, current, evidence, callerOf(request), prepared);
-            });
-          })()
-        : await ctx.database.db
-            .transaction()
-            .execute(async (trx) =>
-              resolveWithPalm(
-                ctx,
-                trx,
-                await createAuthContext(ctx, trx, vendor, auth_context),
-                evidence,
-                callerOf(request),
-              ),
-            );
-      publishUpdate(ctx, row, result);
-      return ok(reply, { auth_id: row.id, status: row.status, auth_result: result });
+      const { context: c, result } = await resolve(ctx, {
+        palm: { template: templateBytesFromBase64(palm.template), hand: palm.hand, liveness: palm.liveness },
+        caller: callerOf(request),
+        // Created after the capture checks (a bad template creates nothing), committed before proving.
+        context: () =>
+          ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
+      });
+      return ok(reply, { auth_id: c.id, status: c.status, auth_result: result });
     },
   );
 };

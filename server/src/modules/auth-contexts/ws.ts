@@ -8,7 +8,7 @@ import { serveRpc } from '../../lib/ws-rpc.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
 import { guardHandlers } from '../revocation/watcher.ts';
 import { authenticateVendor } from '../vendors/service.ts';
-import { loadVendorContext, readResult } from './service.ts';
+import { currentState, loadVendorContext } from './state.ts';
 
 type KeyCheck = { vendor: VendorPrincipal } | { refused: 'invalid' | 'too_many_failures' };
 
@@ -46,11 +46,9 @@ function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal
               retry_after_s: limit.retryAfterS,
             });
           }
-          const row = await ctx.database.db
-            .transaction()
-            .execute((trx) => loadVendorContext(ctx, trx, vendor.id, auth_id));
-          const result = readResult(ctx, row);
-          return { auth_id: row.id, status: row.status, ...(result ? { auth_result: result } : {}) };
+          const c = await loadVendorContext(ctx.database.db, vendor.id, auth_id);
+          const { status, result } = currentState(ctx, c);
+          return { auth_id: c.id, status, ...(result ? { auth_result: result } : {}) };
         },
         ping: async () => ({ pong: true as const, time: new Date(ctx.now()).toISOString() }),
       },

@@ -29,7 +29,7 @@ describe('consent API', () => {
     user.token = (await issueUserToken(t.ctx, t.ctx.database.db, user.userId)).user_token;
   });
 
-  it('POST grants a consent (201) with the SPEC §2.2 fields and documented defaults', async () => {
+  it('POST grants a consent (201) with the documented fields (docs/user-api.md) and documented defaults', async () => {
     const res = await grant({
       vendor_id: vendorId,
       attributes: [

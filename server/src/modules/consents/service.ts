@@ -164,3 +164,8 @@ export async function revokeConsent(db: Db, userId: string, consentId: string, n
     .execute();
   return { consent_id: row.id, revoked_at: new Date(now).toISOString() };
 }
+
+/** The consents module's part of an erasure (modules/gdpr): every consent of the user. */
+export async function eraseUserConsents(db: Db, userId: string): Promise<void> {
+  await db.deleteFrom('consents').where('user_id', '=', userId).execute();
+}

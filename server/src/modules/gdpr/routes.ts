@@ -6,8 +6,8 @@ import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { auditedAccess } from '../attributes/audit.ts';
 import { USER_ROUTE_ERRORS } from '../attributes/routes.ts';
-import { eraseUser, forgetPalms } from '../users/service.ts';
-import { exportUserData } from './service.ts';
+import { forgetPalms } from '../users/gallery.ts';
+import { eraseUser, exportUserData } from './service.ts';
 
 export const gdprRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;

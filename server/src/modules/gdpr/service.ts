@@ -3,10 +3,13 @@ import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { listAttributes } from '../attributes/service.ts';
+import { eraseUserAttributes } from '../attributes/store.ts';
 import { listAudit } from '../audit/service.ts';
-import { listConsents } from '../consents/service.ts';
-import { userTransactions } from '../ledger/service.ts';
-import { getUser, palmRegistered, palmsOf } from '../users/service.ts';
+import { forgetResultsOf } from '../auth-contexts/state.ts';
+import { eraseUserConsents, listConsents } from '../consents/service.ts';
+import { eraseLedgerOf, userTransactions } from '../ledger/service.ts';
+import { eraseUserRecord, getUser, palmRegistered, palmsOf } from '../users/service.ts';
+import { eraseUserVerificationData } from '../verification/store.ts';
 
 /** Enough for any real user; the export must not silently drop the oldest records. */
 const EXPORT_AUDIT_LIMIT = 1_000_000;
@@ -42,4 +45,21 @@ export async function exportUserData(
     audit: await listAudit(db, userId, EXPORT_AUDIT_LIMIT),
     ledger: { transactions: await userTransactions(db, user.ledger_id) },
   };
+}
+
+/**
+ * Erasure (GDPR art. 17), asked of each module that holds a part of the user: the users module destroys
+ * the wrapped data key first (crypto-shredding) and deletes templates, tokens and claim codes; then
+ * attributes, consents, ledger entries, proof openings and attestations go, and sealed auth results naming
+ * the user are dropped. Audit rows stay (ids only). Run it in one transaction.
+ */
+export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
+  const now = ctx.now();
+  const { ledgerId } = await eraseUserRecord(db, userId, now);
+  await eraseUserAttributes(db, userId);
+  await eraseUserConsents(db, userId);
+  await eraseLedgerOf(db, ledgerId);
+  await eraseUserVerificationData(db, userId);
+  await forgetResultsOf(db, userId);
+  return { deleted: true as const, deleted_at: new Date(now).toISOString() };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/index.ts';
 
-/** SPEC §2.4, field names exactly as specified (hyphenated). */
+/** A ledger transaction (docs/vendor-api.md, "Ledger"), field names exactly as documented (hyphenated). */
 export interface LedgerTransaction {
   'user-id': string;
   'context-id': string;
@@ -27,7 +27,7 @@ export async function appendTransaction(db: Db, tx: LedgerTransaction): Promise<
     .execute();
 }
 
-/** The hex of the UTF-8 JSON of each transaction (SPEC §4.5). */
+/** The hex of the UTF-8 JSON of each transaction (docs/vendor-api.md, "Ledger"). */
 export function toHex(txJson: string): string {
   return Buffer.from(txJson, 'utf8').toString('hex');
 }
@@ -77,4 +77,9 @@ export async function userTransactions(
     .orderBy('timestamp')
     .execute();
   return rows.map((r) => JSON.parse(r.tx) as LedgerTransaction);
+}
+
+/** The ledger's part of an erasure (modules/gdpr): the user's transactions. */
+export async function eraseLedgerOf(db: Db, ledgerUserId: string): Promise<void> {
+  await db.deleteFrom('ledger').where('ledger_user_id', '=', ledgerUserId).execute();
 }

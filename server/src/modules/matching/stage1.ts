@@ -1,3 +1,4 @@
+import { ORIENTATION_OF_CODE, ORIENTATIONS } from '@palmid/shared/palm/orientation-code.ts';
 import { CODE_PLANES, GRID, type PalmTemplate, popcount32 } from '@palmid/shared/palm/template.ts';
 import { compileKernelModule, instantiateKernel } from '@palmid/shared/wasm/kernel.ts';
 import { STAGE1_KERNEL_BASE64 } from './stage1-kernel.wasm.ts';
@@ -18,10 +19,7 @@ export const DESCRIPTOR_WORDS = DESCRIPTOR_BYTES / 4;
 /** Largest possible distance (every bit differs). */
 export const MAX_DESCRIPTOR_DISTANCE = DESCRIPTOR_BYTES * 8;
 const CUTS = [1 / 24, 1 / 10, 1 / 6, 1 / 4] as const;
-const ORIENTATIONS = 6;
 const SCALES = CODE_PLANES / 3;
-/** 3-bit angular code (agent/src/palm/coding.ts) → orientation; −1 for the two unused patterns. */
-const ORIENTATION_OF_CODE = [0, 1, -1, 2, 5, -1, 4, 3] as const;
 
 const counts = new Uint16Array(SCALES * 16 * ORIENTATIONS);
 const reliable = new Uint16Array(SCALES * 16);

@@ -1,8 +1,9 @@
 import { AppError } from '@palmid/shared/errors.ts';
+import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
 import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
 import type { z } from 'zod';
 import type { AppContext, Caller } from '../../context.ts';
-import { decodeTemplate } from '../auth-contexts/routes.ts';
+import { templateBytesFromBase64 } from '../matching/wire.ts';
 import {
   admitEnrolment,
   alreadyEnrolled,
@@ -40,13 +41,16 @@ export async function enrolAtKiosk(
   }
   const samples = [params, ...(params.samples ?? [])];
   for (const s of samples) {
-    if (s.liveness < 0.5)
+    if (!passesLiveness(s.liveness))
       throw new AppError('INVALID_REQUEST', 'A sample failed the liveness check', {
         field: 'liveness',
         reason: 'liveness_failed',
       });
   }
-  const templates = samples.map((s) => ({ hand: s.hand, template: decodeTemplate(s.template) }));
+  const templates = samples.map((s) => ({
+    hand: s.hand,
+    template: templateBytesFromBase64(s.template, 'template'),
+  }));
   for (const t of templates) ctx.matcher.validate(t.template);
   const key = `pvs:${pvs.id}:enroll:${requestId}`;
   const replay = await recallAnswer(ctx, ctx.database.db, key);

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.ts';
-import { open, seal } from '../../crypto/keyring.ts';
+import { type Keyring, open, seal } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 
 const TTL_MS = 24 * 3600_000;
@@ -34,4 +34,54 @@ export async function pruneAnswers(ctx: AppContext): Promise<void> {
     .deleteFrom('idempotency')
     .where('created_at', '<', ctx.now() - TTL_MS)
     .execute();
+}
+
+/**
+ * The kiosk answers' part of a master-key rotation (crypto/rotate-master.ts): answers older than a day are
+ * dropped rather than carried over; the others are re-sealed under the new key, each a compare-and-set on
+ * the old ciphertext. Answers the new key already opens are counted as done.
+ */
+export async function resealAnswers(
+  db: Db,
+  from: Keyring,
+  to: Keyring,
+  now: number,
+  batch: number,
+): Promise<{ resealed: number; already: number; expired: number }> {
+  const report = { resealed: 0, already: 0, expired: 0 };
+  const dropped = await db
+    .deleteFrom('idempotency')
+    .where('created_at', '<', now - TTL_MS)
+    .executeTakeFirst();
+  report.expired = Number(dropped.numDeletedRows);
+  const ctxAt = (keyring: Keyring) => ({ keyring, now: () => now }) as AppContext;
+  for (let after = ''; ; ) {
+    const rows = await db
+      .selectFrom('idempotency')
+      .selectAll()
+      .where('key', '>', after)
+      .orderBy('key')
+      .limit(batch)
+      .execute();
+    if (rows.length === 0) break;
+    await db.transaction().execute(async (trx) => {
+      for (const r of rows) {
+        if (await recallAnswer(ctxAt(to), trx, r.key).catch(() => undefined)) {
+          report.already++;
+          continue;
+        }
+        const answer = await recallAnswer(ctxAt(from), trx, r.key);
+        const sealed = seal(to.derive('idempotency'), Buffer.from(JSON.stringify(answer), 'utf8'), r.key);
+        await trx
+          .updateTable('idempotency')
+          .set({ response: sealed.toString('base64') })
+          .where('key', '=', r.key)
+          .where('response', '=', r.response)
+          .execute();
+        report.resealed++;
+      }
+    });
+    after = rows.at(-1)!.key;
+  }
+  return report;
 }

@@ -2,53 +2,33 @@ import { AppError } from '@palmid/shared/errors.ts';
 import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
 import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/index.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { callerOf } from '../../plugins/app/auth.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
-import { decodeTemplate } from '../auth-contexts/routes.ts';
-import {
-  type ContextRow,
-  loadContext,
-  markScanning,
-  prepareProofs,
-  publishUpdate,
-  resolveWithPalm,
-  toRecord,
-} from '../auth-contexts/service.ts';
+import { resolve } from '../auth-contexts/resolve.ts';
+import { loadContext, markScanning, openContexts, publishUpdate } from '../auth-contexts/state.ts';
+import type { AuthContext } from '../auth-contexts/store.ts';
+import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { guardHandlers } from '../revocation/watcher.ts';
 import { enrolAtKiosk } from './enrol.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 import { KioskLockout } from './lockout.ts';
 import { authenticatePvs, type PvsPrincipal, touchPvs } from './service.ts';
 
-function display(row: ContextRow): string {
-  const r = toRecord(row);
-  if (r.type === 'payment')
-    return `Pay ${((r.amount ?? 0) / 100).toFixed(2)} ${r.currency ?? ''}: hold your palm over the scanner`;
-  if (r.type === 'entrance')
-    return r.minimum_age
-      ? `Entrance (age ${r.minimum_age}+): hold your palm over the scanner`
+function display(c: AuthContext): string {
+  if (c.type === 'payment')
+    return `Pay ${((c.amount ?? 0) / 100).toFixed(2)} ${c.currency ?? ''}: hold your palm over the scanner`;
+  if (c.type === 'entrance')
+    return c.minimumAge
+      ? `Entrance (age ${c.minimumAge}+): hold your palm over the scanner`
       : 'Entrance: hold your palm over the scanner';
   return 'Sign in: hold your palm over the scanner';
 }
 
-function servesContext(pvs: PvsPrincipal, row: Pick<ContextRow, 'vendor_id' | 'pvs_id'>): boolean {
-  if (row.pvs_id !== null) return row.pvs_id === pvs.id;
-  return pvs.vendorId === null || pvs.vendorId === row.vendor_id;
-}
-
-/** Everything a kiosk may still act on: pending or scanning contexts addressed to it. */
-async function openContextsFor(ctx: AppContext, pvs: PvsPrincipal): Promise<ContextRow[]> {
-  let q = ctx.database.db
-    .selectFrom('auth_contexts')
-    .selectAll()
-    .where('status', 'in', ['pending', 'scanning'])
-    .where('expires_at', '>', ctx.now());
-  if (pvs.vendorId !== null) q = q.where('vendor_id', '=', pvs.vendorId);
-  const rows = await q.orderBy('created_at').limit(50).execute();
-  return rows.filter((r) => servesContext(pvs, r));
+/** The kiosk addressing rule: a context for this kiosk, or for any kiosk of its vendor (or of any vendor). */
+function servesContext(pvs: PvsPrincipal, c: Pick<AuthContext, 'vendorId' | 'pvsId'>): boolean {
+  if (c.pvsId !== null) return c.pvsId === pvs.id;
+  return pvs.vendorId === null || pvs.vendorId === c.vendorId;
 }
 
 export const pvsRoutes: FastifyPluginAsync = async (app) => {
@@ -82,18 +62,18 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
     let unregister: (() => void) | undefined;
     const unsubscribers: (() => void)[] = [];
 
-    const push = async (row: ContextRow) => {
+    const push = async (c: AuthContext) => {
       if (!(await live())) return;
-      const scanning = await markScanning(ctx, ctx.database.db, row);
+      const scanning = await markScanning(ctx, ctx.database.db, c);
       if (!scanning) return;
-      if (scanning.status !== row.status) publishUpdate(ctx, scanning);
+      if (scanning.status !== c.status) publishUpdate(ctx, scanning);
       const msg: ScanRequest = {
-        auth_id: row.id,
-        type: row.type,
-        amount: row.amount === null ? null : Number(row.amount),
-        currency: row.currency,
-        display: display(row),
-        expires_at: new Date(Number(row.expires_at)).toISOString(),
+        auth_id: c.id,
+        type: c.type,
+        amount: c.amount,
+        currency: c.currency,
+        display: display(c),
+        expires_at: new Date(c.expiresAt).toISOString(),
       };
       rpc.send({ method: 'scan.request', params: msg });
     };
@@ -118,13 +98,13 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               });
               unsubscribers.push(
                 ctx.events.subscribe('scan.request', (e) => {
-                  if (!servesContext(pvs, { vendor_id: e.vendorId, pvs_id: e.pvsId })) return;
-                  void loadContext(ctx, ctx.database.db, e.authId)
+                  if (!servesContext(pvs, e)) return;
+                  void loadContext(ctx.database.db, e.authId)
                     .then((row) => (row ? push(row) : undefined))
                     .catch((err: unknown) => log.error({ err }, 'scan.request push failed'));
                 }),
                 ctx.events.subscribe('scan.cancel', (e) => {
-                  if (!servesContext(pvs, { vendor_id: e.vendorId, pvs_id: e.pvsId })) return;
+                  if (!servesContext(pvs, e)) return;
                   void live()
                     .then((ok) => ok && rpc.send({ method: 'scan.cancel', params: { auth_id: e.authId } }))
                     .catch((err: unknown) => log.error({ err }, 'scan.cancel push failed'));
@@ -132,7 +112,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               );
               // Contexts created while the kiosk was away are delivered now.
               setImmediate(() => {
-                void openContextsFor(ctx, pvs)
+                void openContexts(ctx, pvs.vendorId, (c) => servesContext(pvs, c))
                   .then(async (rows) => {
                     for (const row of rows) await push(row);
                   })
@@ -170,35 +150,27 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               const key = `pvs:${pvs.id}:identify:${id}`;
               const previous = await recallAnswer(ctx, ctx.database.db, key);
               if (previous) return previous as { status: string; auth_result: never };
-              const template = params.template === undefined ? undefined : decodeTemplate(params.template);
-              const palm = { template, hand: params.hand, liveness: params.liveness };
-              const served = async (db: Db) => {
-                const row = await loadContext(ctx, db, params.auth_id);
-                if (!row || !servesContext(pvs, row)) {
-                  throw new AppError('NOT_FOUND', 'Authentication context not found', {
-                    field: 'auth_id',
-                    reason: 'unknown',
-                  });
-                }
-                return row;
-              };
-              // Zero-knowledge proofs are made before the transaction, which then only writes.
-              const prepared = await prepareProofs(ctx, await served(ctx.database.db), palm);
-              const resolution = await ctx.database.db.transaction().execute(async (trx) => {
-                const res = await resolveWithPalm(ctx, trx, await served(trx), palm, caller, prepared);
-                const answer = { status: res.row.status, auth_result: res.result };
-                await rememberAnswer(ctx, trx, key, answer);
-                return res;
+              const template =
+                params.template === undefined ? undefined : templateBytesFromBase64(params.template);
+              const { context: c, result } = await resolve(ctx, {
+                palm: { template, hand: params.hand, liveness: params.liveness },
+                caller,
+                context: async () => {
+                  const c = await loadContext(ctx.database.db, params.auth_id);
+                  if (!c || !servesContext(pvs, c)) {
+                    throw new AppError('NOT_FOUND', 'Authentication context not found', {
+                      field: 'auth_id',
+                      reason: 'unknown',
+                    });
+                  }
+                  return c;
+                },
+                alsoWrite: (trx, res) =>
+                  rememberAnswer(ctx, trx, key, { status: res.context.status, auth_result: res.result }),
+                withdrawFromKiosks: true,
               });
-              const reason = resolution.result.reason;
-              failed = reason === 'no_match' || reason === 'liveness_failed';
-              publishUpdate(ctx, resolution.row, resolution.result);
-              ctx.events.publish('scan.cancel', {
-                vendorId: resolution.row.vendor_id,
-                pvsId: resolution.row.pvs_id,
-                authId: resolution.row.id,
-              });
-              return { status: resolution.row.status, auth_result: resolution.result };
+              failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
+              return { status: c.status, auth_result: result };
             } finally {
               await lockout
                 .settle(pvs.id, failed, now)

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '@palmid/shared/errors.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
+import { getVendor } from '../vendors/service.ts';
 
 export interface PvsPrincipal {
   id: string;
@@ -16,8 +17,7 @@ export async function createPvs(
   now = Date.now(),
 ) {
   if (input.vendorId) {
-    const v = await db.selectFrom('vendors').select('id').where('id', '=', input.vendorId).executeTakeFirst();
-    if (!v)
+    if (!(await getVendor(db, input.vendorId)))
       throw new AppError('NOT_FOUND', `No vendor ${input.vendorId}`, { field: 'vendor', reason: 'unknown' });
   }
   const id = randomUUID();
@@ -93,4 +93,29 @@ export async function revokedPvsAmong(db: Db, ids: string[]): Promise<string[]> 
     .execute();
   const active = new Set(rows.map((r) => r.id));
   return ids.filter((id) => !active.has(id));
+}
+
+/** A kiosk's addressing facts (an auth context may name it), or undefined if there is no such kiosk. */
+export async function findKiosk(
+  db: Db,
+  id: string,
+): Promise<{ vendorId: string | null; revokedAt: number | null } | undefined> {
+  const row = await db
+    .selectFrom('pvs')
+    .select(['vendor_id', 'revoked_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return (
+    row && { vendorId: row.vendor_id, revokedAt: row.revoked_at === null ? null : Number(row.revoked_at) }
+  );
+}
+
+/** Revokes every active kiosk of that name (the development demo re-creates its kiosk at each start). */
+export async function revokePvsNamed(db: Db, name: string, now: number): Promise<void> {
+  await db
+    .updateTable('pvs')
+    .set({ revoked_at: now })
+    .where('name', '=', name)
+    .where('revoked_at', 'is', null)
+    .execute();
 }

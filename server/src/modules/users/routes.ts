@@ -17,8 +17,10 @@ import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { readAttributeValues, writeAttribute } from '../attributes/service.ts';
 import { appendAudit } from '../audit/service.ts';
-import { decodeTemplate } from '../auth-contexts/routes.ts';
 import { activeConsents } from '../consents/service.ts';
+import { eraseUser } from '../gdpr/service.ts';
+import { templateBytesFromBase64 } from '../matching/wire.ts';
+import { forgetPalms } from './gallery.ts';
 import {
   auditPalm,
   auditRefusedPalm,
@@ -27,16 +29,7 @@ import {
   gateVendorPalms,
   serialiseEnrolment,
 } from './palms.ts';
-import {
-  addPalm,
-  createUser,
-  dataKeyOf,
-  eraseUser,
-  forgetPalms,
-  issueUserToken,
-  palmRegistered,
-  requireUser,
-} from './service.ts';
+import { addPalm, createUser, dataKeyOf, issueUserToken, palmRegistered, requireUser } from './service.ts';
 
 const vendorRoute = { auth: 'vendor', scope: 'users', rate: 'users' } as const;
 const security = [{ apiKey: [] }];
@@ -82,7 +75,7 @@ async function applyChanges(
   if (palms && palms.length > 0) {
     const key = await dataKeyOf(ctx, db, userId);
     for (const p of palms) {
-      const template = decodeTemplate(p.template);
+      const template = templateBytesFromBase64(p.template);
       palmIds.push({
         palmId: await addPalm(ctx, db, userId, key, { hand: p.hand, template }),
         hand: p.hand,
@@ -138,7 +131,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
         // Palms of a new user: the device budget and the 1:N check first (docs/security.md). Capture
         // attestation (palms from a capture device of this vendor) belongs to this gate as well.
         if (palms?.length) {
-          const templates = palms.map((p) => decodeTemplate(p.template));
+          const templates = palms.map((p) => templateBytesFromBase64(p.template));
           await gateVendorPalms(ctx, {
             vendorId: vendor.id,
             caller: callerOf(request),
@@ -194,7 +187,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
       const update = async () => {
         if (palms?.length) {
           await ownedUser(ctx.database.db, vendor, user_id);
-          const templates = palms.map((p) => decodeTemplate(p.template));
+          const templates = palms.map((p) => templateBytesFromBase64(p.template));
           await gateVendorPalms(ctx, { vendorId: vendor.id, caller, templates, owner: user_id });
         }
         const changes = await ctx.database.db.transaction().execute(async (trx) => {

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { ledgerId } from '@palmid/shared/crypto/ids.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext, UserPrincipal } from '../../context.ts';
-import { open, seal } from '../../crypto/keyring.ts';
+import { Keyring, seal } from '../../crypto/keyring.ts';
 import {
   hashSecret,
   newClaimCode,
@@ -11,7 +11,6 @@ import {
   safeEqualHex,
 } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
-import { eraseUserVerificationData } from '../verification/store.ts';
 
 const DAY_MS = 86_400_000;
 const CLAIM_TTL_MS = 15 * 60_000;
@@ -25,7 +24,7 @@ export interface CreatedUser {
 
 /**
  * A user is a UUID v4, a random data key (stored wrapped) and a random token share from which the ledger
- * identifier is derived (SPEC §4.5). The share is stored sealed under the data key and never leaves the server.
+ * identifier is derived (docs/vendor-api.md, "Ledger"). The share is stored sealed under the data key and never leaves the server.
  */
 export async function createUser(ctx: AppContext, db: Db, createdBy: string | null): Promise<CreatedUser> {
   const id = randomUUID();
@@ -70,14 +69,6 @@ export async function dataKeyOf(ctx: AppContext, db: Db, userId: string): Promis
   if (!user.wrapped_key)
     throw new AppError('NOT_FOUND', 'User not found', { field: 'user_id', reason: 'erased' });
   return ctx.keyring.unwrap(userId, user.wrapped_key);
-}
-
-export function sealFor(dataKey: Buffer, userId: string, field: string, value: unknown): Buffer {
-  return seal(dataKey, Buffer.from(JSON.stringify(value), 'utf8'), `${field}:${userId}`);
-}
-
-export function openFor(dataKey: Buffer, userId: string, field: string, sealed: Uint8Array): unknown {
-  return JSON.parse(open(dataKey, sealed, `${field}:${userId}`).toString('utf8'));
 }
 
 export async function issueUserToken(ctx: Pick<AppContext, 'config' | 'now'>, db: Db, userId: string) {
@@ -202,136 +193,86 @@ export async function addPalm(
   return id;
 }
 
-/** Loads every enrolled palm into the in-memory gallery (at start-up). Templates are decrypted only here. */
-export async function loadGallery(ctx: AppContext): Promise<number> {
-  const db = ctx.database.db;
-  const rows = await db
-    .selectFrom('palms')
-    .innerJoin('users', 'users.id', 'palms.user_id')
-    .select(['palms.id', 'palms.user_id', 'palms.hand', 'palms.template_enc', 'users.wrapped_key'])
-    .where('users.erased_at', 'is', null)
-    .execute();
-  const keys = new Map<string, Buffer>();
-  for (const r of rows) {
-    if (!r.wrapped_key) continue;
-    let key = keys.get(r.user_id);
-    if (!key) {
-      key = ctx.keyring.unwrap(r.user_id, r.wrapped_key);
-      keys.set(r.user_id, key);
-    }
-    const template = open(key, r.template_enc, `palm:${r.user_id}:${r.id}`);
-    ctx.gallery.add({ palmId: r.id, userId: r.user_id, hand: r.hand, template: new Uint8Array(template) });
-  }
-  return rows.length;
-}
-
 /**
- * Erasure (GDPR art. 17): the wrapped data key is destroyed first (crypto-shredding), then templates,
- * attributes, consents, tokens, claim codes and ledger entries are deleted. Audit rows stay (ids only).
+ * The users module's part of an erasure (GDPR art. 17; the whole of it is `eraseUser` in modules/gdpr): the
+ * wrapped data key is destroyed first (crypto-shredding), then templates, tokens, claim codes and palm confirmation codes are deleted.
+ * Returns the erased user's ledger identifier, for the ledger's part.
  */
-export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
+export async function eraseUserRecord(db: Db, userId: string, now: number): Promise<{ ledgerId: string }> {
   const user = await requireUser(db, userId);
-  const now = ctx.now();
   await db
     .updateTable('users')
     .set({ wrapped_key: null, token_share_enc: new Uint8Array(0), erased_at: now })
     .where('id', '=', userId)
     .execute();
   await db.deleteFrom('palms').where('user_id', '=', userId).execute();
-  await db.deleteFrom('attributes').where('user_id', '=', userId).execute();
-  await db.deleteFrom('consents').where('user_id', '=', userId).execute();
   await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
   await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
   await db.deleteFrom('palm_confirmations').where('user_id', '=', userId).execute();
-  await db.deleteFrom('ledger').where('ledger_user_id', '=', user.ledger_id).execute();
-  await eraseUserVerificationData(db, userId);
-  await db.updateTable('auth_contexts').set({ result_enc: null }).where('user_id', '=', userId).execute();
-  return { deleted: true as const, deleted_at: new Date(now).toISOString() };
+  return { ledgerId: user.ledger_id };
 }
 
-/** Called after the erasing transaction commits. */
-export function forgetPalms(ctx: AppContext, userId: string): void {
-  ctx.gallery.removeUser(userId);
-  ctx.events.publish('gallery.changed', { userId, action: 'remove' });
-}
+/** Progress of a master-key rotation step: how many rows were handled so far. */
+export type RotationProgress = (what: string, done: number) => void;
 
 /**
- * (Re)loads one user's palms into this instance's gallery: drops what the gallery holds for the user, then
- * adds every palm in the store (none if erased). Idempotent, so a repeated or late event cannot duplicate
- * palms. Used when another instance enrolled or updated the user.
+ * The users module's part of a master-key rotation (crypto/rotate-master.ts): every wrapped data key is
+ * unwrapped with the old key and wrapped with the new one, in batches, each one short transaction. A
+ * compare-and-set on the old wrapped key lets a concurrent erasure win; rows the new key already opens are
+ * skipped, so a rerun after an interruption finishes the work.
  */
-export async function loadUserPalms(ctx: AppContext, userId: string): Promise<number> {
-  const rows = await ctx.database.db
-    .selectFrom('palms')
-    .innerJoin('users', 'users.id', 'palms.user_id')
-    .select(['palms.id', 'palms.hand', 'palms.template_enc', 'users.wrapped_key'])
-    .where('palms.user_id', '=', userId)
-    .where('users.erased_at', 'is', null)
-    .orderBy('palms.created_at')
-    .execute();
-  const entries = [];
-  const wrapped = rows[0]?.wrapped_key;
-  if (wrapped) {
-    const key = ctx.keyring.unwrap(userId, wrapped);
-    for (const r of rows) {
-      const template = open(key, r.template_enc, `palm:${userId}:${r.id}`);
-      entries.push({ palmId: r.id, userId, hand: r.hand, template: new Uint8Array(template) });
-    }
-  }
-  ctx.gallery.removeUser(userId);
-  for (const e of entries) ctx.gallery.add(e);
-  return entries.length;
-}
-
-/**
- * Keeps this instance's gallery in step with enrolments and erasures made on other instances (events from
- * this instance are skipped: it already changed its gallery). Events arriving while `ready` (the start-up
- * gallery load) is pending are queued and applied after it, so none is lost or applied twice.
- */
-export function syncGalleryWithPeers(
-  ctx: AppContext,
-  ready: Promise<unknown>,
-  onError: (err: unknown) => void,
-): () => void {
-  let chain: Promise<unknown> = ready.catch(() => undefined);
-  const then = (step: () => unknown) => {
-    // Serialised per instance: an add followed quickly by a remove must not be applied out of order.
-    chain = chain.then(step).catch(onError);
-  };
-  const offChanged = ctx.events.subscribe('gallery.changed', (e, meta) => {
-    if (meta.origin === ctx.events.instanceId) return;
-    then(async () => {
-      if (e.action === 'remove') ctx.gallery.removeUser(e.userId);
-      else await loadUserPalms(ctx, e.userId);
+export async function rewrapDataKeys(
+  db: Db,
+  from: Keyring,
+  to: Keyring,
+  batch: number,
+  progress: RotationProgress,
+): Promise<{ rewrapped: number; already: number; erased: number }> {
+  const report = { rewrapped: 0, already: 0, erased: 0 };
+  for (let after = ''; ; ) {
+    const rows = await db
+      .selectFrom('users')
+      .select(['id', 'wrapped_key'])
+      .where('id', '>', after)
+      .orderBy('id')
+      .limit(batch)
+      .execute();
+    if (rows.length === 0) break;
+    await db.transaction().execute(async (trx) => {
+      for (const r of rows) {
+        if (!r.wrapped_key) {
+          report.erased++;
+          continue;
+        }
+        if (Keyring.opens(() => to.unwrap(r.id, r.wrapped_key!))) {
+          report.already++;
+          continue;
+        }
+        const wrapped = to.wrap(r.id, from.unwrap(r.id, r.wrapped_key));
+        to.unwrap(r.id, wrapped); // prove the new wrapping before writing it
+        const res = await trx
+          .updateTable('users')
+          .set({ wrapped_key: wrapped })
+          .where('id', '=', r.id)
+          .where('wrapped_key', '=', r.wrapped_key)
+          .executeTakeFirst();
+        if (Number(res.numUpdatedRows) === 1) report.rewrapped++;
+        else report.erased++;
+      }
     });
-  });
-  const offResync = ctx.events.onResync((lostAt) => then(() => catchUpGallery(ctx, lostAt - CLOCK_SKEW_MS)));
-  return () => {
-    offChanged();
-    offResync();
-  };
+    after = rows.at(-1)!.id;
+    progress('users', report.rewrapped + report.already + report.erased);
+  }
+  return report;
 }
 
-/** Margin for clocks of different instances (palm and erasure times are written by whichever instance). */
-const CLOCK_SKEW_MS = 60_000;
-
-/**
- * Applies to this instance's gallery every enrolment and erasure the database recorded since `since`
- * (Unix ms): used when events from other instances may have been missed. Idempotent.
- */
-export async function catchUpGallery(
-  ctx: AppContext,
-  since: number,
-): Promise<{ removed: number; loaded: number }> {
-  const db = ctx.database.db;
-  const erased = await db.selectFrom('users').select('id').where('erased_at', '>=', since).execute();
-  for (const u of erased) ctx.gallery.removeUser(u.id);
-  const changed = await db
-    .selectFrom('palms')
-    .select('user_id')
-    .distinct()
-    .where('created_at', '>=', since)
-    .execute();
-  for (const p of changed) await loadUserPalms(ctx, p.user_id);
-  return { removed: erased.length, loaded: changed.length };
+/** The oldest live user a vendor created (the development demo's user). */
+export async function firstUserCreatedBy(db: Db, vendorId: string) {
+  return db
+    .selectFrom('users')
+    .select('id')
+    .where('created_by_vendor', '=', vendorId)
+    .where('erased_at', 'is', null)
+    .orderBy('registration_date')
+    .executeTakeFirst();
 }

@@ -83,7 +83,7 @@ export async function revokeKeys(db: Db, vendorId: string, now = Date.now()) {
 }
 
 /**
- * Resolves an X-API-Key. Live keys only work in production and test keys only outside it (CONTRACT §2).
+ * Resolves an X-API-Key. Live keys only work in production and test keys only outside it (docs/vendor-api.md).
  * Every failure is the same 401 so that a caller learns nothing about which keys exist.
  */
 export async function authenticateVendor(
@@ -145,4 +145,8 @@ export async function revokedKeysAmong(db: Db, keyIds: string[]): Promise<string
     .execute();
   const active = new Set(rows.map((r) => r.id));
   return keyIds.filter((id) => !active.has(id));
+}
+
+export async function findVendorByName(db: Db, name: string) {
+  return db.selectFrom('vendors').select('id').where('name', '=', name).executeTakeFirst();
 }

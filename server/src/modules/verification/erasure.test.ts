@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
-import { dataKeyOf, eraseUser } from '../users/service.ts';
+import { eraseUser } from '../gdpr/service.ts';
+import { dataKeyOf } from '../users/service.ts';
 import { readOpenings, saveAttestation, saveOpening } from './store.ts';
 
 describe('erasure of verification data', () => {

@@ -13,7 +13,7 @@ import {
 } from 'jose';
 
 /**
- * Identity-provider import (SPEC §2.1 rule 3): an OpenID Connect ID token from a configured issuer is
+ * Identity-provider import (docs/zk-proofs.md, "Identity-provider import"): an OpenID Connect ID token from a configured issuer is
  * verified with jose (signature against the issuer's JWKS, iss, aud, exp/nbf/iat, nonce) and mapped to
  * palmid attributes. Verified identity data is taken from OpenID Connect for Identity Assurance
  * `verified_claims` when present.
@@ -40,7 +40,7 @@ export interface VerifyIdTokenOptions extends OidcIssuerConfig {
   readonly now?: Date;
 }
 
-/** Attributes an ID token can yield (SPEC §2.1 rule 3); absent claims are absent here. */
+/** Attributes an ID token can yield (docs/user-api.md, `POST /v1/attributes/import`); absent claims are absent here. */
 export interface ImportedAttributes {
   email?: string;
   email_verified?: boolean;

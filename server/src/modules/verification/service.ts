@@ -2,6 +2,7 @@ import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { writeAttribute } from '../attributes/service.ts';
+import { markAttributeVerified } from '../attributes/store.ts';
 import { dataKeyOf } from '../users/service.ts';
 import { acceptAttestation } from './attestations.ts';
 import { idTokenError, type OidcIssuerConfig, verifyIdTokenFromIssuers } from './oidc.ts';
@@ -93,12 +94,7 @@ export async function importIdToken(ctx: AppContext, idToken: string, nonce?: st
           now,
         );
         if (written.kind === 'user') {
-          await db
-            .updateTable('attributes')
-            .set({ verified_by: issuer })
-            .where('user_id', '=', userId)
-            .where('name', '=', name)
-            .execute();
+          await markAttributeVerified(db, userId, name, issuer);
         } else if (written.kind !== 'verified') {
           throw new AppError('INTERNAL_ERROR');
         }

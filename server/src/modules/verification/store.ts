@@ -9,56 +9,8 @@ import {
 } from '@palmid/shared/crypto/attestation.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { ProveResult } from '@palmid/shared/zk/prove.ts';
-import type { Kysely, Transaction } from 'kysely';
+import { sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
-import { sealFor } from '../users/service.ts';
-
-/**
- * Tables of the verification module (migration 0003_verification). They are typed here rather than in
- * db/schema.ts so that the module owns them; `tables(db)` widens a Db handle to see them.
- */
-export interface VerifiersTable {
-  id: string;
-  name: string;
-  /** Ed25519 public JWK `{kty, crv, x}` as JSON; the private half is printed once and never stored. */
-  public_jwk: string;
-  /** RFC 7638 thumbprint of the key, the attestation header's `kid`. */
-  kid: string;
-  /** Comma-separated verified attribute names this verifier may attest. */
-  attributes: string;
-  created_at: number | bigint;
-  revoked_at: number | bigint | null;
-}
-
-export interface ZkOpeningsTable {
-  auth_id: string;
-  /** `date_of_birth` or the in_set attribute. */
-  attribute: string;
-  user_id: string;
-  commitment: string;
-  /** `{attribute, value, salt}` sealed under the user's data key (AAD names the context and attribute). */
-  opening_enc: Uint8Array;
-  created_at: number | bigint;
-}
-
-export interface AttestationsTable {
-  id: string;
-  user_id: string;
-  attribute: string;
-  verifier_id: string;
-  /** The compact JWS as submitted, sealed under the user's data key. */
-  token_enc: Uint8Array;
-  created_at: number | bigint;
-}
-
-interface VerificationTables {
-  attestations: AttestationsTable;
-  verifiers: VerifiersTable;
-  zk_openings: ZkOpeningsTable;
-}
-
-type VDb = Kysely<VerificationTables> | Transaction<VerificationTables>;
-const tables = (db: Db): VDb => db as unknown as VDb;
 
 export const VERIFIED_ATTRIBUTE_NAMES = Object.keys(VERIFIED_ATTRIBUTES) as VerifiedAttributeName[];
 
@@ -101,7 +53,7 @@ export async function createVerifier(
   const id = `vrf_${randomUUID()}`;
   const key = generateVerifierKey(id);
   const jwk = key.privateKey.export({ format: 'jwk' });
-  await tables(db)
+  await db
     .insertInto('verifiers')
     .values({
       id,
@@ -133,7 +85,7 @@ export interface VerifierInfo {
 }
 
 export async function listVerifiers(db: Db): Promise<VerifierInfo[]> {
-  const rows = await tables(db).selectFrom('verifiers').selectAll().orderBy('created_at').execute();
+  const rows = await db.selectFrom('verifiers').selectAll().orderBy('created_at').execute();
   return rows.map((r) => ({
     verifier_id: r.id,
     name: r.name,
@@ -145,21 +97,17 @@ export async function listVerifiers(db: Db): Promise<VerifierInfo[]> {
 }
 
 export async function revokeVerifier(db: Db, id: string, now: number = Date.now()) {
-  const row = await tables(db)
-    .selectFrom('verifiers')
-    .select(['revoked_at'])
-    .where('id', '=', id)
-    .executeTakeFirst();
+  const row = await db.selectFrom('verifiers').select(['revoked_at']).where('id', '=', id).executeTakeFirst();
   if (!row) throw new AppError('NOT_FOUND', `No verifier ${id}`, { field: 'verifier_id', reason: 'unknown' });
   if (row.revoked_at === null)
-    await tables(db).updateTable('verifiers').set({ revoked_at: now }).where('id', '=', id).execute();
+    await db.updateTable('verifiers').set({ revoked_at: now }).where('id', '=', id).execute();
   const at = row.revoked_at === null ? now : Number(row.revoked_at);
   return { verifier_id: id, revoked_at: new Date(at).toISOString() };
 }
 
 /** Registered verifiers in the shape `verifyAttestation` trusts (revoked ones included, with revokedAt). */
 export async function trustedVerifiers(db: Db): Promise<TrustedVerifier[]> {
-  const rows = await tables(db).selectFrom('verifiers').selectAll().execute();
+  const rows = await db.selectFrom('verifiers').selectAll().execute();
   return rows.map((r) => {
     const publicKey = JSON.parse(r.public_jwk) as TrustedVerifier['publicKey'];
     if (jwkThumbprint(publicKey) !== r.kid)
@@ -185,7 +133,7 @@ export async function saveOpening(
     now: number;
   },
 ): Promise<void> {
-  await tables(db)
+  await db
     .insertInto('zk_openings')
     .values({
       auth_id: args.authId,
@@ -204,7 +152,7 @@ export async function saveOpening(
 }
 
 export async function readOpenings(db: Db, authId: string) {
-  return tables(db).selectFrom('zk_openings').selectAll().where('auth_id', '=', authId).execute();
+  return db.selectFrom('zk_openings').selectAll().where('auth_id', '=', authId).execute();
 }
 
 export async function saveAttestation(
@@ -219,7 +167,7 @@ export async function saveAttestation(
   },
 ): Promise<void> {
   const id = randomUUID();
-  await tables(db)
+  await db
     .insertInto('attestations')
     .values({
       id,
@@ -234,6 +182,6 @@ export async function saveAttestation(
 
 /** Erasure: a user's sealed proof openings and attestations go with the rest of the user's data. */
 export async function eraseUserVerificationData(db: Db, userId: string): Promise<void> {
-  await tables(db).deleteFrom('zk_openings').where('user_id', '=', userId).execute();
-  await tables(db).deleteFrom('attestations').where('user_id', '=', userId).execute();
+  await db.deleteFrom('zk_openings').where('user_id', '=', userId).execute();
+  await db.deleteFrom('attestations').where('user_id', '=', userId).execute();
 }

@@ -12,17 +12,19 @@ import {
   verifyPredicateProof,
 } from '@palmid/shared/zk/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openFor } from '../../crypto/keyring.ts';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
-import { createAuthContext, loadContext, prepareProofs, resolveWithPalm } from '../auth-contexts/service.ts';
+import { identifyPalm, prepareProofs, resolveWithPalm } from '../auth-contexts/resolve.ts';
+import { createAuthContext, loadContext } from '../auth-contexts/state.ts';
 import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
-import { addPalm, dataKeyOf, openFor } from '../users/service.ts';
+import { addPalm, dataKeyOf } from '../users/service.ts';
 import { createVerifier, readOpenings, revokeVerifier } from './store.ts';
 import { proofTimings } from './zk.ts';
 
 /**
  * Issue 6 end to end through the server's interfaces: entrance contexts with `age_proof` and `in_set`
- * predicates, the published key, verified attributes from attestations. CONTRACT §7.
+ * predicates, the published key, verified attributes from attestations (docs/zk-proofs.md).
  */
 const DAY = 86_400_000;
 const CALLER = { ip: '127.0.0.1', userAgent: 'zk-flow-test' };
@@ -416,14 +418,15 @@ describe('zero-knowledge proofs in the server flow', () => {
       } as never),
     );
     const palm = { template: new Uint8Array(Buffer.from(tpl('alice'), 'base64')) };
-    const prepared = await prepareProofs(t.ctx, row, palm);
+    const seen = identifyPalm(t.ctx, palm);
+    const prepared = await prepareProofs(t.ctx, row, seen);
     expect([...prepared.proofs.values()].filter(Boolean)).toHaveLength(1);
     const alice = users.alice!.userId;
     for (const c of await listConsents(db, alice, clock)) await revokeConsent(db, alice, c.consent_id, clock);
     const res = await db
       .transaction()
       .execute(async (trx) =>
-        resolveWithPalm(t.ctx, trx, (await loadContext(t.ctx, trx, row.id))!, palm, CALLER, prepared),
+        resolveWithPalm(t.ctx, trx, (await loadContext(trx, row.id))!, seen, CALLER, prepared),
       );
     expect(res.result).toMatchObject({ success: false, reason: 'consent_missing' });
     expect(res.result.attributes).toEqual({});

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
 import type { PredicateProof } from '@palmid/shared/zk/schema.ts';
-import type { Kysely, Transaction } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { dataKeyOf } from '../users/service.ts';
@@ -20,22 +19,16 @@ const prover = () => import('@palmid/shared/zk/prove.ts');
 export const inSetName = (attribute: string) => `${attribute}_in_set`;
 export const inSetProofName = (attribute: string) => `${attribute}_proof`;
 
-interface PredicateTables {
-  auth_context_predicates: { auth_id: string; predicates: string };
-}
-type PDb = Kysely<PredicateTables> | Transaction<PredicateTables>;
-const tables = (db: Db): PDb => db as unknown as PDb;
-
 export async function savePredicates(db: Db, authId: string, predicates: readonly InSetPredicate[]) {
   if (predicates.length === 0) return;
-  await tables(db)
+  await db
     .insertInto('auth_context_predicates')
     .values({ auth_id: authId, predicates: JSON.stringify(predicates) })
     .execute();
 }
 
 export async function loadPredicates(db: Db, authId: string): Promise<InSetPredicate[]> {
-  const row = await tables(db)
+  const row = await db
     .selectFrom('auth_context_predicates')
     .select('predicates')
     .where('auth_id', '=', authId)
@@ -44,7 +37,7 @@ export async function loadPredicates(db: Db, authId: string): Promise<InSetPredi
 }
 
 /** Consent for a predicate: to the predicate's answer (`<attribute>_in_set`) or to the value itself. */
-export const predicateConsented = (consents: ReadonlySet<string> | Map<string, unknown>, p: InSetPredicate) =>
+export const predicateConsented = (consents: { has(name: string): boolean }, p: InSetPredicate) =>
   consents.has(inSetName(p.attribute)) || consents.has(p.attribute);
 
 export interface ProofWork {

@@ -7,7 +7,7 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 
-/** CONTRACT §3: limits per bucket; each bucket may have several windows (the ledger has two). */
+/** Limits per bucket (docs/vendor-api.md, "Rate limits"); each bucket may have several windows (the ledger has two). */
 export const RATE_LIMITS = {
   auth: [{ points: 100, duration: 60 }],
   users: [{ points: 50, duration: 60 }],

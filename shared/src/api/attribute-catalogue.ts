@@ -1,9 +1,6 @@
-import { ATTRIBUTE_NAME } from '@palmid/shared/api/attributes.ts';
-
-export { ATTRIBUTE_NAME };
-
 /**
- * The attribute catalogue (SPEC §2.1). `system` values are managed by the service, `verified` ones are
+ * The attribute catalogue (docs/attributes.md), shared by the server (validation, kinds) and the user
+ * portal (which names a user may edit). `system` values are managed by the service, `verified` ones are
  * written by a third party (a vendor or an identity provider) and `computed` ones are derived on every
  * read; none of the three can be written by the user. Everything else — the catalogue's `user` names and
  * any other well-formed name — is a user attribute. docs/attributes.md is the prose version of this table.

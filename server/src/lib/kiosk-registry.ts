@@ -1,6 +1,6 @@
 /**
  * Kiosks connected to this instance, by pvs id. A kiosk bound to a vendor serves that vendor's contexts;
- * an unbound one serves enrolment and any vendor's (CONTRACT §1).
+ * an unbound one serves enrolment and any vendor's (docs/websocket.md).
  */
 export interface KioskConnection {
   pvsId: string;

@@ -1,0 +1,145 @@
+import type { FailureReason, InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
+import type { AuditEntry } from '../audit/service.ts';
+import { inSetName, predicateConsented } from '../verification/zk.ts';
+import { ageAttributeName, ageOnDate } from './age.ts';
+import type { AuthContext } from './store.ts';
+
+/**
+ * The pure decisions of a resolution (docs/vendor-api.md, "Attributes and consent"; docs/zk-proofs.md):
+ * which attributes are read, which are disclosed, the age and set predicates, and the outcome. No I/O:
+ * resolve.ts gathers the inputs and writes the outputs.
+ */
+
+/** Attribute names the user consented to share with the vendor now. */
+export type Consented = { has(name: string): boolean };
+
+/** Attribute names that are never looked up as stored values. */
+const SYNTHETIC = new Set(['pseudonym', 'age_proof']);
+
+export interface DisclosureInput {
+  context: AuthContext;
+  userId: string;
+  vendorId: string;
+  /** the vendor-scoped pseudonym of the user */
+  pseudo: string;
+  /** attribute names the user consented to share with the vendor now */
+  consents: Consented;
+  predicates: readonly InSetPredicate[];
+  /** the values read for `attributesToRead` */
+  values: ReadonlyMap<string, unknown>;
+  now: number;
+}
+
+/** A statement to prove with zero knowledge (only true statements are proved). */
+export type ProofStatement =
+  | { kind: 'age'; dateOfBirth: string; minimumAge: number }
+  | { kind: 'in_set'; predicate: InSetPredicate; value: string };
+
+export interface Disclosure {
+  attributes: Record<string, unknown>;
+  /** one READ record per requested attribute, SUCCESS or DENIED */
+  audit: AuditEntry[];
+  missing: string[];
+  /** `age_over_N` when the context asks for a minimum age */
+  ageName: string | null;
+  outcome: { status: 'completed' | 'failed'; reason?: FailureReason };
+  /** only for a completed context: nothing is disclosed otherwise */
+  proofs: ProofStatement[];
+}
+
+const requestedOf = (c: AuthContext) => [...c.attributesRequired, ...c.attributesOptional];
+
+/**
+ * The stored attributes to read: requested and consented ones, the birth date when the age predicate is
+ * consented, and the attributes of consented set predicates (read to prove, never disclosed).
+ */
+export function attributesToRead(
+  c: AuthContext,
+  consents: Consented,
+  predicates: readonly InSetPredicate[],
+): string[] {
+  const lookup = requestedOf(c).filter((n) => !SYNTHETIC.has(n) && consents.has(n));
+  const ageName = c.minimumAge === null ? null : ageAttributeName(c.minimumAge);
+  if (ageName !== null && ageConsented(consents, ageName) && !lookup.includes('date_of_birth'))
+    lookup.push('date_of_birth');
+  for (const p of predicates)
+    if (predicateConsented(consents, p) && !lookup.includes(p.attribute)) lookup.push(p.attribute);
+  return lookup;
+}
+
+const ageConsented = (consents: Consented, ageName: string) =>
+  consents.has(ageName) || consents.has('date_of_birth');
+
+export function decideDisclosure(input: DisclosureInput): Disclosure {
+  const { context: c, consents, values, predicates, now } = input;
+  const requested = requestedOf(c);
+  const attributes: Record<string, unknown> = {};
+  const audit: AuditEntry[] = [];
+  const missing: string[] = [];
+  const read = (attributeName: string, ok: boolean) =>
+    audit.push({
+      userId: input.userId,
+      vendorId: input.vendorId,
+      attributeName,
+      operation: 'READ',
+      result: ok ? 'SUCCESS' : 'DENIED',
+    });
+  for (const name of requested) {
+    if (name === 'pseudonym') {
+      attributes.pseudonym = input.pseudo;
+      continue;
+    }
+    if (name === 'age_proof') continue; // produced with the age predicate (zero-knowledge module)
+    const has = consents.has(name) && values.has(name);
+    if (has) attributes[name] = values.get(name);
+    else if (c.attributesRequired.includes(name)) missing.push(name);
+    read(name, has);
+  }
+
+  const minAge = c.minimumAge;
+  const ageName = minAge === null ? null : ageAttributeName(minAge);
+  let ageOk: boolean | null = null;
+  const dob = values.get('date_of_birth');
+  if (minAge !== null && ageName !== null) {
+    if (!ageConsented(consents, ageName) || typeof dob !== 'string') {
+      missing.push(ageName);
+      read('date_of_birth', false);
+    } else {
+      ageOk = ageOnDate(dob, new Date(now)) >= minAge;
+      attributes[ageName] = ageOk;
+      read('date_of_birth', true);
+    }
+  }
+  // Age was derived from the birth date only to compute the predicate; the date itself is disclosed only
+  // when it was requested by name and consented.
+  if (!requested.includes('date_of_birth')) delete attributes.date_of_birth;
+
+  const proofs: ProofStatement[] = [];
+  // Proofs only of true statements: an underage user gets `age_over_N: false` and no proof.
+  if (minAge !== null && ageOk === true && requested.includes('age_proof') && typeof dob === 'string')
+    proofs.push({ kind: 'age', dateOfBirth: dob, minimumAge: minAge });
+  for (const p of predicates) {
+    const value = values.get(p.attribute);
+    const ok = predicateConsented(consents, p) && typeof value === 'string';
+    if (!ok) missing.push(inSetName(p.attribute));
+    else {
+      attributes[inSetName(p.attribute)] = p.values.includes(value);
+      if (p.values.includes(value) && p.proof !== false) proofs.push({ kind: 'in_set', predicate: p, value });
+    }
+    delete attributes[p.attribute];
+    read(p.attribute, ok);
+  }
+
+  let outcome: Disclosure['outcome'];
+  if (missing.length > 0) outcome = { status: 'failed', reason: 'consent_missing' };
+  else if (ageOk === false) outcome = { status: 'failed', reason: 'underage' };
+  else outcome = { status: 'completed' };
+  return {
+    attributes,
+    audit,
+    missing,
+    ageName,
+    outcome,
+    proofs: outcome.status === 'completed' ? proofs : [],
+  };
+}

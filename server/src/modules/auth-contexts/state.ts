@@ -1,0 +1,293 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AuthContextInput,
+  type AuthContextRecord,
+  type AuthResult,
+  type AuthStatus,
+  type FailureReason,
+  TERMINAL_STATUSES,
+} from '@palmid/shared/api/auth-contexts.ts';
+import { AppError } from '@palmid/shared/errors.ts';
+import type { AppContext, VendorPrincipal } from '../../context.ts';
+import { Keyring, open, seal } from '../../crypto/keyring.ts';
+import type { Db } from '../../db/index.ts';
+import { findKiosk } from '../pvs/service.ts';
+import { savePredicates } from '../verification/zk.ts';
+import { type AuthContext, authContextStore } from './store.ts';
+
+/**
+ * The state machine of an authentication context (docs/architecture.md, "Life of an authentication
+ * context"): pending → scanning → completed | failed, and cancelled or expired from either open state.
+ * Every transition is a compare-and-set on the status, so a terminal state is never overwritten, even by
+ * a concurrent request or another server instance. Expiry is written by the scheduler (`expireOverdue`,
+ * run every second by server.ts); reads never write: a context past its deadline is only *shown* as
+ * expired (`currentState`) until the scheduler records it.
+ */
+
+export function isTerminal(status: AuthStatus): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/** The public shape of a context (the API's `AuthContextRecord`). */
+export function toRecord(c: AuthContext): AuthContextRecord {
+  return {
+    auth_id: c.id,
+    status: c.status,
+    type: c.type,
+    amount: c.amount,
+    currency: c.currency,
+    minimum_age: c.minimumAge,
+    attributes_required: c.attributesRequired,
+    attributes_optional: c.attributesOptional,
+    pvs_id: c.pvsId,
+    created_at: new Date(c.createdAt).toISOString(),
+    expires_at: new Date(c.expiresAt).toISOString(),
+  };
+}
+
+const resultKey = (ctx: Pick<AppContext, 'keyring'>) => ctx.keyring.derive('auth-results');
+
+function sealResult(ctx: Pick<AppContext, 'keyring'>, authId: string, result: AuthResult): Buffer {
+  return seal(resultKey(ctx), Buffer.from(JSON.stringify(result), 'utf8'), `auth-result:${authId}`);
+}
+
+function openResult(ctx: Pick<AppContext, 'keyring'>, authId: string, sealed: Uint8Array): AuthResult {
+  return JSON.parse(open(resultKey(ctx), sealed, `auth-result:${authId}`).toString('utf8')) as AuthResult;
+}
+
+export function readResult(ctx: Pick<AppContext, 'keyring'>, c: AuthContext): AuthResult | undefined {
+  return c.resultEnc ? openResult(ctx, c.id, c.resultEnc) : undefined;
+}
+
+/** The result of a context that ended without an identified user; an expired one is dated at its deadline. */
+function resultWithoutUser(at: number, reason: FailureReason): AuthResult {
+  return { success: false, user_id: null, attributes: {}, timestamp: new Date(at).toISOString(), reason };
+}
+
+export function isDue(c: AuthContext, now: number): boolean {
+  return !isTerminal(c.status) && c.expiresAt <= now;
+}
+
+/**
+ * The status and result a reader sees: a context past its deadline reads as expired even before the
+ * scheduler wrote it (nothing is written or published by a read).
+ */
+export function currentState(ctx: AppContext, c: AuthContext): { status: AuthStatus; result?: AuthResult } {
+  if (isDue(c, ctx.now())) return { status: 'expired', result: resultWithoutUser(c.expiresAt, 'expired') };
+  const result = readResult(ctx, c);
+  return { status: c.status, ...(result ? { result } : {}) };
+}
+
+export async function createAuthContext(
+  ctx: AppContext,
+  db: Db,
+  vendor: VendorPrincipal,
+  input: AuthContextInput,
+): Promise<AuthContext> {
+  if (input.pvs_id) {
+    const kiosk = await findKiosk(db, input.pvs_id);
+    if (!kiosk || kiosk.revokedAt !== null) {
+      throw new AppError('NOT_FOUND', 'No such kiosk', { field: 'pvs_id', reason: 'unknown' });
+    }
+    if (kiosk.vendorId !== null && kiosk.vendorId !== vendor.id) {
+      throw new AppError('FORBIDDEN', 'This kiosk belongs to another vendor', {
+        field: 'pvs_id',
+        reason: 'other_vendor',
+      });
+    }
+  }
+  const now = ctx.now();
+  const c: AuthContext = {
+    id: randomUUID(),
+    vendorId: vendor.id,
+    type: input.type,
+    amount: input.amount ?? null,
+    currency: input.type === 'payment' ? (input.currency ?? 'EUR') : null,
+    minimumAge: input.minimum_age ?? null,
+    attributesRequired: input.attributes_required ?? [],
+    attributesOptional: input.attributes_optional ?? [],
+    pvsId: input.pvs_id ?? null,
+    status: 'pending',
+    resultEnc: null,
+    userId: null,
+    createdAt: now,
+    expiresAt: now + (input.expires_in_s ?? ctx.config.PALMID_AUTH_TTL_S) * 1000,
+    updatedAt: now,
+  };
+  await authContextStore(db).insert(c);
+  if (input.predicates) await savePredicates(db, c.id, input.predicates);
+  return c;
+}
+
+export async function loadContext(db: Db, authId: string): Promise<AuthContext | undefined> {
+  return authContextStore(db).get(authId);
+}
+
+/** A context of the calling vendor (another vendor's is 404, never 403: existence is not revealed). */
+export async function loadVendorContext(db: Db, vendorId: string, authId: string): Promise<AuthContext> {
+  const c = await loadContext(db, authId);
+  if (!c || c.vendorId !== vendorId) {
+    throw new AppError('NOT_FOUND', 'Authentication context not found', {
+      field: 'auth_id',
+      reason: 'unknown',
+    });
+  }
+  return c;
+}
+
+/**
+ * Moves `c` to `status` (compare-and-set on its current status). Returns the new context if this call
+ * made the change, undefined if another request (or instance) changed it first.
+ */
+export async function transition(
+  ctx: AppContext,
+  db: Db,
+  c: AuthContext,
+  status: AuthStatus,
+  result: AuthResult | null,
+  userId: string | null,
+  now: number,
+): Promise<AuthContext | undefined> {
+  const change = {
+    status,
+    resultEnc: result ? sealResult(ctx, c.id, result) : null,
+    userId,
+    updatedAt: now,
+  };
+  return (await authContextStore(db).update(c, change)) ? { ...c, ...change } : undefined;
+}
+
+function notOpen(status: AuthStatus, reason: 'not_cancellable' | 'not_resolvable'): AppError {
+  return new AppError('INVALID_REQUEST', `The context is already ${status}`, {
+    field: 'auth_id',
+    reason,
+    status,
+  });
+}
+
+/** Throws unless the context can still be resolved (not terminal, not past its deadline). */
+export function assertResolvable(ctx: AppContext, c: AuthContext): void {
+  const { status } = currentState(ctx, c);
+  if (isTerminal(status)) throw notOpen(status, 'not_resolvable');
+}
+
+export async function cancelAuthContext(
+  ctx: AppContext,
+  db: Db,
+  vendorId: string,
+  authId: string,
+): Promise<AuthContext> {
+  const c = await loadVendorContext(db, vendorId, authId);
+  const { status } = currentState(ctx, c);
+  if (isTerminal(status)) throw notOpen(status, 'not_cancellable');
+  const now = ctx.now();
+  const done = await transition(ctx, db, c, 'cancelled', resultWithoutUser(now, 'cancelled'), null, now);
+  if (!done) throw notOpen((await loadContext(db, authId))?.status ?? 'cancelled', 'not_cancellable');
+  return done;
+}
+
+/** pending → scanning when a kiosk takes the context; undefined if it was no longer open. */
+export async function markScanning(
+  ctx: AppContext,
+  db: Db,
+  c: AuthContext,
+): Promise<AuthContext | undefined> {
+  if (isDue(c, ctx.now())) return undefined;
+  if (c.status !== 'pending') return c.status === 'scanning' ? c : undefined;
+  return transition(ctx, db, c, 'scanning', null, null, ctx.now());
+}
+
+/**
+ * The scheduler's step: expires every overdue context and returns those this call changed. Every
+ * instance sweeps; only the one whose compare-and-set wins reports (and so notifies) the change.
+ */
+export async function expireOverdue(ctx: AppContext): Promise<AuthContext[]> {
+  const db = ctx.database.db;
+  const changed: AuthContext[] = [];
+  for (const c of await authContextStore(db).listDue(ctx.now(), 500)) {
+    const done = await transition(
+      ctx,
+      db,
+      c,
+      'expired',
+      resultWithoutUser(c.expiresAt, 'expired'),
+      null,
+      ctx.now(),
+    );
+    if (done) changed.push(done);
+  }
+  return changed;
+}
+
+/** Tells the vendor (REST long-poll, /ws/vendor) that a context changed state. */
+export function publishUpdate(ctx: AppContext, c: AuthContext, result?: AuthResult): void {
+  ctx.events.publish('auth.updated', {
+    vendorId: c.vendorId,
+    authId: c.id,
+    status: c.status,
+    ...(result ? { auth_result: result } : {}),
+  });
+}
+
+/**
+ * Announces a new context to the kiosks: the chosen one, or every kiosk serving the vendor. The kiosk link
+ * (modules/pvs) listens on the event hub, so with Redis a kiosk on another instance receives it too.
+ */
+export function dispatchToKiosks(ctx: AppContext, c: AuthContext): void {
+  ctx.events.publish('scan.request', { vendorId: c.vendorId, pvsId: c.pvsId, authId: c.id });
+}
+
+/** Tells the kiosks to stop waiting for a palm for this context (it ended). */
+export function withdrawFromKiosks(ctx: AppContext, c: AuthContext): void {
+  ctx.events.publish('scan.cancel', { vendorId: c.vendorId, pvsId: c.pvsId, authId: c.id });
+}
+
+/** Open contexts a kiosk may act on, oldest first (`serves` is the kiosk's addressing rule). */
+export async function openContexts(
+  ctx: AppContext,
+  vendorId: string | null,
+  serves: (c: AuthContext) => boolean,
+): Promise<AuthContext[]> {
+  return (await authContextStore(ctx.database.db).listOpen(vendorId, ctx.now(), 50)).filter(serves);
+}
+
+/** The auth contexts' part of an erasure (modules/gdpr): the sealed results naming the user are dropped. */
+export async function forgetResultsOf(db: Db, userId: string): Promise<void> {
+  await authContextStore(db).forgetResultsOf(userId);
+}
+
+/**
+ * The auth contexts' part of a master-key rotation (crypto/rotate-master.ts): sealed results are re-sealed
+ * under the new key's sub-key, each a compare-and-set on the old ciphertext; results the new key already
+ * opens are counted as done.
+ */
+export async function resealResults(
+  db: Db,
+  from: Keyring,
+  to: Keyring,
+  batch: number,
+  progress: (what: string, done: number) => void,
+): Promise<{ resealed: number; already: number }> {
+  const report = { resealed: 0, already: 0 };
+  const [old, next] = [{ keyring: from }, { keyring: to }];
+  for (let after = ''; ; ) {
+    const rows = await authContextStore(db).sealedResultsAfter(after, batch);
+    if (rows.length === 0) break;
+    await db.transaction().execute(async (trx) => {
+      const store = authContextStore(trx);
+      for (const r of rows) {
+        if (Keyring.opens(() => openResult(next, r.id, r.resultEnc))) {
+          report.already++;
+          continue;
+        }
+        const sealed = sealResult(next, r.id, openResult(old, r.id, r.resultEnc));
+        openResult(next, r.id, sealed); // prove the new seal before writing it
+        await store.replaceSealedResult(r.id, r.resultEnc, sealed);
+        report.resealed++;
+      }
+    });
+    after = rows.at(-1)!.id;
+    progress('auth results', report.resealed + report.already);
+  }
+  return report;
+}

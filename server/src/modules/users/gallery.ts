@@ -1,0 +1,117 @@
+import type { AppContext } from '../../context.ts';
+import { open } from '../../crypto/keyring.ts';
+
+/**
+ * The users' palms in the in-memory gallery (modules/matching): loaded at start-up, kept in step with
+ * enrolments and erasures on other instances. Templates are decrypted only here.
+ */
+
+/** Loads every enrolled palm into the in-memory gallery (at start-up). Templates are decrypted only here. */
+export async function loadGallery(ctx: AppContext): Promise<number> {
+  const db = ctx.database.db;
+  const rows = await db
+    .selectFrom('palms')
+    .innerJoin('users', 'users.id', 'palms.user_id')
+    .select(['palms.id', 'palms.user_id', 'palms.hand', 'palms.template_enc', 'users.wrapped_key'])
+    .where('users.erased_at', 'is', null)
+    .execute();
+  const keys = new Map<string, Buffer>();
+  for (const r of rows) {
+    if (!r.wrapped_key) continue;
+    let key = keys.get(r.user_id);
+    if (!key) {
+      key = ctx.keyring.unwrap(r.user_id, r.wrapped_key);
+      keys.set(r.user_id, key);
+    }
+    const template = open(key, r.template_enc, `palm:${r.user_id}:${r.id}`);
+    ctx.gallery.add({ palmId: r.id, userId: r.user_id, hand: r.hand, template: new Uint8Array(template) });
+  }
+  return rows.length;
+}
+
+/** Called after the erasing transaction commits. */
+export function forgetPalms(ctx: AppContext, userId: string): void {
+  ctx.gallery.removeUser(userId);
+  ctx.events.publish('gallery.changed', { userId, action: 'remove' });
+}
+
+/**
+ * (Re)loads one user's palms into this instance's gallery: drops what the gallery holds for the user, then
+ * adds every palm in the store (none if erased). Idempotent, so a repeated or late event cannot duplicate
+ * palms. Used when another instance enrolled or updated the user.
+ */
+export async function loadUserPalms(ctx: AppContext, userId: string): Promise<number> {
+  const rows = await ctx.database.db
+    .selectFrom('palms')
+    .innerJoin('users', 'users.id', 'palms.user_id')
+    .select(['palms.id', 'palms.hand', 'palms.template_enc', 'users.wrapped_key'])
+    .where('palms.user_id', '=', userId)
+    .where('users.erased_at', 'is', null)
+    .orderBy('palms.created_at')
+    .execute();
+  const entries = [];
+  const wrapped = rows[0]?.wrapped_key;
+  if (wrapped) {
+    const key = ctx.keyring.unwrap(userId, wrapped);
+    for (const r of rows) {
+      const template = open(key, r.template_enc, `palm:${userId}:${r.id}`);
+      entries.push({ palmId: r.id, userId, hand: r.hand, template: new Uint8Array(template) });
+    }
+  }
+  ctx.gallery.removeUser(userId);
+  for (const e of entries) ctx.gallery.add(e);
+  return entries.length;
+}
+
+/**
+ * Keeps this instance's gallery in step with enrolments and erasures made on other instances (events from
+ * this instance are skipped: it already changed its gallery). Events arriving while `ready` (the start-up
+ * gallery load) is pending are queued and applied after it, so none is lost or applied twice.
+ */
+export function syncGalleryWithPeers(
+  ctx: AppContext,
+  ready: Promise<unknown>,
+  onError: (err: unknown) => void,
+): () => void {
+  let chain: Promise<unknown> = ready.catch(() => undefined);
+  const then = (step: () => unknown) => {
+    // Serialised per instance: an add followed quickly by a remove must not be applied out of order.
+    chain = chain.then(step).catch(onError);
+  };
+  const offChanged = ctx.events.subscribe('gallery.changed', (e, meta) => {
+    if (meta.origin === ctx.events.instanceId) return;
+    then(async () => {
+      if (e.action === 'remove') ctx.gallery.removeUser(e.userId);
+      else await loadUserPalms(ctx, e.userId);
+    });
+  });
+  const offResync = ctx.events.onResync((lostAt) => then(() => catchUpGallery(ctx, lostAt - CLOCK_SKEW_MS)));
+  return () => {
+    offChanged();
+    offResync();
+  };
+}
+
+/** Margin for clocks of different instances (palm and erasure times are written by whichever instance). */
+const CLOCK_SKEW_MS = 60_000;
+
+/**
+ * Applies to this instance's gallery every enrolment and erasure the database recorded since `since`
+ * (Unix ms): used when events from other instances may have been missed. Idempotent.
+ */
+export async function catchUpGallery(
+  ctx: AppContext,
+  since: number,
+): Promise<{ removed: number; loaded: number }> {
+  const db = ctx.database.db;
+  const erased = await db.selectFrom('users').select('id').where('erased_at', '>=', since).execute();
+  for (const u of erased) ctx.gallery.removeUser(u.id);
+  const changed = await db
+    .selectFrom('palms')
+    .select('user_id')
+    .distinct()
+    .where('created_at', '>=', since)
+    .execute();
+  for (const p of changed) await loadUserPalms(ctx, p.user_id);
+  return { removed: erased.length, loaded: changed.length };
+}
