@@ -1,3 +1,4 @@
+import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { listenControl } from './control.ts';
 import { FirmwareSimulator } from './device.ts';
@@ -138,4 +139,5 @@ program.action(async (opts) => {
   process.once('SIGTERM', () => void shutdown());
 });
 
+installFatalHandlers('sim');
 await program.parseAsync(process.argv);

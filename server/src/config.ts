@@ -68,6 +68,8 @@ export const configSchema = z
       .optional(),
     PALMID_SIM: z.enum(['0', '1']).default('1'),
     PALMID_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** `pretty`: one readable line per event (default in development); `json`: one JSON object per line. */
+    PALMID_LOG_FORMAT: z.enum(['pretty', 'json']).optional(),
     PALMID_AUTH_TTL_S: z.coerce.number().int().min(1).max(3600).default(120),
     PALMID_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
     PALMID_OIDC_ISSUERS: oidcIssuersSchema.default([]),

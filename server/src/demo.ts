@@ -11,7 +11,7 @@ import {
   issueUserToken,
   palmsOf,
 } from './modules/users/service.ts';
-import { createVendor, findVendorByName, rotateKey } from './modules/vendors/service.ts';
+import { createVendor, ensureKey, findVendorByName } from './modules/vendors/service.ts';
 
 const DEMO_VENDOR = 'Demo Shop';
 const DEMO_KIOSK = 'demo-kiosk';
@@ -25,6 +25,20 @@ export interface Demo {
   userToken: string;
   pvsId: string;
   deviceToken: string;
+  /**
+   * `kept`: the key of earlier starts (same database and master key); `restored`: the same, after an
+   * `admin vendor rotate-key` (whose key stops working); `new`: a key earlier starts did not print;
+   * `created`: the demo vendor is new.
+   */
+  apiKeyState: 'kept' | 'restored' | 'new' | 'created';
+}
+
+/**
+ * The demo vendor's key, derived from the master key: the same on every start with the same database and
+ * master key, so a developer's scripts keep working across restarts (docs/quickstart.md). Development only.
+ */
+export function demoVendorKey(ctx: AppContext, vendorId: string): string {
+  return `sk_test_${ctx.keyring.derive(`demo-vendor-key:${vendorId}`).toString('base64url')}`;
 }
 
 /** The demo palm: a committed synthetic fixture (demo-palm.ts), the identity the simulated kiosk presents. */
@@ -37,8 +51,8 @@ function demoTemplates(): { hand: 'left' | 'right'; template: Uint8Array }[] {
 
 /**
  * Development only: a demo vendor, a demo user (with attributes, a consent for the demo vendor and an
- * enrolled palm) and a demo kiosk. Secrets are stored hashed, so the vendor key and the kiosk token are
- * rotated at every start to be printable.
+ * enrolled palm) and a demo kiosk. Secrets are stored hashed; the vendor key is derived from the master key
+ * (stable across restarts, see demoVendorKey), the kiosk token is rotated at every start to be printable.
  */
 export async function seedDemo(ctx: AppContext): Promise<Demo> {
   const db = ctx.database.db;
@@ -46,9 +60,13 @@ export async function seedDemo(ctx: AppContext): Promise<Demo> {
   const { demo, added } = await db.transaction().execute(async (trx) => {
     const now = ctx.now();
     const existing = await findVendorByName(trx, DEMO_VENDOR);
-    const vendor = existing
-      ? { vendor_id: existing.id, api_key: (await rotateKey(trx, existing.id)).api_key }
-      : await createVendor(trx, { name: DEMO_VENDOR, url: 'https://demo-shop.example', mode: 'test' });
+    const vendorId =
+      existing?.id ??
+      (await createVendor(trx, { name: DEMO_VENDOR, url: 'https://demo-shop.example', mode: 'test' }))
+        .vendor_id;
+    const apiKey = demoVendorKey(ctx, vendorId);
+    const { outcome } = await ensureKey(trx, vendorId, apiKey, now);
+    const vendor = { vendor_id: vendorId, api_key: apiKey, state: existing ? outcome : ('created' as const) };
     const demoUser = await firstUserCreatedBy(trx, vendor.vendor_id);
     const added: { palmId: string; userId: string; hand: 'left' | 'right'; template: Uint8Array }[] = [];
     let userId = demoUser?.id;
@@ -90,6 +108,7 @@ export async function seedDemo(ctx: AppContext): Promise<Demo> {
         userToken: token.user_token,
         pvsId: kiosk.pvs_id,
         deviceToken: kiosk.device_token,
+        apiKeyState: vendor.state,
       },
       added,
     };

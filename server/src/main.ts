@@ -5,6 +5,15 @@ import { type Demo, seedDemo } from './demo.ts';
 import { startServer } from './server.ts';
 import { type SimKiosk, startSimKiosk } from './sim-kiosk.ts';
 
+/** What the banner says under the demo vendor key (server/src/demo.ts, docs/quickstart.md). */
+const KEY_NOTES: Record<Demo['apiKeyState'], string> = {
+  kept: '                (the same key as on earlier starts with this database and master key)',
+  created: '                (a new demo vendor; its key stays the same on later starts)',
+  restored:
+    '                ^ RESTORED: the demo key is active again; a key from `admin vendor rotate-key` no longer works',
+  new: '                ^ NEW KEY: the demo key printed by earlier starts no longer works (new master key?)',
+};
+
 function banner(base: string, version: string, demo: Demo): string {
   const key = demo.apiKey;
   return [
@@ -12,6 +21,7 @@ function banner(base: string, version: string, demo: Demo): string {
     `palmid ${version} (development) on ${base} — OpenAPI: ${base}/docs`,
     `  demo vendor:  ${demo.vendorId}`,
     `  vendor key:   ${key}`,
+    KEY_NOTES[demo.apiKeyState],
     `  demo user:    ${demo.userId}`,
     `  user token:   ${demo.userToken}`,
     '',

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';
 import type { AppContext } from './context.ts';
-import { AnchorKeeper, anchorPath } from './modules/audit/anchor.ts';
+import { AnchorKeeper, anchorPath, FOREIGN_ANCHOR } from './modules/audit/anchor.ts';
 import {
   expireOverdue,
   publishUpdate,
@@ -30,11 +30,30 @@ export interface StartOptions {
 /** How often the audit anchor file is brought up to date (and on shutdown). */
 export const ANCHOR_INTERVAL_MS = 60_000;
 
+/**
+ * Where log lines go: JSON lines on stdout (for log collectors), or in development one readable line per
+ * event (pino-pretty) so that the start-up banner stays legible (README "Configuration", PALMID_LOG_FORMAT).
+ */
+async function logDestination(config: AppContext['config']): Promise<NodeJS.WritableStream | undefined> {
+  const format = config.PALMID_LOG_FORMAT ?? (config.PALMID_ENV === 'development' ? 'pretty' : 'json');
+  if (format === 'json') return undefined;
+  const { default: pretty } = await import('pino-pretty');
+  return pretty({
+    colorize: process.stdout.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    singleLine: true,
+    sync: true,
+  });
+}
+
 export async function startServer(ctx: AppContext, opts: StartOptions = {}): Promise<RunningServer> {
+  const stream = await logDestination(ctx.config);
   const app = await buildApp(ctx, {
     logger: {
       level: ctx.config.PALMID_LOG_LEVEL,
       redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]'], censor: '[redacted]' },
+      ...(stream ? { stream } : {}),
     },
   });
   const address = await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
@@ -73,6 +92,11 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
       const res = await keeper.update();
       if (res.rollback)
         app.log.error(res.rollback, 'audit log is behind its anchor: the database was rolled back or wiped');
+      if (res.foreign)
+        app.log.error(
+          { anchor: res.foreign },
+          `audit anchor not updated: ${FOREIGN_ANCHOR}; give this server its own PALMID_AUDIT_ANCHOR`,
+        );
     } catch (err) {
       app.log.error({ err }, 'audit anchor update failed');
     }

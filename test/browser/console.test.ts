@@ -74,11 +74,11 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
   });
 
   it('shows a created payment context go from pending to completed, live, and its ledger decoded', async () => {
-    await page.getByLabel('Amount (in cents)').fill('0');
+    await page.getByLabel('Amount (smallest unit)').fill('0');
     await page.getByRole('button', { name: 'Create payment context' }).click();
     await eventually(() => page.locator('#amount-error').textContent()).toContain('at least 1');
 
-    await page.getByLabel('Amount (in cents)').fill('450');
+    await page.getByLabel('Amount (smallest unit)').fill('450');
     await page.getByLabel('Attributes you would like (optional)').fill('email');
     await page.getByRole('button', { name: 'Create payment context' }).click();
     const row = page.locator('#contexts tr[data-auth-id]');
@@ -107,7 +107,7 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     const tx = page.locator(`#ledger-table tr[data-context-id="${authId}"]`);
     await tx.waitFor();
     const txText = (await tx.textContent()) ?? '';
-    expect(txText).toContain('payment of 450');
+    expect(txText).toContain('payment of €4.50');
     expect(txText).toContain('pseudonym');
     expect(txText).toContain('ok');
     await eventually(() => page.locator('#budget tr[data-bucket="Ledger"]').textContent()).toMatch(
@@ -116,10 +116,73 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'console.png'), fullPage: true });
   });
 
+  it('the amount hint follows the amount and the currency; an error moves nothing; the created note goes', async () => {
+    kiosk?.close(); // no kiosk: the contexts made here stay pending
+    kiosk = undefined;
+    const hint = page.locator('#amount-hint');
+    await page.getByLabel('Amount (smallest unit)').fill('1250');
+    await page.getByLabel('Currency').fill('EUR');
+    await eventually(() => hint.textContent()).toBe(
+      '1250 is €12.50 (amounts are in the smallest unit of EUR, 1/100).',
+    );
+    await page.getByLabel('Currency').fill('JPY');
+    await eventually(() => hint.textContent()).toBe('1250 is JP¥1,250 (JPY has no minor unit).');
+    await page.getByLabel('Currency').fill('XX');
+    await eventually(() => hint.textContent()).toContain('Enter a three-letter currency code');
+
+    await page.getByLabel('Currency').fill('EUR');
+    const before = await page.getByLabel('Currency').boundingBox();
+    await page.getByLabel('Amount (smallest unit)').fill('0');
+    await page.getByRole('button', { name: 'Create payment context' }).click();
+    await eventually(() => page.locator('#amount-error').textContent()).toContain("currency's smallest unit");
+    const after = await page.getByLabel('Currency').boundingBox();
+    expect(after).toEqual(before);
+
+    // a created context is reported once; the line goes when the context moves on or the form is edited
+    await page.getByLabel('Amount (smallest unit)').fill('700');
+    await page.getByRole('button', { name: 'Create payment context' }).click();
+    const note = page.locator('#create-form .form-status');
+    await eventually(() => note.textContent()).toMatch(
+      /^Created context [0-9a-f]{8}…; its status is in the table\.$/,
+    );
+    await page.getByLabel('Amount (smallest unit)').fill('701');
+    await eventually(() => note.count()).toBe(0);
+    const row = page.locator('#contexts tr[data-auth-id]', { hasText: '€7.00' });
+    await row.getByRole('button', { name: /Cancel context/ }).click();
+    await eventually(() => row.locator('.badge').textContent()).toBe('cancelled');
+  });
+
+  it('the ledger table keeps dates on one line and words an entrance without "not set"', async () => {
+    const entrance = await hx.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth',
+      headers: { 'x-api-key': shop.api_key },
+      payload: {
+        auth_context: { type: 'entrance' },
+        palm: { template: TEMPLATE, hand: 'right', liveness: 0.95 },
+      },
+    });
+    expect(entrance.statusCode).toBe(200);
+    const ledgerId = entrance.json().data.auth_result.ledger_id as string;
+    const entranceId = entrance.json().data.auth_id as string;
+    await page.getByLabel('Ledger id').fill(ledgerId);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    const tx = page.locator(`#ledger-table tr[data-context-id="${entranceId}"]`);
+    await tx.waitFor();
+    const cells = tx.locator('td');
+    expect(await cells.nth(2).textContent()).toMatch(/^pseudonym [0-9a-f]{8}… · entrance$/);
+    expect(await tx.textContent()).not.toContain('not set');
+    // one line: the time cell is no taller than the single-line context cell beside it
+    const time = await page.evaluate(
+      `(() => { const el = document.querySelector('#ledger-table tr[data-context-id="${entranceId}"] td'); const r = document.createRange(); r.selectNodeContents(el); return { lines: r.getClientRects().length, whiteSpace: getComputedStyle(el).whiteSpace }; })()`,
+    );
+    expect(time).toEqual({ lines: 1, whiteSpace: 'nowrap' });
+  });
+
   it('cancels a pending context from its row', async () => {
     kiosk?.close();
     kiosk = undefined;
-    await page.getByLabel('Amount (in cents)').fill('999');
+    await page.getByLabel('Amount (smallest unit)').fill('999');
     await page.getByLabel('Attributes you would like (optional)').fill('');
     await page.getByRole('button', { name: 'Create payment context' }).click();
     const row = page.locator('#contexts tr[data-auth-id]', { hasText: '€9.99' });

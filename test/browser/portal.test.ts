@@ -171,6 +171,33 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     await eventually(() => page.locator('#consents').textContent()).toContain('revoked on');
   });
 
+  it('an age check reads as what the shop learned (over 18: yes or no), not the date of birth', async () => {
+    const auth = { authorization: `Bearer ${user.user_token}` };
+    const consent = await api('POST', '/v1/consents', auth, {
+      vendor_id: cafe.vendor_id,
+      attributes: [{ name: 'age_over_18', purpose: 'age check at the door', retention_days: 0 }],
+    });
+    expect(consent.statusCode).toBe(201);
+    const entrance = await api(
+      'POST',
+      '/api/v1/auth',
+      { 'x-api-key': cafe.api_key },
+      {
+        auth_context: { type: 'entrance', minimum_age: 18 },
+        palm: { template: TEMPLATE, hand: 'right', liveness: 0.95 },
+      },
+    );
+    expect(entrance.json().data.auth_result.attributes).toEqual({ age_over_18: true });
+    await page.getByRole('button', { name: 'Refresh activity' }).click();
+    await eventually(() => page.locator('#audit').textContent()).toContain(
+      'Cafe X checked whether you are over 18 (yes or no only; your date of birth was not shared)',
+    );
+    expect(await page.locator('#audit').textContent()).not.toContain('Cafe X read your date of birth');
+    const consentId = consent.json().data.consent_id as string;
+    const revoked = await api('DELETE', `/v1/consents/${consentId}`, auth);
+    expect(revoked.statusCode).toBe(200);
+  });
+
   it('downloads the GDPR export as a JSON file', async () => {
     const [download] = await Promise.all([
       page.waitForEvent('download'),

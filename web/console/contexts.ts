@@ -28,6 +28,11 @@ export function clearContexts(): void {
   render();
 }
 
+/** The currency of a context seen in this session (the ledger records amounts without one). */
+export function currencyOf(authId: string): string | undefined {
+  return rows.get(authId)?.currency ?? undefined;
+}
+
 export function unfinished(): string[] {
   return [...rows.values()]
     .filter((r) => !(TERMINAL_STATUSES as readonly string[]).includes(r.status))
@@ -161,10 +166,10 @@ function render(): void {
       h(
         'tr',
         { 'data-auth-id': r.auth_id },
-        h('td', {}, when(r.created_at ?? r.updated_at)),
-        h('td', {}, h('code', { title: r.auth_id }, short(r.auth_id))),
+        h('td', { class: 'nowrap' }, when(r.created_at ?? r.updated_at)),
+        h('td', { class: 'nowrap' }, h('code', { title: r.auth_id }, short(r.auth_id))),
         h('td', {}, r.type),
-        h('td', {}, money(r.amount, r.currency)),
+        h('td', { class: 'nowrap' }, money(r.amount, r.currency)),
         h('td', {}, h('span', { class: 'badge', 'data-status': r.status }, r.status)),
         h('td', {}, resultCell(r)),
       ),

@@ -1,8 +1,9 @@
 import { hex64Schema } from '@palmid/shared/api/common.ts';
 import { ledgerTransactionSchema } from '@palmid/shared/api/gdpr.ts';
 import { h, replace, setFieldError } from '../lib/dom.ts';
-import { short, valueText, when } from '../lib/format.ts';
+import { money, short, valueText, when } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';
+import { currencyOf } from './contexts.ts';
 import { vendorApi } from './vendor.ts';
 
 const DAY_S = 86_400;
@@ -12,6 +13,23 @@ export function decodeTransaction(hex: string) {
   const bytes = new Uint8Array((hex.match(/../g) ?? []).map((b) => Number.parseInt(b, 16)));
   const json: unknown = JSON.parse(new TextDecoder().decode(bytes));
   return ledgerTransactionSchema.parse(json);
+}
+
+/**
+ * One ledger attribute in words: the payment formatted in its currency when this session knows it (the
+ * ledger stores the amount in the smallest unit, without a currency), the context type alone for an
+ * entrance or a login (their ledger context is empty).
+ */
+function describeAttribute(a: { type: string; context?: unknown }, contextId: string): string {
+  if (a.type === 'payment' && typeof a.context === 'number') {
+    const currency = currencyOf(contextId);
+    return currency
+      ? `payment of ${money(a.context, currency)}`
+      : `payment of ${new Intl.NumberFormat('en-GB').format(a.context)} in the smallest unit (currency not recorded)`;
+  }
+  if (a.type === 'pseudonym') return `pseudonym ${short(String(a.context ?? ''))}`;
+  if (a.context === null || a.context === undefined) return a.type;
+  return `${a.type}: ${valueText(a.context)}`;
 }
 
 function isoDay(d: Date): string {
@@ -88,21 +106,9 @@ export function wireLedger(): void {
                 h(
                   'tr',
                   { 'data-context-id': t['context-id'] },
-                  h('td', {}, when(t.timestamp)),
-                  h('td', {}, h('code', { title: t['context-id'] }, short(t['context-id']))),
-                  h(
-                    'td',
-                    {},
-                    t.attributes
-                      .map((a) =>
-                        a.type === 'payment' && typeof a.context === 'number'
-                          ? `payment of ${a.context} (smallest unit)`
-                          : a.type === 'pseudonym'
-                            ? `pseudonym ${short(String(a.context ?? ''))}`
-                            : `${a.type}: ${valueText(a.context)}`,
-                      )
-                      .join(' · '),
-                  ),
+                  h('td', { class: 'nowrap' }, when(t.timestamp)),
+                  h('td', { class: 'nowrap' }, h('code', { title: t['context-id'] }, short(t['context-id']))),
+                  h('td', {}, t.attributes.map((a) => describeAttribute(a, t['context-id'])).join(' · ')),
                   h(
                     'td',
                     {},

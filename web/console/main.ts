@@ -3,7 +3,7 @@ import { authContextInputSchema } from '@palmid/shared/api/auth-contexts.ts';
 import { uuidSchema } from '@palmid/shared/api/common.ts';
 import { authUpdatedSchema } from '@palmid/shared/ws/vendor.ts';
 import { announce, formStatus, h, replace, setFieldError } from '../lib/dom.ts';
-import { when } from '../lib/format.ts';
+import { minorDigits, money, when } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';
 import { addCreated, applyUpdate, clearContexts, onLedgerLink, unfinished } from './contexts.ts';
 import { prefillLedger, wireLedger } from './ledger.ts';
@@ -31,9 +31,20 @@ const STATE_TEXT: Record<LiveState, [string, string]> = {
   refused: ['refused', 'failed'],
 };
 
+/** The context the create form last reported; its line goes once the context moves on (the table has it). */
+let lastCreated: string | undefined;
+
+function clearCreatedNote(): void {
+  lastCreated = undefined;
+  byId('create-form').querySelector('.form-status')?.remove();
+}
+
 const live = new LiveSocket(
   currentKey,
-  applyUpdate,
+  (u) => {
+    applyUpdate(u);
+    if (u.auth_id === lastCreated && u.status !== 'pending') clearCreatedNote();
+  },
   (s) => {
     const badge = byId('live-state');
     badge.textContent = STATE_TEXT[s][0];
@@ -160,8 +171,34 @@ const FIELDS: Record<string, string> = {
   attributes_optional: 'optional-attributes',
 };
 
+/** What the typed amount means in the chosen currency (amounts are in the currency's smallest unit). */
+function renderAmountHint(): void {
+  const amount = byId<HTMLInputElement>('amount').value.trim();
+  const currency = byId<HTMLInputElement>('currency').value.trim().toUpperCase();
+  const hint = byId('amount-hint');
+  const digits = /^[A-Z]{3}$/.test(currency) ? minorDigits(currency) : undefined;
+  if (digits === undefined) {
+    hint.textContent = 'Enter a three-letter currency code (ISO 4217) such as EUR to see the amount.';
+    return;
+  }
+  const unit =
+    digits === 0
+      ? `${currency} has no minor unit`
+      : `amounts are in the smallest unit of ${currency}, 1/${10 ** digits}`;
+  if (!/^\d+$/.test(amount) || Number(amount) < 1) {
+    hint.textContent = `${unit[0]!.toUpperCase()}${unit.slice(1)}.`;
+    return;
+  }
+  hint.textContent = `${amount} is ${money(Number(amount), currency)} (${unit}).`;
+}
+
 function wireCreate(): void {
   const form = byId<HTMLFormElement>('create-form');
+  for (const id of ['amount', 'currency']) byId(id).addEventListener('input', renderAmountHint);
+  form.addEventListener('input', () => {
+    if (lastCreated) clearCreatedNote();
+  });
+  renderAmountHint();
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     for (const id of Object.values(FIELDS)) setFieldError(byId(id), null);
@@ -181,7 +218,7 @@ function wireCreate(): void {
       const field = String(issue.path[0]);
       const target = byId(FIELDS[field] ?? 'amount');
       const friendly: Record<string, string> = {
-        amount: 'Enter a whole number of cents, at least 1.',
+        amount: "Enter a whole number in the currency's smallest unit (cents for EUR), at least 1.",
         currency: 'Enter a three-letter ISO 4217 code such as EUR.',
       };
       setFieldError(target, friendly[field] ?? issue.message);
@@ -194,7 +231,8 @@ function wireCreate(): void {
         body: { auth_context: checked.data },
       });
       addCreated(data);
-      formStatus(form, `Created context ${data.auth_id.slice(0, 8)}… (${data.status}).`);
+      formStatus(form, `Created context ${data.auth_id.slice(0, 8)}…; its status is in the table.`);
+      lastCreated = data.auth_id;
     } catch (err) {
       const field = err instanceof ApiError ? err.field?.split('.').pop() : undefined;
       const target = field ? document.getElementById(FIELDS[field] ?? '') : null;

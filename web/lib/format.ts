@@ -25,14 +25,23 @@ export function words(name: string): string {
   return special[name] ?? name.replace(/_/g, ' ');
 }
 
+/** Digits after the decimal point of `currency` (EUR 2, JPY 0, KWD 3); undefined for an unknown code. */
+export function minorDigits(currency: string): number | undefined {
+  try {
+    return new Intl.NumberFormat('en-GB', { style: 'currency', currency }).resolvedOptions()
+      .maximumFractionDigits;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An amount in the currency's smallest unit (the API's unit), formatted: 1250 EUR → €12.50, 1250 JPY → ¥1,250. */
 export function money(amount: number | null, currency: string | null): string {
   if (amount === null) return '—';
   const cur = currency ?? 'EUR';
-  try {
-    return new Intl.NumberFormat('en-GB', { style: 'currency', currency: cur }).format(amount / 100);
-  } catch {
-    return `${(amount / 100).toFixed(2)} ${cur}`;
-  }
+  const digits = minorDigits(cur);
+  if (digits === undefined) return `${amount} ${cur} (smallest unit)`;
+  return new Intl.NumberFormat('en-GB', { style: 'currency', currency: cur }).format(amount / 10 ** digits);
 }
 
 export function valueText(value: unknown): string {

@@ -32,9 +32,29 @@ function palmSentence(r: AuditRecord): string {
   return `${who} tried to register a palm involving your account without your confirmation and was refused`;
 }
 
+const AGE_CHECK = /^age_over_(\d+)$/;
+
+/**
+ * An age check discloses yes or no, never the birth date (the server audits `age_over_N`): said as what
+ * the vendor learned, "Demo Shop checked whether you are over 18 (yes or no only; …)".
+ */
+function ageSentence(who: string, r: AuditRecord, ages: string[], rest: string): string {
+  const over = [...new Set(ages.map((n) => AGE_CHECK.exec(n)![1]))].join(' and ');
+  if (r.result === 'DENIED')
+    return `${who} asked whether you are over ${over} and was refused (no permission)`;
+  if (r.result === 'ERROR') return `${who} tried to check whether you are over ${over}, which failed`;
+  const check = `checked whether you are over ${over} (yes or no only; your date of birth was not shared)`;
+  return rest ? `${who} read ${rest} and ${check}` : `${who} ${check}`;
+}
+
 /** One audit group as a sentence: "Cafe X read your email and phone number". */
 export function sentence(r: AuditRecord, names: string[]): string {
   if (r.attribute_name === PALM) return palmSentence(r);
+  const ages = names.filter((n) => AGE_CHECK.test(n));
+  if (r.vendor_id && ages.length > 0 && r.operation === 'READ') {
+    const others = names.filter((n) => !AGE_CHECK.test(n));
+    return ageSentence(vendorName(r.vendor_id), r, ages, others.length ? `your ${list(others)}` : '');
+  }
   const unique = new Set(names);
   const what = unique.has('*')
     ? 'your whole account'

@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
+import WebSocket from 'ws';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -157,13 +160,166 @@ export function checkClock(probe: ServerProbe, maxSkewMs = MAX_CLOCK_SKEW_MS): C
   };
 }
 
-export function checkToken(token: string | undefined): CheckResult {
-  return token
-    ? { name: 'token', status: 'ok', detail: 'device token configured' }
-    : {
+const TOKEN_HINT =
+  'npm run admin -- pvs create --name <kiosk> (on the server), then npm run agent -- config set pvsId <id> and config set deviceToken <token>';
+
+/** An open, authenticated kiosk session on /ws/pvs that one more check can use (e.g. the device key). */
+export interface KioskSession {
+  /** The server's answer to hello. */
+  hello: { pvs_id: string; vendor_id: string | null; server_version?: string } & Record<string, unknown>;
+  call<T = unknown>(method: string, params: unknown, timeoutMs?: number): Promise<T>;
+}
+export type SessionCheck = (session: KioskSession) => Promise<CheckResult>;
+
+/**
+ * Logs in to the server as this kiosk the way `agent run` does (device token on /ws/pvs, then hello),
+ * but in enrolment mode so that no authentication context is delivered to it; reports whether the
+ * server accepts the token and the pvsId, and which vendor the kiosk serves. `more` run on the same
+ * session (one CheckResult each), e.g. a device-key check.
+ */
+export async function checkKioskLogin(
+  serverUrl: string,
+  creds: { pvsId?: string | undefined; deviceToken?: string | undefined },
+  opts: {
+    timeoutMs?: number;
+    serverReachable?: boolean;
+    hello?: Record<string, unknown>;
+    more?: SessionCheck[];
+  } = {},
+): Promise<CheckResult[]> {
+  const more = opts.more ?? [];
+  const skipped = (why: string): CheckResult[] =>
+    more.map(() => ({ name: 'session', status: 'skip', detail: why }));
+  if (!creds.deviceToken)
+    return [
+      {
         name: 'token',
         status: 'warn',
         detail: 'no device token: the kiosk cannot log in to the server',
-        hint: 'npm run admin -- pvs create --name <kiosk>, then npm run agent -- config set deviceToken <token>',
+        hint: TOKEN_HINT,
+      },
+      ...skipped('skipped: no device token'),
+    ];
+  if (!creds.pvsId)
+    return [
+      { name: 'token', status: 'fail', detail: 'deviceToken is set but pvsId is not', hint: TOKEN_HINT },
+      ...skipped('skipped: no pvsId'),
+    ];
+  if (opts.serverReachable === false)
+    return [
+      { name: 'token', status: 'skip', detail: 'skipped: server unreachable' },
+      ...skipped('skipped: server unreachable'),
+    ];
+  const timeoutMs = opts.timeoutMs ?? 3000;
+  const url = new URL('/ws/pvs', serverUrl.replace(/^http/, 'ws'));
+  const ws = new WebSocket(url, {
+    headers: { authorization: `Bearer ${creds.deviceToken}` },
+    handshakeTimeout: timeoutMs,
+  });
+  const pending = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  let closed: { code: number; reason: string } | undefined;
+  ws.on('message', (data) => {
+    let f: { id?: string; result?: unknown; error?: { code: string; message: string } };
+    try {
+      f = JSON.parse(data.toString());
+    } catch {
+      return;
+    }
+    const p = f.id === undefined ? undefined : pending.get(f.id);
+    if (!p) return;
+    pending.delete(f.id!);
+    if (f.error) p.reject(Object.assign(new Error(f.error.message), { code: f.error.code }));
+    else p.resolve(f.result);
+  });
+  ws.on('error', () => undefined);
+  const closedPromise = new Promise<void>((resolve) =>
+    ws.on('close', (code, reason) => {
+      closed = { code, reason: reason.toString() };
+      for (const p of pending.values()) p.reject(new Error('closed'));
+      pending.clear();
+      resolve();
+    }),
+  );
+  const call = <T>(method: string, params: unknown, ms = timeoutMs) =>
+    new Promise<T>((resolve, reject) => {
+      const id = `doctor-${randomUUID()}`;
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error(`${method}: no answer within ${ms} ms`));
+      }, ms);
+      pending.set(id, {
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolve(v as T);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      ws.send(JSON.stringify({ id, method, params }));
+    });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('close', () => reject(new Error('closed')));
+      ws.once('error', reject);
+    });
+    const hello = await call<KioskSession['hello']>('hello', {
+      agent_version: 'doctor',
+      firmware: 'unknown',
+      model: 'doctor',
+      ...opts.hello,
+      pvs_id: creds.pvsId,
+      mode: 'enrol',
+    });
+    const token: CheckResult = {
+      name: 'token',
+      status: 'ok',
+      detail: `the server accepts this kiosk (${creds.pvsId}); ${hello.vendor_id ? `it serves vendor ${hello.vendor_id}` : 'unbound: it enrols users and serves every vendor'}`,
+    };
+    const session: KioskSession = { hello, call };
+    const extra: CheckResult[] = [];
+    for (const check of more) extra.push(await check(session));
+    return [token, ...extra];
+  } catch (err) {
+    if (!closed) await Promise.race([closedPromise, new Promise((r) => setTimeout(r, 200))]);
+    const code = (err as { code?: string }).code;
+    let result: CheckResult;
+    if (closed?.code === CLOSE_POLICY && closed.reason === 'too_many_failures')
+      result = {
+        name: 'token',
+        status: 'fail',
+        detail:
+          'the server blocks this address after repeated wrong credentials (close 1008 too_many_failures)',
+        hint: 'wait a few minutes, fix deviceToken, then run doctor once',
       };
+    else if (closed?.code === CLOSE_POLICY)
+      result = {
+        name: 'token',
+        status: 'fail',
+        detail: `the server refused the device token (close 1008 ${closed.reason || 'unauthorized'}): wrong, revoked, or from another server`,
+        hint: TOKEN_HINT,
+      };
+    else if (code === 'FORBIDDEN')
+      result = {
+        name: 'token',
+        status: 'fail',
+        detail: `the server refused pvsId ${creds.pvsId}: ${(err as Error).message}`,
+        hint: 'pvsId and deviceToken must come from the same npm run admin -- pvs create',
+      };
+    else
+      result = {
+        name: 'token',
+        status: 'fail',
+        detail: `could not log in to ${url}: ${(err as Error).message}`,
+        hint: 'check serverUrl and that the server is a palmid server of a compatible version',
+      };
+    return [result, ...skipped('skipped: the kiosk could not log in')];
+  } finally {
+    if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) {
+      ws.close(1000, 'doctor done');
+      await Promise.race([closedPromise, new Promise((r) => setTimeout(r, 1000))]);
+    }
+  }
 }

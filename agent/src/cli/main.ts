@@ -1,4 +1,7 @@
+import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { runCli } from './program.ts';
+
+installFatalHandlers('palmid-agent');
 
 const code = await runCli(process.argv.slice(2), {
   out: (s) => process.stdout.write(s),

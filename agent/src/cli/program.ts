@@ -57,8 +57,12 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       io.err(`palmid-agent: scanner: ${err.message}\n`);
       return EXIT.FAILED;
     }
+    // Never a stack trace to a technician; PALMID_DEBUG=1 shows it for a bug report.
+    const message = (err instanceof Error ? err.message : String(err)).split('\n')[0];
     io.err(
-      `palmid-agent: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      io.env.PALMID_DEBUG === '1' && err instanceof Error
+        ? `palmid-agent: unexpected error: ${err.stack ?? err.message}\n`
+        : `palmid-agent: unexpected error: ${message} (PALMID_DEBUG=1 shows the details)\n`,
     );
     return EXIT.FAILED;
   }

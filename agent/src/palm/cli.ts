@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Attack, renderPalm } from '@palmid/firmware-sim/synth/index.ts';
+import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import {
   compareTemplates,
@@ -341,4 +342,7 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main(process.argv);
+if (import.meta.url === `file://${process.argv[1]}`) {
+  installFatalHandlers('palm');
+  await main(process.argv);
+}

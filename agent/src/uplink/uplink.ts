@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { parseFrame } from '@palmid/shared/ws/frames.ts';
+import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
 import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
 import {
   type CallOptions,
@@ -32,6 +32,22 @@ export interface UplinkOptions {
   log?: (line: string) => void;
 }
 
+/** Why the server turned the kiosk's credentials down for good: retrying cannot help (docs/kiosk-install.md). */
+export interface Rejection {
+  /** WebSocket close code, or the hello error's code. */
+  code: number | string;
+  reason: string;
+  message: string;
+}
+
+/**
+ * Close reasons of a 1008 close that a retry cannot cure (the token is wrong or revoked). Others (the
+ * per-address failure budget, `too_many_failures`) pass with time, so the link retries them.
+ */
+const PERMANENT_CLOSE_REASONS: Record<string, string> = {
+  unauthorized: 'the server refused the device token (wrong, revoked, or from another server)',
+};
+
 /**
  * The kiosk's link to the server. Requests carry ids that are idempotency keys: a request in flight when
  * the link drops is sent again, with the same id, after the reconnect, so the server answers it once.
@@ -48,6 +64,7 @@ export class Uplink<M extends MethodMap = PvsMethods> extends EventEmitter {
   #stopped = false;
   #retryTimer: NodeJS.Timeout | undefined;
   #connects = 0;
+  #rejection: Rejection | undefined;
 
   constructor(opts: UplinkOptions) {
     super();
@@ -63,8 +80,14 @@ export class Uplink<M extends MethodMap = PvsMethods> extends EventEmitter {
     return this.#connects;
   }
 
+  /** Set when the server refused the credentials for good; the link then stops retrying ('rejected'). */
+  get rejection(): Rejection | undefined {
+    return this.#rejection;
+  }
+
   start(): void {
     this.#stopped = false;
+    this.#rejection = undefined;
     this.#open();
   }
 
@@ -131,6 +154,13 @@ export class Uplink<M extends MethodMap = PvsMethods> extends EventEmitter {
         if (f.error) {
           this.#log(`server refused hello: ${f.error.message}`);
           this.emit('refused', rpcErrorOf(f.error));
+          // A hello the server refuses as forbidden (pvs_id of another kiosk) fails the same way next time.
+          if (f.error.code === 'FORBIDDEN' || f.error.code === 'UNAUTHORIZED')
+            this.#rejection = {
+              code: f.error.code,
+              reason: f.error.code.toLowerCase(),
+              message: f.error.message,
+            };
           ws.close(1000);
           return;
         }
@@ -152,14 +182,25 @@ export class Uplink<M extends MethodMap = PvsMethods> extends EventEmitter {
       }
     });
     ws.on('error', (err) => this.#log(`link error: ${err.message}`));
-    ws.on('close', (code) => {
+    ws.on('close', (code, reasonBytes) => {
+      const reason = reasonBytes.toString();
       const wasReady = this.#ready;
       this.#ready = false;
       this.#rpc.detach();
       if (wasReady) this.emit('disconnected', code);
       if (this.#stopped) return;
-      const delay = this.#backoff.next(code === 1008 ? 5_000 : 0);
-      this.#log(`link closed (${code}); reconnecting in ${delay} ms`);
+      const permanent = code === CLOSE_POLICY ? PERMANENT_CLOSE_REASONS[reason] : undefined;
+      if (permanent) this.#rejection = { code, reason, message: permanent };
+      if (this.#rejection) {
+        const r = this.#rejection;
+        this.#log(`link closed (${code}${reason ? ` ${reason}` : ''}): ${r.message}; not retrying`);
+        this.#stopped = true;
+        this.#rpc.rejectAll(new RpcError('REJECTED', r.message));
+        this.emit('rejected', r);
+        return;
+      }
+      const delay = this.#backoff.next(code === CLOSE_POLICY ? 5_000 : 0);
+      this.#log(`link closed (${code}${reason ? ` ${reason}` : ''}); reconnecting in ${delay} ms`);
       this.#retryTimer = setTimeout(() => this.#open(), delay);
       this.#retryTimer.unref();
     });

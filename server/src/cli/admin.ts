@@ -1,15 +1,16 @@
 #!/usr/bin/env node
+import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { Command, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { Keyring, loadMasterKey } from '../crypto/keyring.ts';
-import { rotateMasterKey } from '../crypto/rotate-master.ts';
 import { type Database, openDatabase } from '../db/index.ts';
 import {
   type AuditAnchor,
   anchorPath,
   checkAnchor,
   currentAnchor,
+  FOREIGN_ANCHOR,
   readAnchorFile,
 } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
@@ -31,6 +32,7 @@ import {
   revokeVerifier,
   VERIFIED_ATTRIBUTE_NAMES,
 } from '../modules/verification/store.ts';
+import { rotateMasterKey } from '../ops/rotate-master.ts';
 
 /**
  * Operator CLI on the server's database (`npm run admin -- <command>`). Same configuration keys as the
@@ -46,6 +48,8 @@ interface Store {
   database: Database;
   keyring: Keyring;
 }
+
+installFatalHandlers('admin');
 
 const program = new Command('admin')
   .description('palmid operator CLI: vendors, kiosks, user tokens, audit verification')
@@ -246,7 +250,9 @@ audit
     print(res, (r: typeof res) =>
       r.ok
         ? `audit log intact: ${r.rows} record(s)${r.anchor ? `; extends the anchor of ${r.anchor.at} (seq ${r.anchor.seq})` : '; no anchor to check against'}`
-        : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
+        : r.problems.length === 1 && r.problems[0]!.problem === FOREIGN_ANCHOR
+          ? `audit anchor ${r.anchor?.file}: ${FOREIGN_ANCHOR}.\nThe chain itself is intact (${r.rows} record(s)); point --anchor (or PALMID_AUDIT_ANCHOR) at this database's anchor.`
+          : `AUDIT LOG TAMPERED (${r.problems.length} problem(s)):\n${r.problems.map((p) => `  seq ${p.seq ?? '-'}: ${p.problem}`).join('\n')}`,
     );
     if (!res.ok) process.exitCode = 1;
   });

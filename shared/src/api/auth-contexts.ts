@@ -47,18 +47,54 @@ export type InSetPredicate = z.infer<typeof inSetPredicateSchema>;
 
 export const authContextInputSchema = z
   .object({
-    type: z.enum(AUTH_TYPES),
-    amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+    type: z.enum(AUTH_TYPES).describe('payment (needs amount), entrance (may carry minimum_age) or login'),
+    amount: z
+      .number()
+      .int()
+      .positive()
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional()
+      .describe("Payment only: in the currency's smallest unit (1250 EUR = 12.50 €; 1250 JPY = ¥1,250)"),
     currency: z
       .string()
       .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR')
-      .optional(),
-    minimum_age: z.number().int().min(1).max(130).optional(),
-    attributes_required: z.array(attributeNameSchema).max(MAX_ATTRIBUTES_PER_CONTEXT).optional(),
-    attributes_optional: z.array(attributeNameSchema).max(MAX_ATTRIBUTES_PER_CONTEXT).optional(),
-    pvs_id: uuidSchema.optional(),
-    expires_in_s: z.number().int().min(1).max(3600).optional(),
-    predicates: z.array(inSetPredicateSchema).min(1).max(MAX_PREDICATES_PER_CONTEXT).optional(),
+      .optional()
+      .describe('Payment only: ISO 4217 code, default EUR'),
+    minimum_age: z
+      .number()
+      .int()
+      .min(1)
+      .max(130)
+      .optional()
+      .describe(
+        'Entrance only: the result says whether the person is at least this old, never the birth date',
+      ),
+    attributes_required: z
+      .array(attributeNameSchema)
+      .max(MAX_ATTRIBUTES_PER_CONTEXT)
+      .optional()
+      .describe('Attributes the person must have consented to share with you; missing ones fail the context'),
+    attributes_optional: z
+      .array(attributeNameSchema)
+      .max(MAX_ATTRIBUTES_PER_CONTEXT)
+      .optional()
+      .describe('Attributes returned when consented to; absent ones are simply left out'),
+    pvs_id: uuidSchema
+      .optional()
+      .describe('One kiosk to present on; default: every connected kiosk of yours and the unbound ones'),
+    expires_in_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600)
+      .optional()
+      .describe('Lifetime in seconds (default PALMID_AUTH_TTL_S, 120)'),
+    predicates: z
+      .array(inSetPredicateSchema)
+      .min(1)
+      .max(MAX_PREDICATES_PER_CONTEXT)
+      .optional()
+      .describe('Questions about an attribute answered with a zero-knowledge proof instead of its value'),
   })
   .strict()
   .superRefine((v, c) => {

@@ -1,5 +1,6 @@
-import { writeFile } from 'node:fs/promises';
-import { extname, resolve } from 'node:path';
+import { constants } from 'node:fs';
+import { access, stat, writeFile } from 'node:fs/promises';
+import { dirname, extname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CaptureProgress } from '../../driver/scanner-driver.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
@@ -13,6 +14,22 @@ async function savePng(
     .toColourspace('b-w')
     .png()
     .toFile(path);
+}
+
+/** Why `path` cannot be written, checked before the scanner is touched; undefined when it can. */
+export async function unwritable(path: string): Promise<string | undefined> {
+  const dir = dirname(path);
+  const dirStat = await stat(dir).catch(() => undefined);
+  if (!dirStat) return `directory ${dir} does not exist`;
+  if (!dirStat.isDirectory()) return `${dir} is not a directory`;
+  const fileStat = await stat(path).catch(() => undefined);
+  if (fileStat?.isDirectory()) return `${path} is a directory`;
+  try {
+    await access(fileStat ? path : dir, constants.W_OK);
+  } catch {
+    return fileStat ? `${path} is not writable` : `directory ${dir} is not writable`;
+  }
+  return undefined;
 }
 
 /** Progress on stderr: a bar on a terminal, a few plain lines otherwise. */
@@ -66,6 +83,9 @@ export function registerCapture(program: Command, ctx: CliContext): void {
         const ext = extname(opts.out).toLowerCase();
         if (ext !== '.png' && ext !== '.raw')
           throw new CliError(`--out must end in .png or .raw (got "${opts.out}")`, EXIT.USAGE);
+        const out = resolve(opts.out);
+        const problem = await unwritable(out);
+        if (problem) throw new CliError(`--out ${opts.out}: ${problem}`, EXIT.USAGE);
         const loaded = ctx.config(cmd);
         const driver = await ctx.openScanner(loaded);
         const reporter = await progressReporter(ctx, opts.progress);
@@ -81,9 +101,14 @@ export function registerCapture(program: Command, ctx: CliContext): void {
             ...(opts.timeout ? { timeoutMs: opts.timeout * 1000 } : {}),
           });
           reporter.stop();
-          const out = resolve(opts.out);
-          if (ext === '.raw') await writeFile(out, img.data);
-          else await savePng(out, img);
+          try {
+            if (ext === '.raw') await writeFile(out, img.data);
+            else await savePng(out, img);
+          } catch (err) {
+            // The image encoder's own message can run to many lines: the first says what went wrong.
+            const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+            throw new CliError(`cannot write ${out}: ${first}`, EXIT.FAILED);
+          }
           if (opts.json) {
             ctx.io.out(
               `${JSON.stringify({ file: out, width: img.width, height: img.height, captureId: img.captureId, durationMs: img.durationMs })}\n`,

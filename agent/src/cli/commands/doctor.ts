@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../../config.ts';
 import { type CliContext, EXIT } from '../context.ts';
-import { type CheckResult, checkClock, checkModel, checkServer, checkToken } from '../doctor-checks.ts';
+import { type CheckResult, checkClock, checkKioskLogin, checkModel, checkServer } from '../doctor-checks.ts';
 
 const MARK: Record<CheckResult['status'], string> = { ok: '✔', warn: '!', fail: '✘', skip: '-' };
 
@@ -70,7 +70,9 @@ async function checkDevice(ctx: CliContext, loaded: LoadedConfig, capture: boole
 export function registerDoctor(program: Command, ctx: CliContext): void {
   program
     .command('doctor')
-    .description('check the scanner, firmware, model file, server link and clock; exit 1 if any check fails')
+    .description(
+      'check the scanner, firmware, model file, server link, clock and the kiosk credentials (against the server); exit 1 if any check fails',
+    )
     .option('--capture', 'also take one test capture')
     .option('--json', 'machine-readable output')
     .option('--timeout <ms>', 'server request timeout', (v) => Number(v), 3000)
@@ -89,7 +91,12 @@ export function registerDoctor(program: Command, ctx: CliContext): void {
         checkModel(config.modelPath),
         checkServer(config.serverUrl, opts.timeout),
       ]);
-      results.push(...device, model, server.result, checkClock(server), checkToken(config.deviceToken));
+      // The kiosk's credentials, tried against the server the way `agent run` logs in.
+      const login = await checkKioskLogin(config.serverUrl, config, {
+        timeoutMs: opts.timeout,
+        serverReachable: server.result.status === 'ok',
+      });
+      results.push(...device, model, server.result, checkClock(server), ...login);
 
       const failed = results.filter((r) => r.status === 'fail');
       if (opts.json) {

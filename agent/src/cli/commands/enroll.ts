@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
-import { kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
+import { connectKiosk, kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
 
 type Hand = 'left' | 'right';
 interface Sample {
@@ -52,8 +52,28 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         const log = (line: string) => ctx.io.err(`${line}\n`);
         const stop = new AbortController();
         process.once('SIGINT', () => stop.abort());
+        // The server first: a refused token, or a kiosk bound to a vendor without --code, is told before anyone
+        // holds a palm.
+        const uplink = kioskUplink(loaded, id, undefined, () => undefined, 'enrol');
+        let hello: { vendor_id: string | null };
+        try {
+          hello = await connectKiosk(uplink, loaded.config.serverUrl);
+        } catch (err) {
+          await uplink.stop();
+          throw err;
+        }
+        if (hello.vendor_id !== null && !opts.code) {
+          await uplink.stop();
+          throw new CliError(
+            `this kiosk is bound to vendor ${hello.vendor_id}: only kiosks without a vendor enrol new users; add a palm to an existing user with --code (docs/kiosk-install.md)`,
+            EXIT.USAGE,
+          );
+        }
         const driver = await openScannerPatiently(ctx, loaded, stop.signal, log);
-        if (!driver) return;
+        if (!driver) {
+          await uplink.stop();
+          return;
+        }
         const samples: Sample[] = [];
         try {
           for (const hand of hands) {
@@ -89,11 +109,12 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
               log('  ✔ captured');
             }
           }
+        } catch (err) {
+          await uplink.stop();
+          throw err;
         } finally {
           await driver.close();
         }
-        const uplink = kioskUplink(loaded, id, driver, () => undefined, 'enrol');
-        uplink.start();
         try {
           const [first, ...rest] = samples as [Sample, ...Sample[]];
           // One request id for the whole enrolment: a retry after a dropped link cannot create two users.

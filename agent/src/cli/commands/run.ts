@@ -4,7 +4,7 @@ import type { LoadedConfig } from '../../config.ts';
 import type { ScannerDriver } from '../../driver/scanner-driver.ts';
 import { KioskDaemon } from '../../kiosk/daemon.ts';
 import { processCapture } from '../../palm/pipeline.ts';
-import { Uplink } from '../../uplink/uplink.ts';
+import { type Rejection, Uplink } from '../../uplink/uplink.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
 
 export const AGENT_VERSION = '0.1.0';
@@ -46,7 +46,7 @@ export async function openScannerPatiently(
 export function kioskUplink(
   loaded: LoadedConfig,
   id: { pvsId: string; deviceToken: string },
-  driver: ScannerDriver,
+  driver: Pick<ScannerDriver, 'info'> | undefined,
   log: (l: string) => void,
   mode: 'kiosk' | 'enrol' = 'kiosk',
 ): Uplink {
@@ -56,11 +56,46 @@ export function kioskUplink(
     hello: () => ({
       pvs_id: id.pvsId,
       agent_version: AGENT_VERSION,
-      firmware: driver.info?.firmware ?? 'unknown',
+      firmware: driver?.info?.firmware ?? 'unknown',
       model: basename(loaded.config.modelPath),
       mode,
     }),
     log,
+  });
+}
+
+/**
+ * Starts `uplink` and waits for the server's answer to hello: the kiosk's binding (`vendor_id`), or a
+ * CliError when the credentials are refused or the server stays unreachable for `timeoutMs`.
+ */
+export async function connectKiosk(
+  uplink: Uplink,
+  serverUrl: string,
+  timeoutMs = 15_000,
+): Promise<{ pvs_id: string; vendor_id: string | null }> {
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      uplink.off('connected', onConnected);
+      uplink.off('rejected', onRejected);
+    };
+    const onConnected = (r: { pvs_id: string; vendor_id: string | null }) => {
+      done();
+      resolve(r);
+    };
+    const onRejected = (r: Rejection) => {
+      done();
+      reject(new CliError(`${r.message}; check pvsId and deviceToken (npm run agent -- doctor)`, EXIT.USAGE));
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(
+        new CliError(`cannot reach the server at ${serverUrl} within ${timeoutMs / 1000} s`, EXIT.FAILED),
+      );
+    }, timeoutMs);
+    uplink.on('connected', onConnected);
+    uplink.on('rejected', onRejected);
+    uplink.start();
   });
 }
 
@@ -89,6 +124,14 @@ export function registerRun(program: Command, ctx: CliContext): void {
       uplink.on('connected', () => log(`connected to ${loaded.config.serverUrl} as kiosk ${id.pvsId}`));
       uplink.on('disconnected', () => log('server link lost; reconnecting'));
       uplink.on('refused', (e: { message: string }) => log(`server refused the kiosk: ${e.message}`));
+      uplink.on('rejected', (r: Rejection) => {
+        log(
+          `stopping: ${r.message}. Check pvsId and deviceToken (npm run agent -- doctor); a new token comes from npm run admin -- pvs create`,
+        );
+        // Exit 2 (configuration): systemd does not restart the service into the same refusal.
+        ctx.exitCode = EXIT.USAGE;
+        stop.abort();
+      });
       const daemon = new KioskDaemon(driver, processCapture, uplink, {
         maxAttempts: opts.maxAttempts,
         display: (line) => ctx.io.out(`[kiosk] ${line}\n`),

@@ -7,10 +7,11 @@ import {
   anchorPath,
   checkAnchor,
   currentAnchor,
+  FOREIGN_ANCHOR,
   parseAnchor,
   readAnchorFile,
 } from './anchor.ts';
-import { appendAudit, GENESIS, HEAD_ID, verifyAuditChain } from './service.ts';
+import { appendAudit, GENESIS, HEAD_ID, headMac, verifyAuditChain } from './service.ts';
 
 /**
  * The chain alone cannot see the whole log rolled back with its head (or wiped back to the genesis);
@@ -40,8 +41,13 @@ describe('audit anchor', () => {
   });
   afterAll(() => t.close());
 
-  it('lives beside the master key file by default, mode 0600, and follows the head', async () => {
-    expect(path).toBe(join(t.dir, 'audit-anchor.json'));
+  it('lives beside the database by default, mode 0600, and follows the head', async () => {
+    // beside the SQLite database, named after it (PostgreSQL: beside the key file, named after the database)
+    expect(path).toEqual(
+      t.ctx.config.DATABASE_URL.startsWith('sqlite:')
+        ? join(t.dir, 'palmid.audit-anchor.json')
+        : expect.stringMatching(/audit-anchor\..+\.json$/),
+    );
     const u = await seedUser(t.ctx);
     await write(u.userId, 5);
     expect(await keeper.update()).toEqual({ written: true });
@@ -103,5 +109,20 @@ describe('audit anchor', () => {
     writeFileSync(path, 'garbage');
     expect(await keeper.update()).toEqual({ written: true });
     expect(() => parseAnchor(readFileSync(path, 'utf8'))).not.toThrow();
+  });
+
+  it("another database's anchor is named as such: never overwritten, never taken for a rollback", async () => {
+    const u = await seedUser(t.ctx);
+    await write(u.userId, 2);
+    await keeper.update();
+    const ours = readAnchorFile(path)!;
+    expect(ours.db).toMatch(/^[0-9a-f]{64}$/);
+    // the same master key, another database (two servers started from one directory)
+    const theirs = { ...ours, seq: ours.seq + 50, db: 'f'.repeat(64) };
+    const signed = { ...theirs, mac: headMac(t.ctx.keyring, theirs.seq, theirs.hash) };
+    expect(await checkAnchor(db(), t.ctx.keyring, signed)).toEqual([{ seq: null, problem: FOREIGN_ANCHOR }]);
+    writeFileSync(path, JSON.stringify(signed));
+    expect(await keeper.update()).toEqual({ written: false, foreign: path });
+    expect(readAnchorFile(path)).toEqual(signed);
   });
 });

@@ -1,6 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, extname, join } from 'node:path';
 import type { Config } from '../../config.ts';
 import type { Keyring } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
@@ -12,9 +12,12 @@ import { type AuditVerification, GENESIS, HEAD_ID, headMac } from './service.ts'
  * head were not rolled back together to an older state, or wiped to the genesis. An anchor can: every
  * row it names must still be there with the same hash.
  *
- * The server writes one to `PALMID_AUDIT_ANCHOR` (default `audit-anchor.json` beside the master key
- * file) every minute and on shutdown, never moving it backwards; `admin audit verify` checks it, and
- * `admin audit anchor` prints one for storage elsewhere (WORM bucket, ticket, paper).
+ * The server writes one to `PALMID_AUDIT_ANCHOR` (default: beside the SQLite database, named after it;
+ * for PostgreSQL beside the master key file, named after the database) every minute and on shutdown,
+ * never moving it backwards; `admin audit verify` checks it, and `admin audit anchor` prints one for
+ * storage elsewhere (WORM bucket, ticket, paper). An anchor carries the database's identity (the hash
+ * of its first audit record), so an anchor of another database is recognised as such, never taken for
+ * a rollback (docs/reliability.md "Audit anchor").
  */
 export interface AuditAnchor {
   seq: number;
@@ -22,17 +25,65 @@ export interface AuditAnchor {
   /** HMAC of `seq:hash` under the audit key: an anchor cannot be forged without the master key */
   mac: string;
   at: string;
+  /** The database's identity: the hash of its first audit record (absent while the log is empty). */
+  db?: string;
 }
 
-export const anchorPath = (config: Pick<Config, 'PALMID_AUDIT_ANCHOR' | 'PALMID_KEY_FILE'>) =>
-  config.PALMID_AUDIT_ANCHOR ?? join(dirname(config.PALMID_KEY_FILE), 'audit-anchor.json');
+/**
+ * Where the anchor of this database lives by default: `<name>.audit-anchor.json` beside a SQLite file
+ * (data/palmid.db → data/palmid.audit-anchor.json); for PostgreSQL (or an in-memory SQLite) beside the
+ * master key file, named after the database, so servers on different databases never share one.
+ */
+export function anchorPath(
+  config: Pick<Config, 'PALMID_AUDIT_ANCHOR' | 'PALMID_KEY_FILE' | 'DATABASE_URL'>,
+): string {
+  if (config.PALMID_AUDIT_ANCHOR) return config.PALMID_AUDIT_ANCHOR;
+  const url = config.DATABASE_URL;
+  if (url.startsWith('sqlite:') && url.slice(7) !== ':memory:') {
+    const file = url.slice(7);
+    return join(dirname(file), `${basename(file, extname(file))}.audit-anchor.json`);
+  }
+  let name = 'memory';
+  if (!url.startsWith('sqlite:')) {
+    const u = new URL(url);
+    const readable = `${u.hostname}-${u.port || '5432'}-${u.pathname.replace(/^\//, '')}`.replace(
+      /[^A-Za-z0-9._-]/g,
+      '_',
+    );
+    name = `${readable}-${createHash('sha256').update(`${u.host}${u.pathname}`).digest('hex').slice(0, 8)}`;
+  }
+  return join(dirname(config.PALMID_KEY_FILE), `audit-anchor.${name}.json`);
+}
 
-/** The current head, signed. */
+async function firstRecordHash(db: Db): Promise<string | undefined> {
+  const row = await db.selectFrom('audit').select(['hash']).where('seq', '=', 1).executeTakeFirst();
+  return row?.hash;
+}
+
+/** The current head, signed, with the database's identity. */
 export async function currentAnchor(db: Db, keyring: Keyring, now = Date.now()): Promise<AuditAnchor> {
   const head = await db.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
   const seq = Number(head?.seq ?? 0);
   const hash = head?.hash ?? GENESIS;
-  return { seq, hash, mac: headMac(keyring, seq, hash), at: new Date(now).toISOString() };
+  const first = seq > 0 ? await firstRecordHash(db) : undefined;
+  return {
+    seq,
+    hash,
+    mac: headMac(keyring, seq, hash),
+    at: new Date(now).toISOString(),
+    ...(first ? { db: first } : {}),
+  };
+}
+
+/** The message for an anchor written for another database (two servers sharing one anchor file). */
+export const FOREIGN_ANCHOR =
+  'this anchor belongs to another database (its first audit record differs from this one), or this database was wiped and started again';
+
+/** True when `anchor` names a database and this database is another one. */
+export async function anchorOfAnotherDatabase(db: Db, anchor: AuditAnchor): Promise<boolean> {
+  if (!anchor.db) return false;
+  const first = await firstRecordHash(db);
+  return first !== undefined && first !== anchor.db;
 }
 
 const sameText = (a: string, b: string) =>
@@ -49,6 +100,7 @@ export async function checkAnchor(
       { seq: null, problem: 'anchor is not signed by this master key (forged or from another deployment)' },
     ];
   if (anchor.seq === 0) return [];
+  if (await anchorOfAnotherDatabase(db, anchor)) return [{ seq: null, problem: FOREIGN_ANCHOR }];
   const row = await db.selectFrom('audit').select(['hash']).where('seq', '=', anchor.seq).executeTakeFirst();
   if (!row)
     return [
@@ -77,9 +129,10 @@ export function parseAnchor(text: string): AuditAnchor {
     typeof v.hash !== 'string' ||
     !/^[0-9a-f]{64}$/.test(v.hash) ||
     typeof v.mac !== 'string' ||
-    typeof v.at !== 'string'
+    typeof v.at !== 'string' ||
+    (v.db !== undefined && (typeof v.db !== 'string' || !/^[0-9a-f]{64}$/.test(v.db)))
   )
-    throw new Error('not an audit anchor: expected {seq, hash, mac, at}');
+    throw new Error('not an audit anchor: expected {seq, hash, mac, at, db?}');
   return v as AuditAnchor;
 }
 
@@ -101,7 +154,7 @@ export class AnchorKeeper {
 
   async update(
     now = Date.now(),
-  ): Promise<{ written: boolean; rollback?: { anchored: number; head: number } }> {
+  ): Promise<{ written: boolean; rollback?: { anchored: number; head: number }; foreign?: string }> {
     const next = await currentAnchor(this.db, this.keyring, now);
     let stored: AuditAnchor | undefined;
     try {
@@ -109,6 +162,8 @@ export class AnchorKeeper {
     } catch {
       stored = undefined; // unreadable: replace it
     }
+    // Another database's anchor is neither overwritten nor taken for a rollback of this one.
+    if (stored?.db && next.db && stored.db !== next.db) return { written: false, foreign: this.path };
     if (stored && stored.seq > next.seq)
       return { written: false, rollback: { anchored: stored.seq, head: next.seq } };
     if (stored && stored.seq === next.seq && stored.hash === next.hash) return { written: false };

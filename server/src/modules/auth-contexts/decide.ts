@@ -101,13 +101,15 @@ export function decideDisclosure(input: DisclosureInput): Disclosure {
   let ageOk: boolean | null = null;
   const dob = values.get('date_of_birth');
   if (minAge !== null && ageName !== null) {
+    // Audited as what the vendor received (age_over_N, yes or no), not the birth date it was computed
+    // from: the user's activity page says what was disclosed (docs/user-api.md "Audit").
     if (!ageConsented(consents, ageName) || typeof dob !== 'string') {
       missing.push(ageName);
-      read('date_of_birth', false);
+      read(ageName, false);
     } else {
       ageOk = ageOnDate(dob, new Date(now)) >= minAge;
       attributes[ageName] = ageOk;
-      read('date_of_birth', true);
+      read(ageName, true);
     }
   }
   // Age was derived from the birth date only to compute the predicate; the date itself is disclosed only

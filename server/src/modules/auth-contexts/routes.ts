@@ -9,6 +9,7 @@ import {
 import { successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { vendorErrors } from '../../lib/error-replies.ts';
 import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
@@ -40,14 +41,15 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Create an authentication context; it is pushed to a kiosk',
         security,
         body: createAuthBodySchema,
-        response: { 201: successSchema(authContextRecordSchema) },
+        response: { 201: successSchema(authContextRecordSchema), ...vendorErrors(400, 401, 403, 404, 429) },
       },
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      const row = await ctx.database.db
-        .transaction()
-        .execute((trx) => createAuthContext(ctx, trx, vendor, request.body.auth_context));
+      // Group commit (db/group-commit.ts): answered once durably committed, one flush for concurrent creates.
+      const row = await ctx.database.write((trx) =>
+        createAuthContext(ctx, trx, vendor, request.body.auth_context),
+      );
       dispatchToKiosks(ctx, row);
       return ok(reply, toRecord(row), 201);
     },
@@ -62,7 +64,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Status of an authentication context (with its result once resolved)',
         security,
         params: authIdParamsSchema,
-        response: { 200: successSchema(authStatusSchema) },
+        response: { 200: successSchema(authStatusSchema), ...vendorErrors(400, 401, 403, 404, 429) },
       },
     },
     async (request, reply) => {
@@ -83,7 +85,10 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Cancel a pending or scanning context',
         security,
         params: authIdParamsSchema,
-        response: { 200: successSchema(z.object({ auth_id: z.string(), status: z.literal('cancelled') })) },
+        response: {
+          200: successSchema(z.object({ auth_id: z.string(), status: z.literal('cancelled') })),
+          ...vendorErrors(400, 401, 403, 404, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -111,6 +116,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
           200: successSchema(
             z.object({ auth_id: z.string(), status: z.string(), auth_result: authResultSchema }),
           ),
+          ...vendorErrors(400, 401, 403, 404, 429),
         },
       },
     },

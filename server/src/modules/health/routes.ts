@@ -1,7 +1,7 @@
 import { successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { sql } from 'kysely';
 import { z } from 'zod';
+import { vendorErrors } from '../../lib/error-replies.ts';
 import { vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 
@@ -41,17 +41,12 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['health'],
         summary: 'System status for a vendor',
         security: [{ apiKey: [] }],
-        response: { 200: successSchema(statusSchema) },
+        response: { 200: successSchema(statusSchema), ...vendorErrors(401, 403, 429) },
       },
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      let dbOk = true;
-      try {
-        await sql`select 1`.execute(ctx.database.db);
-      } catch {
-        dbOk = false;
-      }
+      const dbOk = await ctx.database.ping();
       return ok(reply, {
         status: dbOk ? ('ok' as const) : ('degraded' as const),
         version: ctx.version,

@@ -1,8 +1,13 @@
 import { ledgerParamsSchema, ledgerQuerySchema, ledgerResponseSchema } from '@palmid/shared/api/ledger.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { errorReply, vendorErrors } from '../../lib/error-replies.ts';
 import { vendorOf } from '../../plugins/app/auth.ts';
 import { MAX_RANGE_S, toHex, vendorKnowsLedgerId, vendorTransactions } from './service.ts';
+
+/** The id this route takes is easy to mix up with `auth_result.user_id` (docs/vendor-api.md "Ledger"). */
+const LEDGER_ID_HINT =
+  'Pass the ledger id of a completed payment, auth_result.ledger_id, not auth_result.user_id';
 
 export const ledgerRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
@@ -14,10 +19,21 @@ export const ledgerRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['ledger'],
         summary:
           "The calling vendor's transactions of one user (ledger id), hex-encoded JSON, at most 90 days per request",
+        description:
+          'The path takes the **ledger id** of a completed payment, `auth_result.ledger_id` (64 hex characters, ' +
+          'a pseudonym per vendor and user), not `auth_result.user_id`: an unknown id answers 404 with ' +
+          '`details.hint` saying so.',
         security: [{ apiKey: [] }],
         params: ledgerParamsSchema,
         querystring: ledgerQuerySchema,
-        response: { 200: ledgerResponseSchema },
+        response: {
+          200: ledgerResponseSchema,
+          ...vendorErrors(400, 401, 403, 429),
+          404: errorReply(404, {
+            message: 'No transactions of yours for this user',
+            details: { field: 'user_id', reason: 'unknown', hint: LEDGER_ID_HINT },
+          }),
+        },
       },
     },
     async (request) => {
@@ -39,6 +55,7 @@ export const ledgerRoutes: FastifyPluginAsyncZod = async (app) => {
         throw new AppError('NOT_FOUND', 'No transactions of yours for this user', {
           field: 'user_id',
           reason: 'unknown',
+          hint: LEDGER_ID_HINT,
         });
       }
       const txs = await vendorTransactions(db, vendor.id, ledgerUserId, from * 1000, to * 1000 + 999);

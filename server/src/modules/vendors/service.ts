@@ -16,8 +16,13 @@ export interface NewVendor {
   scopes?: VendorScope[] | undefined;
 }
 
-async function issueKey(db: Db, vendorId: string, mode: 'test' | 'live', now: number): Promise<string> {
-  const apiKey = newSecret(`sk_${mode}_`);
+async function issueKey(
+  db: Db,
+  vendorId: string,
+  mode: 'test' | 'live',
+  now: number,
+  apiKey = newSecret(`sk_${mode}_`),
+): Promise<string> {
   await db
     .insertInto('api_keys')
     .values({
@@ -33,7 +38,25 @@ async function issueKey(db: Db, vendorId: string, mode: 'test' | 'live', now: nu
   return apiKey;
 }
 
+/** A vendor URL appears in every ledger transaction (docs/vendor-api.md "Ledger"): http(s) only. */
+function checkVendorUrl(url: string): void {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') || !parsed.hostname) {
+    throw AppError.invalid(
+      'url',
+      'invalid_format',
+      `Invalid url '${url}': must be an http(s) URL such as https://my.shop`,
+    );
+  }
+}
+
 export async function createVendor(db: Db, input: NewVendor, now = Date.now()) {
+  if (input.url) checkVendorUrl(input.url);
   const id = randomUUID();
   const mode = input.mode ?? 'test';
   const scopes = input.scopes ?? [...VENDOR_SCOPES];
@@ -75,6 +98,43 @@ export async function rotateKey(db: Db, vendorId: string, now = Date.now()) {
   const revoked = await revokeAll(db, vendorId, now);
   const apiKey = await issueKey(db, vendorId, vendor.mode, now);
   return { vendor_id: vendorId, api_key: apiKey, revoked };
+}
+
+/**
+ * Makes `apiKey` the vendor's one active key: `kept` when it already was (every client holding it goes on
+ * working), `restored` when it had been revoked or rotated away, `new` when it was never issued. Only the
+ * development demo uses this: its key is derived from the master key (server/src/demo.ts), so it stays
+ * the same across restarts on the same database.
+ */
+export async function ensureKey(
+  db: Db,
+  vendorId: string,
+  apiKey: string,
+  now = Date.now(),
+): Promise<{ vendor_id: string; outcome: 'kept' | 'restored' | 'new' }> {
+  const vendor = await requireVendor(db, vendorId);
+  if (!API_KEY.test(apiKey) || !apiKey.startsWith(`sk_${vendor.mode}_`)) {
+    throw AppError.invalid('api_key', 'format', 'Not an API key of this vendor');
+  }
+  const hash = hashSecret(apiKey);
+  const active = await db
+    .selectFrom('api_keys')
+    .select('key_hash')
+    .where('vendor_id', '=', vendorId)
+    .where('status', '=', 'active')
+    .execute();
+  if (active.length === 1 && safeEqualHex(active[0]!.key_hash, hash))
+    return { vendor_id: vendorId, outcome: 'kept' };
+  await revokeAll(db, vendorId, now);
+  const reused = await db
+    .updateTable('api_keys')
+    .set({ status: 'active', revoked_at: null })
+    .where('vendor_id', '=', vendorId)
+    .where('key_hash', '=', hash)
+    .executeTakeFirst();
+  if (Number(reused.numUpdatedRows) > 0) return { vendor_id: vendorId, outcome: 'restored' };
+  await issueKey(db, vendorId, vendor.mode, now, apiKey);
+  return { vendor_id: vendorId, outcome: 'new' };
 }
 
 export async function revokeKeys(db: Db, vendorId: string, now = Date.now()) {

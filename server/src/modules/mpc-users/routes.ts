@@ -13,6 +13,7 @@ import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext, Caller, VendorPrincipal } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
+import { vendorErrors } from '../../lib/error-replies.ts';
 import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { readAttributeValues, writeAttribute } from '../attributes/service.ts';
@@ -20,7 +21,7 @@ import { appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
 import { eraseUser } from '../gdpr/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
-import { forgetPalms } from './gallery.ts';
+import { forgetPalms } from '../users/gallery.ts';
 import {
   auditPalm,
   auditRefusedPalm,
@@ -28,8 +29,15 @@ import {
   consumePalmConfirmation,
   gateVendorPalms,
   serialiseEnrolment,
-} from './palms.ts';
-import { addPalm, createUser, dataKeyOf, issueUserToken, palmRegistered, requireUser } from './service.ts';
+} from '../users/palms.ts';
+import {
+  addPalm,
+  createUser,
+  dataKeyOf,
+  issueUserToken,
+  palmRegistered,
+  requireUser,
+} from '../users/service.ts';
 
 const vendorRoute = { auth: 'vendor', scope: 'users', rate: 'users' } as const;
 const security = [{ apiKey: [] }];
@@ -121,7 +129,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Register a user (attributes and palm templates); a test key also receives a user token',
         security,
         body: mpcCreateBodySchema,
-        response: { 201: successSchema(mpcCreatedSchema) },
+        response: { 201: successSchema(mpcCreatedSchema), ...vendorErrors(400, 401, 403, 429) },
       },
     },
     async (request, reply) => {
@@ -171,7 +179,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: "Update attributes of a user you created, or add palms with the user's confirmation code",
         security,
         body: mpcUpdateBodySchema,
-        response: { 200: successSchema(mpcUpdatedSchema) },
+        response: { 200: successSchema(mpcUpdatedSchema), ...vendorErrors(400, 401, 403, 404, 429) },
       },
     },
     async (request, reply) => {
@@ -213,7 +221,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Read a user you created: only the attributes the user consented to share with you',
         security,
         body: mpcUserRefSchema,
-        response: { 200: successSchema(mpcReadSchema) },
+        response: { 200: successSchema(mpcReadSchema), ...vendorErrors(400, 401, 403, 404, 429) },
       },
     },
     async (request, reply) => {
@@ -260,7 +268,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Erase a user you created (same as the user’s own delete-me)',
         security,
         body: mpcUserRefSchema,
-        response: { 200: successSchema(mpcDeletedSchema) },
+        response: { 200: successSchema(mpcDeletedSchema), ...vendorErrors(400, 401, 403, 404, 429) },
       },
     },
     async (request, reply) => {

@@ -9,11 +9,11 @@ import { resolve } from '../auth-contexts/resolve.ts';
 import { loadContext, markScanning, openContexts, publishUpdate } from '../auth-contexts/state.ts';
 import type { AuthContext } from '../auth-contexts/store.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
+import { authenticatePvs, type PvsPrincipal, touchPvs } from '../pvs/service.ts';
 import { guardHandlers } from '../revocation/watcher.ts';
 import { enrolAtKiosk } from './enrol.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 import { KioskLockout } from './lockout.ts';
-import { authenticatePvs, type PvsPrincipal, touchPvs } from './service.ts';
 
 function display(c: AuthContext): string {
   if (c.type === 'payment')

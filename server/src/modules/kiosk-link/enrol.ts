@@ -4,6 +4,7 @@ import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
 import type { z } from 'zod';
 import type { AppContext, Caller } from '../../context.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
+import type { PvsPrincipal } from '../pvs/service.ts';
 import {
   admitEnrolment,
   alreadyEnrolled,
@@ -15,7 +16,6 @@ import {
 } from '../users/palms.ts';
 import { addPalm, createClaimCode, createUser, dataKeyOf } from '../users/service.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
-import type { PvsPrincipal } from './service.ts';
 
 type EnrolParams = z.infer<(typeof pvsMethods)['enroll']['params']>;
 type EnrolAnswer = z.infer<(typeof pvsMethods)['enroll']['result']>;

@@ -1,0 +1,202 @@
+#!/usr/bin/env node
+import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
+import { Command, CommanderError } from 'commander';
+import WebSocket from 'ws';
+
+/**
+ * Vendor-side tools (`npm run vendor -- <command>`), nothing to install beyond the repository:
+ * `watch` follows your authentication contexts on `/ws/vendor` (docs/quickstart.md step 3,
+ * docs/websocket.md). The key comes from `--key` or PALMID_API_KEY (better: not in the shell history).
+ *
+ * Exit codes: 0 ok (stopped with Ctrl-C, or --until met), 1 the server refused the key or cannot be
+ * reached, 2 bad usage.
+ */
+installFatalHandlers('vendor');
+
+export const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'expired']);
+/** The server closes a socket with 1008 (policy) when the key is refused (docs/websocket.md). */
+const CLOSE_POLICY = 1008;
+
+class UsageError extends Error {}
+
+interface WatchOptions {
+  url: string;
+  key?: string;
+  authId: string[];
+  json?: boolean;
+  until?: string;
+}
+
+function baseUrl(value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`--url ${value}: not a URL; the server base URL, e.g. http://127.0.0.1:8080`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--url ${value}: must start with http:// or https://`);
+  return url;
+}
+
+function wsUrl(base: URL): string {
+  const u = new URL('/ws/vendor', base);
+  u.protocol = base.protocol === 'https:' ? 'wss:' : 'ws:';
+  return u.toString();
+}
+
+interface Update {
+  auth_id: string;
+  status: string;
+  auth_result?: {
+    success?: boolean;
+    user_id?: string;
+    attributes?: Record<string, unknown>;
+    ledger_id?: string;
+    reason?: string;
+  };
+}
+
+function describe(u: Update): string {
+  const time = new Date().toISOString().slice(11, 19);
+  let line = `${time}  ${u.auth_id}  ${u.status}`;
+  const r = u.auth_result;
+  if (r) {
+    if (r.reason) line += `  reason=${r.reason}`;
+    if (r.user_id) line += `  user_id=${r.user_id}`;
+    if (r.ledger_id) line += `  ledger_id=${r.ledger_id}`;
+    if (r.attributes && Object.keys(r.attributes).length > 0)
+      line += `  attributes=${JSON.stringify(r.attributes)}`;
+  }
+  return line;
+}
+
+/** Follows /ws/vendor until Ctrl-C, `--until`, or a refusal; resolves to the exit code. */
+async function watch(o: WatchOptions, io: { out(s: string): void; err(s: string): void }): Promise<number> {
+  const key = o.key ?? process.env.PALMID_API_KEY;
+  if (!key) throw new UsageError('an API key is needed: --key sk_test_… or PALMID_API_KEY');
+  const target = wsUrl(baseUrl(o.url));
+  return new Promise<number>((resolve) => {
+    const ws = new WebSocket(target, { headers: { 'X-API-Key': key }, handshakeTimeout: 10_000 });
+    let opened = false;
+    let done = false;
+    const finish = (code: number) => {
+      if (done) return;
+      done = true;
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      ws.removeAllListeners('close');
+      ws.on('error', () => undefined);
+      ws.close();
+      resolve(code);
+    };
+    const onSignal = () => finish(EXIT.OK);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    const show = (u: Update) => {
+      io.out(o.json ? `${JSON.stringify(u)}\n` : `${describe(u)}\n`);
+      if (o.until && (o.until === u.auth_id || o.until === 'any') && TERMINAL.has(u.status)) finish(EXIT.OK);
+    };
+    ws.on('open', () => {
+      opened = true;
+      io.err(`watching ${target} (Ctrl-C to stop)\n`);
+      o.authId.forEach((id, n) => {
+        ws.send(JSON.stringify({ id: `sub-${n}`, method: 'subscribe', params: { auth_id: id } }));
+      });
+    });
+    ws.on('message', (data) => {
+      let msg: {
+        method?: string;
+        params?: Update;
+        id?: string;
+        result?: Update;
+        error?: { message: string };
+      };
+      try {
+        msg = JSON.parse(data.toString());
+      } catch {
+        return;
+      }
+      if (msg.method === 'auth.updated' && msg.params) show(msg.params);
+      else if (msg.id?.startsWith('sub-') && msg.result) show(msg.result);
+      else if (msg.id?.startsWith('sub-') && msg.error) io.err(`subscribe refused: ${msg.error.message}\n`);
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      io.err(
+        res.statusCode === 401 || res.statusCode === 403
+          ? `the server refused the API key (HTTP ${res.statusCode}): check --key / PALMID_API_KEY\n`
+          : `${target} answered HTTP ${res.statusCode}; is this a palmid server?\n`,
+      );
+      finish(EXIT.FAILED);
+    });
+    ws.on('error', (err: Error & { code?: string }) => {
+      io.err(
+        opened
+          ? `connection error: ${err.message}\n`
+          : `cannot reach ${target}: ${err.code ?? err.message} (is the server running? npm start)\n`,
+      );
+      finish(EXIT.FAILED);
+    });
+    ws.on('close', (code, reason) => {
+      const why = reason.toString() || 'no reason given';
+      if (code === CLOSE_POLICY)
+        io.err(`the server refused the API key (close ${code}: ${why}): check --key / PALMID_API_KEY\n`);
+      else io.err(`the server closed the connection (close ${code}: ${why})\n`);
+      finish(EXIT.FAILED);
+    });
+  });
+}
+
+async function runVendorCli(
+  argv: string[],
+  io: { out(s: string): void; err(s: string): void },
+): Promise<number> {
+  let code: number = EXIT.OK;
+  const program = new Command('vendor')
+    .description('palmid vendor tools')
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)')
+    .addHelpText('after', '\nExit codes: 0 ok, 1 refused or unreachable, 2 bad usage.');
+  program
+    .command('watch')
+    .description('print every change of your authentication contexts as it happens (/ws/vendor)')
+    .option('--url <url>', 'server base URL', 'http://127.0.0.1:8080')
+    .option('--key <api_key>', 'your API key (default: $PALMID_API_KEY)')
+    .option(
+      '--auth-id <id>',
+      'also print the current state of this context first (repeatable)',
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
+    .option('--until <auth_id>', "stop (exit 0) once this context, or with 'any' any context, is final")
+    .option('--json', 'one JSON object per line: the auth.updated params as sent')
+    .addHelpText(
+      'after',
+      '\nExample:\n  export PALMID_API_KEY=sk_test_…   # from the npm start banner\n  npm run vendor -- watch\n' +
+        'Each line: time, auth_id, status, and once final the result (user_id, ledger_id, attributes, reason).',
+    )
+    .action(async (o: Omit<WatchOptions, 'url'> & { url: string }) => {
+      baseUrl(o.url);
+      code = await watch(o, io);
+    });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+    if (err instanceof UsageError) {
+      io.err(`vendor: ${err.message}\n`);
+      return EXIT.USAGE;
+    }
+    io.err(`vendor: unexpected error: ${(err as Error).message}\n`);
+    return EXIT.FAILED;
+  }
+}
+
+process.exitCode = await runVendorCli(process.argv.slice(2), {
+  out: (s) => process.stdout.write(s),
+  err: (s) => process.stderr.write(s),
+});

@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  cli,
+  kioskAgentEnv,
+  lastJson,
+  run,
+  type ServerProc,
+  type SimProc,
+  start,
+  startServer,
+  startSim,
+  tempDir,
+} from './harness.ts';
+
+/**
+ * What a kiosk installer meets in the first hour (docs/kiosk-install.md), with the real server, simulator
+ * and agent processes: doctor checks the credentials against the server, `run` stops on a refused token,
+ * `capture` checks its output path first, `enroll` on a vendor's kiosk refuses before anyone holds a palm.
+ */
+describe('kiosk technician, first hour', () => {
+  const tmp = tempDir('palmid-tech-hour-');
+  const serverEnv = {
+    PORT: '0',
+    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
+    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
+    PALMID_ENV: 'sandbox',
+  };
+  let server: ServerProc;
+  let sim: SimProc;
+  let kiosk: { pvs_id: string; device_token: string };
+  let bound: { pvs_id: string; device_token: string };
+  let vendor: { vendor_id: string };
+  const agent = (args: string[], env: Record<string, string>, timeoutMs = 60_000) =>
+    cli('agent/src/cli/main.ts', args, env, timeoutMs);
+  const envFor = (k: { pvs_id: string; device_token: string }, file = 'agent.json') =>
+    kioskAgentEnv(`${tmp.dir}/${file}`, sim, server.base, k);
+  const noStack = (r: { stdout: string; stderr: string }) =>
+    expect(`${r.stdout}\n${r.stderr}`).not.toMatch(/\n\s+at \S+ \(|node:internal|libvips|VipsForeign/);
+
+  beforeAll(async () => {
+    server = await startServer(serverEnv);
+    const admin = async <T>(...args: string[]) =>
+      lastJson<T>(
+        await run('server/src/cli/admin.ts', ['--json', ...args], {
+          DATABASE_URL: serverEnv.DATABASE_URL,
+          PALMID_KEY_FILE: serverEnv.PALMID_KEY_FILE,
+        }),
+      );
+    vendor = await admin('vendor', 'create', '--name', 'Till Shop', '--url', 'https://till.example');
+    kiosk = await admin('pvs', 'create', '--name', 'lobby');
+    bound = await admin('pvs', 'create', '--name', 'till-1', '--vendor', vendor.vendor_id);
+    sim = await startSim(['--capture-ms', '100']);
+  }, 120_000);
+
+  afterAll(async () => {
+    await sim?.stop();
+    await server?.stop();
+    tmp.remove();
+  });
+
+  it('doctor checks the device token and pvsId against the server', async () => {
+    const good = await agent(['doctor', '--json'], envFor(kiosk));
+    const goodChecks = lastJson<{ ok: boolean; checks: { name: string; status: string; detail: string }[] }>(
+      good.stdout,
+    );
+    const token = goodChecks.checks.find((c) => c.name === 'token')!;
+    expect(token.status, token.detail).toBe('ok');
+    expect(token.detail).toMatch(/accepts this kiosk.*unbound/);
+
+    const boundRes = lastJson<{ checks: { name: string; detail: string }[] }>(
+      (await agent(['doctor', '--json'], envFor(bound))).stdout,
+    );
+    expect(boundRes.checks.find((c) => c.name === 'token')!.detail).toMatch(
+      new RegExp(`serves vendor ${vendor.vendor_id}`),
+    );
+
+    const wrong = await agent(['doctor'], envFor({ ...kiosk, device_token: `dt_${'x'.repeat(43)}` }));
+    expect(wrong.code).toBe(1);
+    expect(wrong.stdout).toMatch(/✘ token\s+the server refused the device token/);
+    expect(wrong.stdout).not.toMatch(/all checks passed/);
+    noStack(wrong);
+
+    const swapped = await agent(
+      ['doctor'],
+      envFor({ pvs_id: bound.pvs_id, device_token: kiosk.device_token }),
+    );
+    expect(swapped.code).toBe(1);
+    expect(swapped.stdout).toMatch(/✘ token\s+the server refused pvsId/);
+  }, 120_000);
+
+  it('agent run says why the server closed the link and stops retrying a refused token', async () => {
+    const p = start(
+      'agent/src/cli/main.ts',
+      ['run'],
+      envFor({ ...kiosk, device_token: `dt_${'y'.repeat(43)}` }),
+    );
+    await p.waitFor(
+      /link closed \(1008 unauthorized\): the server refused the device token.*not retrying/,
+      60_000,
+    );
+    await p.waitFor(/stopping: the server refused the device token/);
+    const code = await new Promise<number | null>((resolve) => {
+      if (p.child.exitCode !== null) resolve(p.child.exitCode);
+      else p.child.once('exit', (c) => resolve(c));
+    });
+    expect(code).toBe(2); // configuration: systemd does not restart into the same refusal
+    expect(p.output.filter((l) => /reconnecting in/.test(l))).toEqual([]);
+  }, 90_000);
+
+  it('capture checks --out before capturing: a missing directory is exit 2 and one line', async () => {
+    const res = await agent(['capture', '--out', '/nonexistent/dir/x.png'], envFor(kiosk));
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(
+      /--out \/nonexistent\/dir\/x\.png: directory \/nonexistent\/dir does not exist/,
+    );
+    expect(res.stderr).not.toMatch(/waiting for a palm|scanner:/);
+    noStack(res);
+  });
+
+  it('enroll on a kiosk bound to a vendor refuses before any capture', async () => {
+    const res = await agent(['enroll', '--hands', 'right', '--samples', '1'], envFor(bound, 'bound.json'));
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/bound to vendor .*only kiosks without a vendor enrol users/);
+    expect(res.stderr).not.toMatch(/Hold your/);
+    noStack(res);
+  }, 60_000);
+});
