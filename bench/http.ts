@@ -7,9 +7,9 @@
  *     (and the bare baseline behind the same proxy, to show what the proxy itself costs).
  * Ratios are req/s against the bare baseline of the same method (GET or POST).
  *
- *   npm run bench -- http                 # 5 s per route
- *   npm run bench -- http --duration 10 --connections 64
- *   npm run bench -- http --quick         # 2 s per route, for a smoke run
+ *   npm run bench -- http                 # 5 s per route, in 5 slices interleaved with the baseline
+ *   npm run bench -- http --duration 10 --connections 64 --rounds 5
+ *   npm run bench -- http --quick         # 2 s per route in one slice, for a smoke run
  *
  * Every server runs in its own process; PostgreSQL and Redis are throwaway instances (test/support).
  * Targets whose dependency is missing are skipped with a note. Writes bench/results/http.json.
@@ -23,7 +23,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -55,7 +55,9 @@ async function servePalmid(): Promise<void> {
     ]),
   ) as unknown as typeof RATE_LIMITS;
   ctx.rateLimits = new RateLimits(ctx.redis, high);
-  const server = await startServer(ctx);
+  // No route measured here proves anything: warming the zero-knowledge prover up would only spend the first
+  // seconds of the run's CPU (docs/performance.md).
+  const server = await startServer(ctx, { warmUpProver: false });
   if (process.env.BENCH_SEED === '1') {
     const v = await createVendor(ctx.database.db, { name: 'Bench Vendor', scopes: ['auth', 'users'] });
     process.stdout.write(`VENDOR ${v.api_key}\n`);
@@ -193,7 +195,7 @@ interface Row {
   p99_ms: number;
   non_2xx: number;
   errors: number;
-  /** Bare Fastify, same method, measured right before this target. */
+  /** Bare Fastify, same method, measured in slices interleaved with this route's. */
   baseline_req_per_s: number;
   vs_baseline: number | null;
   rss_mb: number | null;
@@ -234,6 +236,7 @@ async function orchestrate(): Promise<void> {
   const quick = process.argv.includes('--quick');
   const duration = arg('duration', quick ? 2 : 5);
   const connections = arg('connections', 32);
+  const rounds = arg('rounds', quick ? 1 : 5);
   const children: Child[] = [];
   const notes: string[] = [];
   let pg: TestPostgres | undefined;
@@ -333,35 +336,60 @@ async function orchestrate(): Promise<void> {
       });
     }
 
-    // The machine may be shared: each target is measured next to a fresh run of the bare baseline, and its
-    // ratios use that adjacent baseline, so load that drifts during the run skews both sides alike.
+    // The machine may be shared (its load swings by several times within seconds): each route is measured in
+    // `rounds` slices, each slice of the route right after a slice of the bare baseline of the same method,
+    // and the ratio divides the two sums, so load that drifts during the run skews both sides alike.
     const rows: Row[] = [];
     const bareTarget = targets[0]!;
+    const slice = Math.max(1, Math.round(duration / rounds));
     const measure = async (t: Target, r: RouteSpec) => {
-      const res = await cannon(t.port, r, t.headers, duration, connections);
-      process.stderr.write(`  ${t.name} ${r.name}: ${Math.round(res.requests.average)} req/s\n`);
-      return res;
+      const bare = r.method === 'GET' ? bareGet : barePost;
+      let bareRequests = 0;
+      let requests = 0;
+      let seconds = 0;
+      let non2xx = 0;
+      let errors = 0;
+      const p50: number[] = [];
+      const p99: number[] = [];
+      for (let i = 0; i < rounds; i++) {
+        const b = await cannon(bareTarget.port, bare, {}, slice, connections);
+        const res = await cannon(t.port, r, t.headers, slice, connections);
+        bareRequests += b.requests.total;
+        requests += res.requests.total;
+        seconds += slice;
+        non2xx += res.non2xx;
+        errors += res.errors + res.timeouts;
+        p50.push(res.latency.p50);
+        p99.push(res.latency.p99);
+      }
+      const rps = Math.round(requests / seconds);
+      const bareRps = Math.round(bareRequests / seconds);
+      process.stderr.write(`  ${t.name} ${r.name}: ${rps} req/s (bare ${bare.name}: ${bareRps})\n`);
+      p50.sort((x, y) => x - y);
+      return {
+        rps,
+        bareRps,
+        non2xx,
+        errors,
+        p50: p50[Math.floor(p50.length / 2)]!,
+        p99: Math.max(...p99),
+      };
     };
     for (const t of targets.slice(1)) {
       await cannon(t.port, t.routes[0]!, t.headers, 1, connections); // warm-up: JIT, pools, plans
       await cannon(bareTarget.port, bareGet, {}, 1, connections);
-      const baseline = {
-        GET: Math.round((await measure(bareTarget, bareGet)).requests.average),
-        POST: Math.round((await measure(bareTarget, barePost)).requests.average),
-      };
       for (const r of t.routes) {
-        const res = await measure(t, r);
-        const rps = Math.round(res.requests.average);
+        const m = await measure(t, r);
         rows.push({
           target: t.name,
           route: r.name,
-          req_per_s: rps,
-          p50_ms: res.latency.p50,
-          p99_ms: res.latency.p99,
-          non_2xx: res.non2xx,
-          errors: res.errors + res.timeouts,
-          baseline_req_per_s: baseline[r.method],
-          vs_baseline: baseline[r.method] ? Math.round((rps / baseline[r.method]) * 1000) / 1000 : null,
+          req_per_s: m.rps,
+          p50_ms: m.p50,
+          p99_ms: m.p99,
+          non_2xx: m.non2xx,
+          errors: m.errors,
+          baseline_req_per_s: m.bareRps,
+          vs_baseline: m.bareRps ? Math.round((m.rps / m.bareRps) * 1000) / 1000 : null,
           rss_mb: t.pids.reduce<number | null>((sum, pid) => {
             const v = rssMb(pid);
             return v === null ? sum : (sum ?? 0) + v;
@@ -403,8 +431,11 @@ async function orchestrate(): Promise<void> {
     ].join('\n');
     const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`;
     process.stdout.write(
-      `\nHTTP load, ${duration} s per route, ${connections} connections, ${machine}\n${out}\n` +
-        `vs bare: req/s divided by bare Fastify's req/s (same method: GET /health or POST /echo), measured just before.\n` +
+      `\nHTTP load, ${rounds * slice} s per route, ${connections} connections, ${machine}, load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}\n${out}\n` +
+        `vs bare: req/s divided by bare Fastify's req/s (same method: GET /health or POST /echo), measured in ${rounds} slice(s) of ${slice} s interleaved with the route's.\n` +
+        `p50: median of the slices' p50; p99: the worst slice's p99.\n` +
         `RSS MB: resident memory of the target's processes (both instances and the proxy for x2) after the run.\n` +
         (notes.length ? `${notes.map((n) => `note: ${n}`).join('\n')}\n` : ''),
     );
@@ -412,7 +443,7 @@ async function orchestrate(): Promise<void> {
     mkdirSync(resultsDir, { recursive: true });
     writeFileSync(
       join(resultsDir, 'http.json'),
-      `${JSON.stringify({ date: new Date().toISOString(), machine, duration_s: duration, connections, notes, rows }, null, 2)}\n`,
+      `${JSON.stringify({ date: new Date().toISOString(), machine, duration_s: rounds * slice, rounds, connections, load_average: loadavg(), notes, rows }, null, 2)}\n`,
     );
     process.stdout.write(`wrote ${join('bench', 'results', 'http.json')}\n`);
   } finally {

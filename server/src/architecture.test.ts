@@ -20,7 +20,8 @@ const OWNERS: Record<string, readonly string[]> = {
   'auth-contexts': ['auth_contexts'],
   ledger: ['ledger'],
   audit: ['audit', 'audit_head'],
-  pvs: ['pvs', 'idempotency', 'kiosk_lockouts'],
+  pvs: ['pvs'],
+  'kiosk-link': ['idempotency', 'kiosk_lockouts'],
   verification: ['verifiers', 'zk_openings', 'attestations', 'auth_context_predicates'],
 };
 
@@ -44,13 +45,16 @@ const RULES: [RegExp, Layer][] = [
   // work across modules: resolution, erasure, key rotation, start-up
   [/^modules\/auth-contexts\/(state|decide|resolve|age)\.ts$/, 'orchestration'],
   [/^modules\/gdpr\//, 'orchestration'],
-  [/^crypto\/rotate-master\.ts$/, 'orchestration'],
+  [/^ops\//, 'orchestration'],
   [/^bootstrap\.ts$/, 'orchestration'],
   // each module's own tables
   [/^modules\/[^/]+\/store\.ts$/, 'store'],
   [/^modules\/auth-contexts\/history\.ts$/, 'store'],
   // module services
-  [/^modules\/(vendors|users|pvs|attributes|consents|ledger|audit|verification|session|health)\//, 'domain'],
+  [
+    /^modules\/(vendors|users|pvs|kiosk-link|attributes|consents|ledger|audit|verification|session|health)\//,
+    'domain',
+  ],
   // what every module may use
   [/^(config|context)\.ts$/, 'foundation'],
   [/^(db|lib)\//, 'foundation'],

@@ -35,3 +35,11 @@ export function errorEnvelope(
 ): ErrorBody {
   return { success: false, error: { code, message, details }, meta };
 }
+
+/** Error responses every user route can give, for OpenAPI. */
+export const USER_ROUTE_ERRORS = {
+  400: errorBodySchema,
+  401: errorBodySchema,
+  429: errorBodySchema,
+  500: errorBodySchema,
+} as const;

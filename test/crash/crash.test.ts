@@ -20,5 +20,6 @@ describe('crash safety (SIGKILL while writing)', () => {
     const figures = await runServerKills({ kills });
     expect(figures.kills).toBe(kills);
     expect(figures.acknowledged).toBeGreaterThan(0);
+    expect(figures.byKind.create).toBeGreaterThan(0);
   }, 600_000);
 });

@@ -160,20 +160,26 @@ export async function main(argv: string[]): Promise<void> {
       );
       out(`ACK ${JSON.stringify({ kind: 'consent', user: user.id, key: consent.consent_id } satisfies Ack)}`);
     } else {
+      // Three at once through group commit (db/group-commit.ts), as concurrent requests would: they share
+      // commits, and each is acknowledged only when its promise resolved.
       const seen = identifyPalm(ctx, {
         template: Buffer.from(user.template, 'base64'),
         hand: 'right',
         liveness: 0.99,
       });
-      const { context: row } = await ctx.database.db.transaction().execute(async (trx) => {
-        const created = await createAuthContext(ctx, trx, fixture.vendor, {
-          type: 'payment',
-          amount: 100 + n,
-          attributes_optional: ['email'],
-        });
-        return resolveWithPalm(ctx, trx, created, seen, CALLER);
-      });
-      out(`ACK ${JSON.stringify({ kind: 'auth', user: user.id, key: row.id } satisfies Ack)}`);
+      await Promise.all(
+        [0, 1, 2].map(async (j) => {
+          const { context: row } = await ctx.database.write(async (trx) => {
+            const created = await createAuthContext(ctx, trx, fixture.vendor, {
+              type: 'payment',
+              amount: 100 + n * 3 + j,
+              attributes_optional: ['email'],
+            });
+            return resolveWithPalm(ctx, trx, created, seen, CALLER);
+          });
+          out(`ACK ${JSON.stringify({ kind: 'auth', user: user.id, key: row.id } satisfies Ack)}`);
+        }),
+      );
     }
   }
 }

@@ -3,7 +3,7 @@ import { errorBodySchema } from '@palmid/shared/envelope.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { buildApp, HTTP_TIMEOUTS } from '../../server/src/app.ts';
-import { LOCK_MS, MAX_FAILURES } from '../../server/src/modules/pvs/lockout.ts';
+import { LOCK_MS, MAX_FAILURES } from '../../server/src/modules/kiosk-link/lockout.ts';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
 import { createTestApp, seedUser, type TestApp } from '../../server/src/testing.ts';

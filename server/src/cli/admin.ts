@@ -4,7 +4,6 @@ import { AppError } from '@palmid/shared/errors.ts';
 import { Command, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { Keyring, loadMasterKey } from '../crypto/keyring.ts';
-import { rotateMasterKey } from '../crypto/rotate-master.ts';
 import { type Database, openDatabase } from '../db/index.ts';
 import {
   type AuditAnchor,
@@ -32,6 +31,7 @@ import {
   revokeVerifier,
   VERIFIED_ATTRIBUTE_NAMES,
 } from '../modules/verification/store.ts';
+import { rotateMasterKey } from '../ops/rotate-master.ts';
 
 /**
  * Operator CLI on the server's database (`npm run admin -- <command>`). Same configuration keys as the

@@ -1,9 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
+import { type CredentialWatch, postgresCredentialWatch, sqliteCredentialWatch } from './credential-watch.ts';
+import { GroupCommit } from './group-commit.ts';
 import { migrationProvider } from './migrations.ts';
 import type { DB, DbKind } from './schema.ts';
+import { DurableSqliteDialect } from './sqlite-driver.ts';
 
 export type { DB, Db, DbKind } from './schema.ts';
 
@@ -12,12 +15,28 @@ export interface Database {
   kind: DbKind;
   /** Human-readable location without credentials. */
   location: string;
+  /**
+   * Runs a write transaction with group commit (db/group-commit.ts): resolves once the transaction that
+   * carried it is durably committed, shared with the writes that arrived meanwhile. `run` may run more than
+   * once and must only use `trx`.
+   */
+  write<T>(run: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+  /** Transactions `write` ran so far: with concurrent writers, fewer than the writes. */
+  commits(): number;
+  /**
+   * Whether the store answers a trivial query. Callers that arrive while a probe is in flight share its
+   * answer, so a status endpoint under load costs one round trip per probe, not one per request.
+   */
+  ping(): Promise<boolean>;
+  /** Changes to API keys and vendors, from any process (db/credential-watch.ts). */
+  credentials: CredentialWatch;
   close(): Promise<void>;
 }
 
 /**
  * Opens the store named by DATABASE_URL and brings its schema up to date.
- * SQLite runs in WAL mode with synchronous=FULL: an acknowledged write survives a crash (kill -9 or power loss).
+ * SQLite runs in WAL mode and every commit is fsynced before it is answered (db/sqlite-driver.ts): an
+ * acknowledged write survives a crash (kill -9 or power loss).
  */
 export async function openDatabase(url: string): Promise<Database> {
   let database: Database;
@@ -26,12 +45,25 @@ export async function openDatabase(url: string): Promise<Database> {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const sqlite = new SQLite(path);
     sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = FULL');
+    // The commit's fsync is done by the driver, off the event loop and before any answer
+    // (db/sqlite-driver.ts): as durable as synchronous=FULL, without blocking every request on the disk.
+    sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.defaultSafeIntegers(false);
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
-    database = { db, kind: 'sqlite', location: `sqlite:${path}`, close: () => db.destroy() };
+    const wal = path === ':memory:' ? undefined : `${path}-wal`;
+    const db = new Kysely<DB>({ dialect: new DurableSqliteDialect(sqlite, wal) });
+    const group = new GroupCommit(db, 'sqlite');
+    database = {
+      db,
+      kind: 'sqlite',
+      location: `sqlite:${path}`,
+      write: (run) => group.write(run),
+      commits: () => group.transactions,
+      ping: singleFlight(() => sql`select 1`.execute(db)),
+      credentials: sqliteCredentialWatch(sqlite),
+      close: () => db.destroy(),
+    };
   } else if (/^postgres(ql)?:\/\//.test(url)) {
     const pg = await import('pg');
     const { Pool, types } = pg.default;
@@ -43,11 +75,20 @@ export async function openDatabase(url: string): Promise<Database> {
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const u = new URL(url);
+    const group = new GroupCommit(db, 'postgres');
+    const credentials = postgresCredentialWatch(pool);
     database = {
       db,
       kind: 'postgres',
       location: `postgres://${u.host}${u.pathname}`,
-      close: () => db.destroy(),
+      write: (run) => group.write(run),
+      commits: () => group.transactions,
+      ping: singleFlight(() => sql`select 1`.execute(db)),
+      credentials,
+      close: async () => {
+        await credentials.close();
+        await db.destroy();
+      },
     };
   } else {
     throw new Error('DATABASE_URL must be sqlite:<path> or postgres://…');
@@ -59,6 +100,22 @@ export async function openDatabase(url: string): Promise<Database> {
     throw err;
   }
   return database;
+}
+
+/** A probe that callers arriving while it runs share: true when it succeeded. */
+function singleFlight(probe: () => Promise<unknown>): () => Promise<boolean> {
+  let inFlight: Promise<boolean> | undefined;
+  return () => {
+    inFlight ??= probe().then(
+      () => true,
+      () => false,
+    );
+    const mine = inFlight;
+    void mine.then(() => {
+      if (inFlight === mine) inFlight = undefined;
+    });
+    return mine;
+  };
 }
 
 /** Any constant shared by every palmid instance: the key of the PostgreSQL advisory lock around migrations. */

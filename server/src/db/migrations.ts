@@ -1,4 +1,4 @@
-import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
 import type { DbKind } from './schema.ts';
 
 /**
@@ -240,6 +240,38 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .addColumn('failures', 'text', (c) => c.notNull())
           .addColumn('locked_until', 'bigint', (c) => c.notNull())
           .execute();
+      },
+    },
+    '0005_credential_epoch': {
+      // Every change to a key or a vendor announces itself, so that verified-key caches on every instance
+      // drop what they hold at once (db/credential-watch.ts). SQLite counts in a row read per request;
+      // PostgreSQL sends a NOTIFY with the commit.
+      async up(db: Kysely<unknown>) {
+        if (kind === 'postgres') {
+          await sql`create function palmid_credentials_changed() returns trigger language plpgsql as $$
+            begin perform pg_notify('palmid_credentials', ''); return null; end $$`.execute(db);
+          for (const table of ['api_keys', 'vendors']) {
+            await sql`create trigger ${sql.raw(`${table}_credentials_changed`)} after update or delete
+              on ${sql.table(table)} for each statement execute function palmid_credentials_changed()`.execute(
+              db,
+            );
+          }
+          return;
+        }
+        await db.schema
+          .createTable('credential_epoch')
+          .addColumn('id', 'integer', (c) => c.primaryKey())
+          .addColumn('n', 'integer', (c) => c.notNull())
+          .execute();
+        await sql`insert into credential_epoch (id, n) values (1, 0)`.execute(db);
+        for (const table of ['api_keys', 'vendors']) {
+          for (const op of ['update', 'delete']) {
+            await sql`create trigger ${sql.raw(`${table}_${op}_credentials_changed`)} after ${sql.raw(op)}
+              on ${sql.table(table)} begin update credential_epoch set n = n + 1 where id = 1; end`.execute(
+              db,
+            );
+          }
+        }
       },
     },
   };

@@ -145,7 +145,7 @@ export interface IdempotencyTable {
   created_at: number;
 }
 
-/** Kiosk lockout after repeated failed matches (modules/pvs/lockout.ts), shared by instances and restarts. */
+/** Kiosk lockout after repeated failed matches (modules/kiosk-link/lockout.ts), shared by instances and restarts. */
 export interface KioskLockoutsTable {
   pvs_id: string;
   /** JSON array of the failure times (ms) in the current window */

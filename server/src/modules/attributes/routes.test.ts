@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
+import { type Call, expectError, userCaller } from '../../user-api-testkit.ts';
 import { appendTransaction } from '../ledger/service.ts';
 import { issueUserToken } from '../users/service.ts';
-import { type Call, expectError, userCaller } from './testkit.ts';
 
 const DAY = 86_400_000;
 

@@ -7,20 +7,12 @@ import {
   putAttributeBodySchema,
   putAttributeResponseSchema,
 } from '@palmid/shared/api/attributes.ts';
-import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { auditedAccess, auditRejectedUpdate } from './audit.ts';
 import { deleteAttribute, getAttribute, listAttributes, writeAttribute } from './service.ts';
-
-/** Error responses every user route can give, for OpenAPI. */
-export const USER_ROUTE_ERRORS = {
-  400: errorBodySchema,
-  401: errorBodySchema,
-  429: errorBodySchema,
-  500: errorBodySchema,
-} as const;
 
 const toMs = (iso: string | null | undefined) => (iso === null || iso === undefined ? null : Date.parse(iso));
 

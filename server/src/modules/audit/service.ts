@@ -197,7 +197,7 @@ export async function verifyAuditChain(db: Db, keyring: Keyring): Promise<AuditV
 }
 
 /**
- * The audit log's part of a master-key rotation (crypto/rotate-master.ts): the chain head is re-signed
+ * The audit log's part of a master-key rotation (ops/rotate-master.ts): the chain head is re-signed
  * under the new key (rows themselves carry no key). Returns whether there was a head to re-sign.
  */
 export async function resignHead(db: Db, to: Keyring): Promise<boolean> {

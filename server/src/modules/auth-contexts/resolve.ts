@@ -33,7 +33,7 @@ import type { AuthContext } from './store.ts';
 /**
  * Resolving an authentication context with a palm (docs/architecture.md, "Life of an authentication
  * context"): the one path behind both `POST /api/v1/auth` (auth-contexts/routes.ts) and the kiosk's
- * `identify` (pvs/routes.ts). Its stages, in order:
+ * `identify` (kiosk-link/routes.ts). Its stages, in order:
  *
  * 1. `checkCapture`: the capture is judged: the template is checked (once, here), then liveness.
  * 2. `matchCapture`: the 1:N search, once per resolution.

@@ -46,9 +46,10 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      const row = await ctx.database.db
-        .transaction()
-        .execute((trx) => createAuthContext(ctx, trx, vendor, request.body.auth_context));
+      // Group commit (db/group-commit.ts): answered once durably committed, one flush for concurrent creates.
+      const row = await ctx.database.write((trx) =>
+        createAuthContext(ctx, trx, vendor, request.body.auth_context),
+      );
       dispatchToKiosks(ctx, row);
       return ok(reply, toRecord(row), 201);
     },

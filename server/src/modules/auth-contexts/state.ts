@@ -257,7 +257,7 @@ export async function forgetResultsOf(db: Db, userId: string): Promise<void> {
 }
 
 /**
- * The auth contexts' part of a master-key rotation (crypto/rotate-master.ts): sealed results are re-sealed
+ * The auth contexts' part of a master-key rotation (ops/rotate-master.ts): sealed results are re-sealed
  * under the new key's sub-key, each a compare-and-set on the old ciphertext; results the new key already
  * opens are counted as done.
  */

@@ -7,11 +7,10 @@ import {
   createConsentBodySchema,
   revokeConsentResponseSchema,
 } from '@palmid/shared/api/consents.ts';
-import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { USER_ROUTE_ERRORS } from '../attributes/routes.ts';
 import { grantConsent, listConsents, revokeConsent } from './service.ts';
 
 export const consentRoutes: FastifyPluginAsyncZod = async (app) => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openFor } from '../../crypto/keyring.ts';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
-import { type Call, expectError, userCaller } from '../attributes/testkit.ts';
+import { type Call, expectError, userCaller } from '../../user-api-testkit.ts';
 import { appendTransaction } from '../ledger/service.ts';
 import { addPalm, dataKeyOf } from '../users/service.ts';
 

@@ -1,11 +1,10 @@
 import { noQuerySchema } from '@palmid/shared/api/attributes.ts';
 import { deleteMeResponseSchema, exportQuerySchema, gdprExportSchema } from '@palmid/shared/api/gdpr.ts';
-import { successSchema } from '@palmid/shared/envelope.ts';
+import { successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { auditedAccess } from '../attributes/audit.ts';
-import { USER_ROUTE_ERRORS } from '../attributes/routes.ts';
 import { forgetPalms } from '../users/gallery.ts';
 import { eraseUser, exportUserData } from './service.ts';
 

@@ -1,6 +1,5 @@
 import { successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { sql } from 'kysely';
 import { z } from 'zod';
 import { vendorErrors } from '../../lib/error-replies.ts';
 import { vendorOf } from '../../plugins/app/auth.ts';
@@ -47,12 +46,7 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      let dbOk = true;
-      try {
-        await sql`select 1`.execute(ctx.database.db);
-      } catch {
-        dbOk = false;
-      }
+      const dbOk = await ctx.database.ping();
       return ok(reply, {
         status: dbOk ? ('ok' as const) : ('degraded' as const),
         version: ctx.version,

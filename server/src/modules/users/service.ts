@@ -215,7 +215,7 @@ export async function eraseUserRecord(db: Db, userId: string, now: number): Prom
 export type RotationProgress = (what: string, done: number) => void;
 
 /**
- * The users module's part of a master-key rotation (crypto/rotate-master.ts): every wrapped data key is
+ * The users module's part of a master-key rotation (ops/rotate-master.ts): every wrapped data key is
  * unwrapped with the old key and wrapped with the new one, in batches, each one short transaction. A
  * compare-and-set on the old wrapped key lets a concurrent erasure win; rows the new key already opens are
  * skipped, so a rerun after an interruption finishes the work.

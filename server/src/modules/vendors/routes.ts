@@ -1,9 +1,8 @@
 import { vendorListSchema, vendorParamsSchema, vendorPublicSchema } from '@palmid/shared/api/vendors.ts';
-import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok } from '../../plugins/app/envelope.ts';
-import { USER_ROUTE_ERRORS } from '../attributes/routes.ts';
 import { getVendor, listVendors } from './service.ts';
 
 const toPublic = (v: { id: string; name: string; url: string }) => ({

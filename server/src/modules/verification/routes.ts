@@ -1,11 +1,10 @@
-import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { auditedAccess } from '../attributes/audit.ts';
-import { USER_ROUTE_ERRORS } from '../attributes/routes.ts';
 import { importIdToken, submitAttestation } from './service.ts';
 
 const servicePublicKeySchema = z.object({

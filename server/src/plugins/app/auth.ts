@@ -4,6 +4,7 @@ import type { AppContext, Caller, UserPrincipal, VendorPrincipal } from '../../c
 import { authenticateUser } from '../../modules/users/service.ts';
 import { authenticateVendor, type VendorScope } from '../../modules/vendors/service.ts';
 import { CredentialGuard } from './credential-guard.ts';
+import { VerifiedKeyCache } from './key-cache.ts';
 import { applyRateDecision, type RateBucket } from './rate-limit.ts';
 
 declare module 'fastify' {
@@ -12,6 +13,10 @@ declare module 'fastify' {
     auth?: 'vendor' | 'user' | 'none';
     scope?: VendorScope;
     rate?: RateBucket;
+  }
+  interface FastifyInstance {
+    /** Verified API keys of this instance (plugins/app/key-cache.ts). */
+    verifiedKeys: VerifiedKeyCache;
   }
   interface FastifyRequest {
     vendor?: VendorPrincipal;
@@ -40,6 +45,8 @@ export function callerOf(request: FastifyRequest): Caller {
  */
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   const guard = new CredentialGuard(ctx);
+  const keys = new VerifiedKeyCache(ctx.database.credentials);
+  app.decorate('verifiedKeys', keys);
   const checked = async <T>(request: FastifyRequest, reply: FastifyReply, attempt: () => Promise<T>) => {
     try {
       return (await guard.check(request.ip, attempt)) as T;
@@ -50,11 +57,12 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
       throw err;
     }
   };
-  app.addHook('onRequest', async (request, reply) => {
+  const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'vendor') {
+      const apiKey = request.headers['x-api-key'];
       const vendor = await checked(request, reply, () =>
-        authenticateVendor(ctx.database.db, request.headers['x-api-key'], ctx.config.PALMID_ENV),
+        keys.authenticate(apiKey, () => authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV)),
       );
       request.vendor = vendor;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, vendor.keyId));
@@ -71,5 +79,11 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
     } else if (cfg.rate) {
       applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, request.ip));
     }
+  };
+  // Callback style: a route with neither credentials nor a rate limit costs no promise.
+  app.addHook('onRequest', (request, reply, done) => {
+    const cfg = request.routeOptions.config;
+    if (!cfg.auth && !cfg.rate) return done();
+    authorize(request, reply).then(() => done(), done);
   });
 }

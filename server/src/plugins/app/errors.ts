@@ -86,9 +86,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
   // Safety net: an error answer that left a plugin with an empty body (e.g. @fastify/websocket's 404 for a
   // plain GET on a socket route) still gets the SPEC envelope.
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode < 400 || request.method === 'HEAD') return payload;
-    if (payload !== undefined && payload !== null && payload !== '') return payload;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (reply.statusCode < 400 || request.method === 'HEAD') return done(null, payload);
+    if (payload !== undefined && payload !== null && payload !== '') return done(null, payload);
     const status = reply.statusCode;
     const code: ErrorCode =
       status === 404
@@ -103,7 +103,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
                 ? 'INTERNAL_ERROR'
                 : 'INVALID_REQUEST';
     reply.type('application/json; charset=utf-8');
-    return JSON.stringify(errorEnvelope(code, DEFAULT_MESSAGES[code], {}, meta(request)));
+    done(null, JSON.stringify(errorEnvelope(code, DEFAULT_MESSAGES[code], {}, meta(request))));
   });
 
   app.setNotFoundHandler((request, reply) =>

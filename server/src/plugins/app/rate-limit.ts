@@ -87,31 +87,33 @@ export class RateLimits {
 
   async consume(bucket: RateBucket, key: string): Promise<RateDecision> {
     const now = Date.now();
-    const decisions = await Promise.all(
-      this.#windows[bucket].map(async (w): Promise<RateDecision> => {
-        let res: IRateLimiterRes;
-        let allowed = true;
-        try {
-          res = await w.limiter.consume(key);
-        } catch (err) {
-          if (!(err instanceof RateLimiterRes)) throw err;
-          res = err;
-          allowed = false;
-        }
-        const ms = res.msBeforeNext ?? 0;
-        return {
-          limit: w.points,
-          remaining: Math.max(0, res.remainingPoints ?? 0),
-          resetAt: Math.ceil((now + ms) / 1000),
-          allowed,
-          retryAfterS: Math.max(1, Math.ceil(ms / 1000)),
-        };
-      }),
-    );
+    const windows = this.#windows[bucket];
+    if (windows.length === 1) return this.#consumeOne(windows[0]!, key, now);
+    const decisions = await Promise.all(windows.map((w) => this.#consumeOne(w, key, now)));
     // The headers describe the window closest to exhaustion; a refusal by any window wins.
     const refused = decisions.filter((d) => !d.allowed).sort((a, b) => b.retryAfterS - a.retryAfterS)[0];
     if (refused) return refused;
     return decisions.sort((a, b) => a.remaining / a.limit - b.remaining / b.limit)[0]!;
+  }
+
+  async #consumeOne(w: Window, key: string, now: number): Promise<RateDecision> {
+    let res: IRateLimiterRes;
+    let allowed = true;
+    try {
+      res = await w.limiter.consume(key);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      res = err;
+      allowed = false;
+    }
+    const ms = res.msBeforeNext ?? 0;
+    return {
+      limit: w.points,
+      remaining: Math.max(0, res.remainingPoints ?? 0),
+      resetAt: Math.ceil((now + ms) / 1000),
+      allowed,
+      retryAfterS: Math.max(1, Math.ceil(ms / 1000)),
+    };
   }
 }
 

@@ -21,8 +21,15 @@ import { appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
 import { eraseUser } from '../gdpr/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
-import { forgetPalms } from './gallery.ts';
-import { addPalm, createUser, dataKeyOf, issueUserToken, palmRegistered, requireUser } from './service.ts';
+import { forgetPalms } from '../users/gallery.ts';
+import {
+  addPalm,
+  createUser,
+  dataKeyOf,
+  issueUserToken,
+  palmRegistered,
+  requireUser,
+} from '../users/service.ts';
 
 const vendorRoute = { auth: 'vendor', scope: 'users', rate: 'users' } as const;
 const security = [{ apiKey: [] }];

@@ -1,6 +1,6 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
-import type { TestApp } from '../../testing.ts';
+import type { TestApp } from './testing.ts';
 
 /** Test helpers shared by the user-API route tests (attributes, consents, audit, GDPR, session). */
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, FrameClient, seedVendor, type TestApp } from '../../testing.ts';
-import { createPvs } from './service.ts';
+import { createPvs } from '../pvs/service.ts';
 
 const TEMPLATE = Buffer.from('kiosk-enrolled-palm-0001').toString('base64');
 

@@ -10,10 +10,10 @@ import { resolve } from '../auth-contexts/resolve.ts';
 import { loadContext, markScanning, openContexts, publishUpdate } from '../auth-contexts/state.ts';
 import type { AuthContext } from '../auth-contexts/store.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
+import { authenticatePvs, type PvsPrincipal, touchPvs } from '../pvs/service.ts';
 import { addPalm, createClaimCode, createUser } from '../users/service.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 import { KioskLockout } from './lockout.ts';
-import { authenticatePvs, type PvsPrincipal, touchPvs } from './service.ts';
 
 function display(c: AuthContext): string {
   if (c.type === 'payment')

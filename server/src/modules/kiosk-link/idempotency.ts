@@ -37,7 +37,7 @@ export async function pruneAnswers(ctx: AppContext): Promise<void> {
 }
 
 /**
- * The kiosk answers' part of a master-key rotation (crypto/rotate-master.ts): answers older than a day are
+ * The kiosk answers' part of a master-key rotation (ops/rotate-master.ts): answers older than a day are
  * dropped rather than carried over; the others are re-sealed under the new key, each a compare-and-set on
  * the old ciphertext. Answers the new key already opens are counted as done.
  */

@@ -1,10 +1,10 @@
+import { Keyring } from '../crypto/keyring.ts';
 import type { Db } from '../db/index.ts';
 import { resignAnchorFile } from '../modules/audit/anchor.ts';
 import { resignHead, verifyAuditChain } from '../modules/audit/service.ts';
 import { resealResults } from '../modules/auth-contexts/state.ts';
-import { resealAnswers } from '../modules/pvs/idempotency.ts';
+import { resealAnswers } from '../modules/kiosk-link/idempotency.ts';
 import { rewrapDataKeys } from '../modules/users/service.ts';
-import { Keyring } from './keyring.ts';
 
 /**
  * Master key rotation (docs/deployment.md §4): everything the master key protects is moved from the old
