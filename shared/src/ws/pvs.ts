@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { authResultSchema } from '../api/auth-contexts.ts';
 import { handSchema, templateB64Schema, uuidSchema } from '../api/common.ts';
+import { passesLiveness } from '../palm/liveness.ts';
 
 /** /ws/pvs: kiosk agent ↔ server (docs/websocket.md). */
 const sample = z.object({
@@ -42,7 +43,7 @@ export const pvsMethods = {
     params: sample
       .extend({ auth_id: uuidSchema, template: templateB64Schema.optional() })
       .strict()
-      .refine((p) => p.template !== undefined || p.liveness < 0.5, {
+      .refine((p) => p.template !== undefined || !passesLiveness(p.liveness), {
         path: ['template'],
         message: 'template is required unless liveness is below 0.5',
       }),

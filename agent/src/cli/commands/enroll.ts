@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
 import type { Command } from 'commander';
 import { processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
@@ -74,7 +75,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
               let got: Sample | undefined;
               for (let attempt = 1; attempt <= opts.maxAttempts && !got; attempt++) {
                 const frame = await driver.capture({ signal: stop.signal });
-                const p = await processCapture(frame);
+                const p = await processCapture(frame, { sensor: loaded.config.sensor });
                 if (!p.ok) {
                   log(`  ${p.message}; again please.`);
                   if (p.reason === 'liveness_failed')
@@ -89,7 +90,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                   template: Buffer.from(p.template).toString('base64'),
                   hand: p.hand,
                   quality: p.quality / 100,
-                  liveness: p.liveness / 100,
+                  liveness: livenessToWire(p.liveness),
                 };
               }
               if (!got)

@@ -33,7 +33,7 @@ function servesContext(pvs: PvsPrincipal, c: Pick<AuthContext, 'vendorId' | 'pvs
 
 export const pvsRoutes: FastifyPluginAsync = async (app) => {
   const ctx = app.ctx;
-  const lockout = new KioskLockout(ctx.database.db);
+  const lockout = new KioskLockout(ctx.database.db, ctx.redis);
 
   const guard = new CredentialGuard(ctx);
   const principals = new WeakMap<object, PvsPrincipal | 'too_many_failures'>();

@@ -10,6 +10,7 @@ import {
   normaliseClaimCode,
   safeEqualHex,
 } from '../../crypto/secrets.ts';
+import { inBatches } from '../../db/batches.ts';
 import type { Db } from '../../db/index.ts';
 
 const DAY_MS = 86_400_000;
@@ -228,40 +229,39 @@ export async function rewrapDataKeys(
   progress: RotationProgress,
 ): Promise<{ rewrapped: number; already: number; erased: number }> {
   const report = { rewrapped: 0, already: 0, erased: 0 };
-  for (let after = ''; ; ) {
-    const rows = await db
-      .selectFrom('users')
-      .select(['id', 'wrapped_key'])
-      .where('id', '>', after)
-      .orderBy('id')
-      .limit(batch)
-      .execute();
-    if (rows.length === 0) break;
-    await db.transaction().execute(async (trx) => {
-      for (const r of rows) {
-        if (!r.wrapped_key) {
-          report.erased++;
-          continue;
-        }
-        if (Keyring.opens(() => to.unwrap(r.id, r.wrapped_key!))) {
-          report.already++;
-          continue;
-        }
-        const wrapped = to.wrap(r.id, from.unwrap(r.id, r.wrapped_key));
-        to.unwrap(r.id, wrapped); // prove the new wrapping before writing it
-        const res = await trx
-          .updateTable('users')
-          .set({ wrapped_key: wrapped })
-          .where('id', '=', r.id)
-          .where('wrapped_key', '=', r.wrapped_key)
-          .executeTakeFirst();
-        if (Number(res.numUpdatedRows) === 1) report.rewrapped++;
-        else report.erased++;
+  await inBatches(db, {
+    batch,
+    page: (after, limit) =>
+      db
+        .selectFrom('users')
+        .select(['id', 'wrapped_key'])
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(limit)
+        .execute(),
+    key: (r) => r.id,
+    progress: (done) => progress('users', done),
+    each: async (trx, r) => {
+      if (!r.wrapped_key) {
+        report.erased++;
+        return;
       }
-    });
-    after = rows.at(-1)!.id;
-    progress('users', report.rewrapped + report.already + report.erased);
-  }
+      if (Keyring.opens(() => to.unwrap(r.id, r.wrapped_key!))) {
+        report.already++;
+        return;
+      }
+      const wrapped = to.wrap(r.id, from.unwrap(r.id, r.wrapped_key));
+      to.unwrap(r.id, wrapped); // prove the new wrapping before writing it
+      const res = await trx
+        .updateTable('users')
+        .set({ wrapped_key: wrapped })
+        .where('id', '=', r.id)
+        .where('wrapped_key', '=', r.wrapped_key)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) === 1) report.rewrapped++;
+      else report.erased++;
+    },
+  });
   return report;
 }
 
