@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { Keyring, loadMasterKey } from '../crypto/keyring.ts';
 import { type Database, openDatabase } from '../db/index.ts';
@@ -58,7 +58,9 @@ const program = new Command('admin')
     'database URL (sqlite:<path> or postgres://…); default DATABASE_URL or sqlite:./data/palmid.db',
   )
   .option('--json', 'print JSON on stdout')
-  .showHelpAfterError('(run with --help for usage)');
+  .exitOverride()
+  .showHelpAfterError('(run with --help for usage)')
+  .addHelpText('after', '\nExit codes (docs/cli.md): 0 ok, 1 a failure or a negative result, 2 bad usage.');
 
 function globals(): Globals {
   return program.opts<Globals>();
@@ -349,13 +351,22 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (err) {
+    if (err instanceof CommanderError) {
+      // Commander already printed the message or the help (docs/cli.md: bad usage is 2).
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
     const message =
       err instanceof ConfigError || err instanceof AppError
         ? err.message
         : `error: ${(err as Error).message}`;
     if (globals().json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
     process.stderr.write(`${message}\n`);
-    process.exitCode = 2;
+    // A wrong value or id is bad usage; anything else (an unreachable database, a failed write) a failure.
+    const usage =
+      err instanceof ConfigError ||
+      (err instanceof AppError && ['INVALID_REQUEST', 'NOT_FOUND', 'FORBIDDEN'].includes(err.code));
+    process.exitCode = usage ? 2 : 1;
   }
 }
 
