@@ -3,7 +3,9 @@ import type { Keyring } from './crypto/keyring.ts';
 import type { Database } from './db/index.ts';
 import type { EventHub } from './lib/event-hub.ts';
 import type { KioskRegistry } from './lib/kiosk-registry.ts';
+import type { LiveSockets } from './lib/live-sockets.ts';
 import type { Gallery, Matcher } from './modules/matching/types.ts';
+import type { RevocationWatcher } from './modules/revocation/watcher.ts';
 import type { RateLimits } from './plugins/app/rate-limit.ts';
 
 /** Everything a module needs, built once per process and handed to the app. */
@@ -15,6 +17,9 @@ export interface AppContext {
   gallery: Gallery;
   events: EventHub;
   kiosks: KioskRegistry;
+  /** Open authenticated sockets by credential, and the watcher that closes those of revoked credentials. */
+  sockets: LiveSockets;
+  revocations: RevocationWatcher;
   rateLimits: RateLimits;
   version: string;
   startedAt: number;

@@ -254,6 +254,7 @@ export async function withFuzzApp<T>(fn: (t: TestApp, creds: () => Credentials) 
     pvs: [big],
     session: [big],
     credentials: [big],
+    enrol: [big],
   });
   try {
     const vendor = await seedVendor(t.ctx, 'Fuzz Vendor', ['auth', 'users']);

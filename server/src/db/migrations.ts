@@ -274,7 +274,25 @@ function migrations(kind: DbKind): Record<string, Migration> {
         }
       },
     },
-    '0006_capture_devices': {
+    '0006_palm_confirmations': {
+      // A palm is added to an existing user only with the user's one-time code (docs/security.md).
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('palm_confirmations')
+          .addColumn('code_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('used_at', 'bigint')
+          .execute();
+        await db.schema
+          .createIndex('palm_confirmations_user')
+          .on('palm_confirmations')
+          .column('user_id')
+          .execute();
+      },
+    },
+    '0007_capture_devices': {
       // Attested captures (modules/devices, docs/security.md): each capture device's registered Ed25519
       // public key, its one-time provisioning secret (hashed) and the highest counter accepted; and the
       // single-use server nonces handed out with scan.request and enroll.begin.

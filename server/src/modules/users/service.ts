@@ -196,7 +196,7 @@ export async function addPalm(
 
 /**
  * The users module's part of an erasure (GDPR art. 17; the whole of it is `eraseUser` in modules/gdpr): the
- * wrapped data key is destroyed first (crypto-shredding), then templates, tokens and claim codes are deleted.
+ * wrapped data key is destroyed first (crypto-shredding), then templates, tokens, claim codes and palm confirmation codes are deleted.
  * Returns the erased user's ledger identifier, for the ledger's part.
  */
 export async function eraseUserRecord(db: Db, userId: string, now: number): Promise<{ ledgerId: string }> {
@@ -209,6 +209,7 @@ export async function eraseUserRecord(db: Db, userId: string, now: number): Prom
   await db.deleteFrom('palms').where('user_id', '=', userId).execute();
   await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
   await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
+  await db.deleteFrom('palm_confirmations').where('user_id', '=', userId).execute();
   return { ledgerId: user.ledger_id };
 }
 

@@ -188,6 +188,25 @@ export async function authenticateVendor(
   };
 }
 
+/** Whether an API key (by key id) is still active. */
+export async function apiKeyActive(db: Db, keyId: string): Promise<boolean> {
+  const row = await db.selectFrom('api_keys').select('status').where('id', '=', keyId).executeTakeFirst();
+  return row?.status === 'active';
+}
+
+/** Those of the key ids that are no longer active: the revocation watcher closes their sockets. */
+export async function revokedKeysAmong(db: Db, keyIds: string[]): Promise<string[]> {
+  if (keyIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('id', 'in', keyIds)
+    .where('status', '=', 'active')
+    .execute();
+  const active = new Set(rows.map((r) => r.id));
+  return keyIds.filter((id) => !active.has(id));
+}
+
 export async function findVendorByName(db: Db, name: string) {
   return db.selectFrom('vendors').select('id').where('name', '=', name).executeTakeFirst();
 }

@@ -47,9 +47,14 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   const guard = new CredentialGuard(ctx);
   const keys = new VerifiedKeyCache(ctx.database.credentials);
   app.decorate('verifiedKeys', keys);
-  const checked = async <T>(request: FastifyRequest, reply: FastifyReply, attempt: () => Promise<T>) => {
+  const checked = async <T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    credential: unknown,
+    attempt: () => Promise<T>,
+  ) => {
     try {
-      return (await guard.check(request.ip, attempt)) as T;
+      return await guard.check(request.ip, credential, attempt);
     } catch (err) {
       if (err instanceof AppError && err.code === 'RATE_LIMITED') {
         reply.header('Retry-After', String((err.details as { retry_after_s: number }).retry_after_s));
@@ -61,7 +66,7 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'vendor') {
       const apiKey = request.headers['x-api-key'];
-      const vendor = await checked(request, reply, () =>
+      const vendor = await checked(request, reply, apiKey, () =>
         keys.authenticate(apiKey, () => authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV)),
       );
       request.vendor = vendor;
@@ -73,7 +78,8 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
         });
       }
     } else if (cfg.auth === 'user') {
-      const user = await checked(request, reply, () => authenticateUser(ctx, request.headers.authorization));
+      const bearer = request.headers.authorization;
+      const user = await checked(request, reply, bearer, () => authenticateUser(ctx, bearer));
       request.user = user;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, user.tokenId));
     } else if (cfg.rate) {
