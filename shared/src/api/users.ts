@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { captureAttestationSchema } from '../capture/schema.ts';
 import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
 import { palmConfirmationCodeSchema } from './palms.ts';
 
@@ -6,7 +7,23 @@ import { palmConfirmationCodeSchema } from './palms.ts';
 const attributesMap = z
   .record(attributeNameSchema, z.unknown())
   .refine((m) => Object.keys(m).length <= 32, 'at most 32 attributes per request');
-const palms = z.array(z.object({ hand: handSchema, template: templateB64Schema }).strict()).max(10);
+/**
+ * A palm of a user the vendor registers: believed only when a capture device registered to the vendor
+ * attested it (purpose `register`, docs/vendor-api.md "Attested palms"); liveness is part of what is signed.
+ */
+const palms = z
+  .array(
+    z
+      .object({
+        hand: handSchema,
+        template: templateB64Schema,
+        quality: z.number().min(0).max(1).optional(),
+        liveness: z.number().min(0).max(1).optional(),
+        attestation: captureAttestationSchema.optional(),
+      })
+      .strict(),
+  )
+  .max(10);
 
 export const mpcCreateBodySchema = z
   .object({ attributes: attributesMap.optional(), palms: palms.optional() })

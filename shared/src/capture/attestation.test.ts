@@ -66,6 +66,16 @@ describe('capture attestation: canonical bytes (byte-exact)', () => {
     expect(b[82]).toBe(0);
   });
 
+  it('encodes the vendor registration path as purpose byte 4, otherwise as the direct path', () => {
+    const direct = captureBytes({ ...CLAIMS, purpose: 'direct', nonce: '' });
+    const register = captureBytes({ ...CLAIMS, purpose: 'register', nonce: '' });
+    expect(register[16]).toBe(4);
+    expect(register.length).toBe(direct.length);
+    expect(Buffer.concat([register.subarray(0, 16), register.subarray(17)])).toEqual(
+      Buffer.concat([direct.subarray(0, 16), direct.subarray(17)]),
+    );
+  });
+
   it('signs deterministically (pinned Ed25519 vector) and the raw public key is base64url', () => {
     const att = attestCapture({ privateKey: PRIVATE, ...CLAIMS });
     expect(publicKeyToString(PUBLIC)).toBe('6kpsY-KcUgq-9VB7Ey7F-ZVHdq6-vnuSQh7qaRRG0iw');

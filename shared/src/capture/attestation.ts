@@ -19,7 +19,8 @@ import { type CaptureAttestation, captureAttestationSchema } from './schema.ts';
  *
  *   offset  size  field
  *        0    16  ASCII "PALMID-CAPTURE-1" (domain separation and version)
- *       16     1  purpose: 1 identify (kiosk), 2 enroll (kiosk), 3 direct (POST /api/v1/auth)
+ *       16     1  purpose: 1 identify (kiosk), 2 enroll (kiosk), 3 direct (POST /api/v1/auth),
+ *                 4 register (palms of POST /api/v1/mpc/users/create and update)
  *       17    16  device id (the pvs_id, UUID as 16 bytes)
  *       33    16  subject (auth_id for identify, enrolment_id for enroll, capture_id for direct; UUID)
  *       49     1  nonce length N (0..64; 0 for direct, which has no server nonce)
@@ -37,7 +38,7 @@ import { type CaptureAttestation, captureAttestationSchema } from './schema.ts';
  */
 
 export const CAPTURE_MAGIC = 'PALMID-CAPTURE-1';
-export const CAPTURE_PURPOSES = { identify: 1, enroll: 2, direct: 3 } as const;
+export const CAPTURE_PURPOSES = { identify: 1, enroll: 2, direct: 3, register: 4 } as const;
 export type CapturePurpose = keyof typeof CAPTURE_PURPOSES;
 /** A capture whose captured_at is further than this from the server's clock is stale. */
 export const CAPTURE_FRESHNESS_MS = 60_000;
@@ -96,7 +97,8 @@ export function sha256(bytes: Uint8Array): Buffer {
 /** The canonical bytes a capture signature covers (layout above). Throws CaptureEncodingError on bad claims. */
 export function captureBytes(c: CaptureClaims): Buffer {
   const purpose = CAPTURE_PURPOSES[c.purpose];
-  if (purpose === undefined) throw new CaptureEncodingError('purpose must be identify, enroll or direct');
+  if (purpose === undefined)
+    throw new CaptureEncodingError('purpose must be identify, enroll, direct or register');
   if (!B64URL_RE.test(c.nonce)) throw new CaptureEncodingError('nonce must be base64url');
   const nonce = Buffer.from(c.nonce, 'base64url');
   if (nonce.length > MAX_NONCE_BYTES)

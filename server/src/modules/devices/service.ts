@@ -241,13 +241,16 @@ export async function checkAttestation(ctx: AppContext, q: CaptureQuery): Promis
       if (at < issuedAt - CAPTURE_FRESHNESS_MS || at > now + CAPTURE_FRESHNESS_MS)
         return fail('stale', 'a sample was captured before its enrolment began');
     }
-  } else if (first!.nonce) return fail('nonce', 'the direct path has no server nonce');
+  } else if (first!.nonce) return fail('nonce', 'the direct and register paths have no server nonce');
   const verdict: CaptureVerdict = {
     ok: true,
     deviceId,
     pending: { lowest: first!.counter, highest: previous },
   };
-  return q.purpose === 'enroll' ? ((await settleAttestation(db, verdict, now)) ?? verdict) : verdict;
+  // Enrolments and registrations act on the capture outside a resolving transaction: counted at once.
+  return q.purpose === 'enroll' || q.purpose === 'register'
+    ? ((await settleAttestation(db, verdict, now)) ?? verdict)
+    : verdict;
 }
 
 /**

@@ -21,6 +21,7 @@ import { appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
 import { eraseUser } from '../gdpr/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
+import { findPvs } from '../pvs/service.ts';
 import { forgetPalms } from '../users/gallery.ts';
 import {
   auditPalm,
@@ -108,6 +109,11 @@ async function applyChanges(
   return { updated, palmIds };
 }
 
+/** The request's palms as attested captures (templates decoded; the signature covers the bytes). */
+function attested<T extends { template: string }>(palms: T[]) {
+  return palms.map((p) => ({ ...p, template: templateBytesFromBase64(p.template) }));
+}
+
 function publishPalms(
   ctx: AppContext,
   userId: string,
@@ -136,15 +142,15 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
       const vendor = vendorOf(request);
       const { attributes, palms } = request.body;
       const create = async () => {
-        // Palms of a new user: the device budget and the 1:N check first (docs/security.md). Capture
-        // attestation (palms from a capture device of this vendor) belongs to this gate as well.
+        // Palms of a new user: capture attestation by a device of this vendor, the enrolment budget and the
+        // 1:N check first (docs/security.md).
         if (palms?.length) {
-          const templates = palms.map((p) => templateBytesFromBase64(p.template));
           await gateVendorPalms(ctx, {
             vendorId: vendor.id,
             caller: callerOf(request),
-            templates,
+            palms: attested(palms),
             owner: null,
+            device: (id) => findPvs(ctx.database.db, id),
           });
         }
         const out = await ctx.database.db.transaction().execute(async (trx) => {
@@ -195,8 +201,13 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
       const update = async () => {
         if (palms?.length) {
           await ownedUser(ctx.database.db, vendor, user_id);
-          const templates = palms.map((p) => templateBytesFromBase64(p.template));
-          await gateVendorPalms(ctx, { vendorId: vendor.id, caller, templates, owner: user_id });
+          await gateVendorPalms(ctx, {
+            vendorId: vendor.id,
+            caller,
+            palms: attested(palms),
+            owner: user_id,
+            device: (id) => findPvs(ctx.database.db, id),
+          });
         }
         const changes = await ctx.database.db.transaction().execute(async (trx) => {
           await ownedUser(trx, vendor, user_id);

@@ -1,8 +1,10 @@
 import { AppError } from '@palmid/shared/errors.ts';
+import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
 import type { AppContext, Caller } from '../../context.ts';
 import { hashSecret, newClaimCode, normaliseClaimCode } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { appendAudit } from '../audit/service.ts';
+import { type AttestedCapture, auditAttestationFailure, checkAttestation } from '../devices/service.ts';
 
 /**
  * Palms belong to their owner (docs/security.md). A palm is added to a user only
@@ -173,16 +175,46 @@ export async function admitEnrolment(ctx: AppContext, device: string): Promise<v
 
 /**
  * The gate before a vendor adds palms (`mpc/users/create`, `mpc/users/update` with the user's code): the
- * enrolment budget of the capture device, then the 1:N check against everyone but `owner`. A match is
- * recorded in the matched user's audit trail and refused without naming anyone.
+ * palms' capture attestation (one capture device registered to this vendor signed every palm, purpose
+ * `register`; docs/vendor-api.md "Attested palms"), their liveness, the enrolment budget, then the 1:N check
+ * against everyone but `owner`. A match is recorded in the matched user's audit trail and refused without
+ * naming anyone; a refused attestation in the device's.
  */
 export async function gateVendorPalms(
   ctx: AppContext,
-  input: { vendorId: string; caller: Caller; templates: Uint8Array[]; owner: string | null },
+  input: {
+    vendorId: string;
+    caller: Caller;
+    palms: AttestedCapture[];
+    owner: string | null;
+    /** the pvs module's lookup of a capture device (it owns that table) */
+    device: (id: string) => Promise<{ vendorId: string | null; revoked: boolean } | undefined>;
+  },
 ): Promise<void> {
-  for (const t of input.templates) ctx.matcher.validate(t);
+  const templates = input.palms.map((p) => p.template).filter((t): t is Uint8Array => t !== undefined);
+  for (const t of templates) ctx.matcher.validate(t);
+  const capture = await checkAttestation(ctx, {
+    purpose: 'register',
+    vendorId: input.vendorId,
+    device: input.device,
+    samples: input.palms,
+  });
+  if (!capture.ok) {
+    await auditAttestationFailure(ctx, ctx.database.db, input.caller, capture, input.vendorId, ctx.now());
+    throw new AppError('FORBIDDEN', `The palms' capture attestation was refused: ${capture.message}`, {
+      field: 'palms',
+      reason: 'attestation_failed',
+    });
+  }
+  for (const p of input.palms) {
+    if (p.liveness === undefined || !passesLiveness(p.liveness))
+      throw new AppError('INVALID_REQUEST', 'A palm failed the liveness check', {
+        field: 'palms',
+        reason: 'liveness_failed',
+      });
+  }
   await admitEnrolment(ctx, `vendor:${input.vendorId}`);
-  const elsewhere = findEnrolledElsewhere(ctx, input.templates, input.owner);
+  const elsewhere = findEnrolledElsewhere(ctx, templates, input.owner);
   if (elsewhere) {
     await auditRefusedPalm(ctx, input.caller, elsewhere, input.vendorId);
     throw alreadyEnrolled('palms');
