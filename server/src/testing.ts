@@ -141,6 +141,22 @@ export class TestDevice {
   }
 }
 
+/**
+ * `mpc/users/create` / `update` palms attested by `device` (purpose `register`: one capture id for the
+ * request, increasing counters), as a vendor's capture host signs them.
+ */
+export function attestPalms<T extends Sample & { template: string }>(
+  device: TestDevice,
+  palms: T[],
+  capturedAt = Date.now(),
+): (T & { quality: number; liveness: number; attestation: CaptureAttestation })[] {
+  const subject = randomUUID();
+  return palms.map((p) => {
+    const full = { ...p, quality: p.quality ?? 0.9, liveness: p.liveness ?? 0.9 };
+    return { ...full, attestation: device.attest('register', subject, undefined, full, capturedAt) };
+  });
+}
+
 /** Binds a new test device's key to a kiosk made with `createPvs` (what the agent's first hello does). */
 export async function provisionDevice(
   ctx: AppContext,
@@ -289,6 +305,7 @@ export class FrameClient {
     id: string,
     device: TestDevice,
     samples: [Sample & { template: string }, ...(Sample & { template: string })[]],
+    extra: { confirmation_code?: string } = {},
   ): Promise<Record<string, unknown>> {
     const begun = await this.call(`${id}:begin`, 'enroll.begin', {});
     const b = begun.result as { enrolment_id: string; nonce: string } | undefined;
@@ -298,7 +315,7 @@ export class FrameClient {
       return { ...sample, attestation: device.attest('enroll', b.enrolment_id, b.nonce, sample) };
     });
     const [first, ...rest] = signed;
-    return this.call(id, 'enroll', { ...first, ...(rest.length > 0 ? { samples: rest } : {}) });
+    return this.call(id, 'enroll', { ...first, ...(rest.length > 0 ? { samples: rest } : {}), ...extra });
   }
 
   close(): void {

@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { rotateKey } from '../../server/src/modules/vendors/service.ts';
-import { seedVendor, vendorDevice } from '../../server/src/testing.ts';
+import { attestPalms, seedVendor, vendorDevice } from '../../server/src/testing.ts';
 import {
   eventually,
   HAVE_CHROMIUM,
@@ -29,7 +29,12 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
       method: 'POST',
       url: '/api/v1/mpc/users/create',
       headers: { 'x-api-key': shop.api_key },
-      payload: { attributes: { email: 'grace@example.org' }, palms: [{ hand: 'right', template: TEMPLATE }] },
+      payload: {
+        attributes: { email: 'grace@example.org' },
+        palms: attestPalms(await vendorDevice(hx.t.ctx, shop.vendor_id), [
+          { hand: 'right' as const, template: TEMPLATE },
+        ]),
+      },
     });
     const user = created.json().data as { user_token: string };
     const consent = await hx.t.app.inject({

@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
 import { createClaimCode } from '../../server/src/modules/users/service.ts';
-import { seedVendor, vendorDevice } from '../../server/src/testing.ts';
+import { attestPalms, seedVendor, vendorDevice } from '../../server/src/testing.ts';
 import { eventually, HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness } from './harness.ts';
 
 const TEMPLATE = Buffer.from('portal-browser-test-palm-0001').toString('base64');
@@ -33,7 +33,9 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
       { 'x-api-key': cafe.api_key },
       {
         attributes: { email: 'ada@example.org', date_of_birth: '1990-04-12' },
-        palms: [{ hand: 'right', template: TEMPLATE }],
+        palms: attestPalms(await vendorDevice(hx.t.ctx, cafe.vendor_id), [
+          { hand: 'right' as const, template: TEMPLATE },
+        ]),
       },
     );
     user = created.json().data;

@@ -15,7 +15,13 @@ import {
   revokeKeys,
   rotateKey,
 } from '@palmid/server/modules/vendors/service.ts';
-import { attestBody, createTestApp, type TestApp, vendorDevice } from '@palmid/server/testing.ts';
+import {
+  attestBody,
+  attestPalms,
+  createTestApp,
+  type TestApp,
+  vendorDevice,
+} from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../support/postgres.ts';
@@ -153,7 +159,7 @@ for (const store of stores) {
         headers,
         payload: {
           attributes: { email: 'flow@example.com', date_of_birth: '1990-01-01' },
-          palms: [{ hand: 'right', template: tpl('flow-right') }],
+          palms: attestPalms(device, [{ hand: 'right' as const, template: tpl('flow-right') }]),
         },
       });
       expect(created.statusCode).toBe(201);

@@ -5,7 +5,7 @@ import { closeContext, createContext } from '../../server/src/bootstrap.ts';
 import { loadConfig } from '../../server/src/config.ts';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { provisionDevice } from '../../server/src/testing.ts';
+import { attestPalms, provisionDevice } from '../../server/src/testing.ts';
 import { api, run, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 import { ExactGallery, ExactMatcher } from './writer.ts';
 
@@ -63,7 +63,7 @@ export async function runServerKills(opts: { kills: number }): Promise<ServerKil
     const template = randomTemplate();
     const created = await api(server.base, 'POST', '/api/v1/mpc/users/create', {
       key: vendor.api_key,
-      body: { palms: [{ hand: 'right', template }] },
+      body: { palms: attestPalms(device, [{ hand: 'right' as const, template }]) },
     });
     if (created.status !== 201) throw new Error(`enrol: ${created.status} ${JSON.stringify(created.body)}`);
     const token = created.body.data.user_token as string;

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createAttestation } from '@palmid/shared/crypto/attestation.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestDevice } from '../../server/src/testing.ts';
+import { attestPalms, type TestDevice } from '../../server/src/testing.ts';
 import { api, bindDevice, lastJson, run, type ServerProc, startServer, tempDir } from './harness.ts';
 
 /**
@@ -100,7 +100,10 @@ describe('zero-knowledge proofs across processes', () => {
       '/api/v1/mpc/users/create',
       {
         key: vendor.api_key,
-        body: { attributes: { date_of_birth: '2000-01-15' }, palms: [{ hand: 'right', template }] },
+        body: {
+          attributes: { date_of_birth: '2000-01-15' },
+          palms: attestPalms(host, [{ hand: 'right' as const, template }]),
+        },
       },
     );
     expect(user.status).toBe(201);

@@ -4,6 +4,7 @@ import { createPvs } from '@palmid/server/modules/pvs/service.ts';
 import { addPalm, createUser } from '@palmid/server/modules/users/service.ts';
 import {
   attestBody,
+  attestPalms,
   type ExactGallery,
   FrameClient,
   seedVendor,
@@ -81,15 +82,15 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
   it('a user enrolled via A is identified via B, and erased via A is gone on B', async () => {
     const v = await seedVendor(A().ctx, 'Enrolling Vendor');
     const headers = { 'x-api-key': v.api_key };
+    // the vendor's capture host, registered via A; its key and counter are shared by both instances
+    const device = await vendorDevice(A().ctx, v.vendor_id);
     const created = await A().app.inject({
       method: 'POST',
       url: '/api/v1/mpc/users/create',
       headers,
-      payload: { palms: [{ hand: 'left', template: tpl('multi-left') }] },
+      payload: { palms: attestPalms(device, [{ hand: 'left' as const, template: tpl('multi-left') }]) },
     });
     const userId = created.json().data.user_id as string;
-    // the vendor's capture host, registered via A; its key and counter are shared by both instances
-    const device = await vendorDevice(A().ctx, v.vendor_id);
     const identifyOnB = async () => {
       const res = await B().app.inject({
         method: 'POST',
@@ -122,7 +123,7 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
       headers,
       payload: {
         user_id: userId,
-        palms: [{ hand: 'right', template: tpl('multi-right') }],
+        palms: attestPalms(device, [{ hand: 'right' as const, template: tpl('multi-right') }]),
         confirmation_code: confirm.json().data.confirmation_code,
       },
     });

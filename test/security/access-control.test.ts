@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
 import { RATE_LIMITS, RateLimits } from '../../server/src/plugins/app/rate-limit.ts';
-import { createTestApp, provisionDevice, type TestApp } from '../../server/src/testing.ts';
+import { attestPalms, createTestApp, provisionDevice, type TestApp } from '../../server/src/testing.ts';
 
 /**
  * OWASP API Security Top 10 (2023) for every route that takes an object id: API1 broken object-level
@@ -88,7 +88,7 @@ describe('access control (OWASP API Top 10 2023)', () => {
         key: vendorA.api_key,
         body: {
           attributes: { email: 'a@example.com', phone: '+4915112345678' },
-          ...(palm ? { palms: [{ hand: 'right', template: palm }] } : {}),
+          ...(palm ? { palms: attestPalms(device, [{ hand: 'right' as const, template: palm }]) } : {}),
         },
       });
       expect(res.statusCode, res.body).toBe(201);

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { processCapture } from '@palmid/agent/palm/pipeline.ts';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
-import { openKiosk, type Recorder } from './sockets.ts';
+import { attestPalms, FrameClient, type TestDevice } from '../../server/src/testing.ts';
+import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
+import type { Frame } from './sockets.ts';
 
 /**
  * Palms belong to their owner (docs/security.md), against a real server process with the real matcher,
@@ -42,10 +43,13 @@ describe('palms belong to their owner (real server process, real matcher)', () =
   let wsBase: string;
   let env: Record<string, string>;
   let vendorA: { vendor_id: string; api_key: string };
-  let enrolKiosk: { pvs_id: string; device_token: string };
-  let vendorKiosk: { pvs_id: string; device_token: string };
+  type Kiosk = { pvs_id: string; device_token: string; provisioning_secret: string };
+  let enrolKiosk: Kiosk;
+  let vendorKiosk: Kiosk;
+  /** vendor A's capture host: the palms it sends to mpc/users are attested (docs/vendor-api.md) */
+  let hostA: TestDevice;
   const tpl: Record<string, string> = {};
-  const sockets: Recorder[] = [];
+  const sockets: FrameClient[] = [];
 
   const admin = async <T>(...args: string[]): Promise<T> => {
     const r = await cli(ADMIN, [...args, '--json'], env);
@@ -70,11 +74,20 @@ describe('palms belong to their owner (real server process, real matcher)', () =
     expect(res.status).toBe(201);
     return res.body.data.confirmation_code as string;
   };
-  const kiosk = async (k: { pvs_id: string; device_token: string }) => {
-    const s = await openKiosk(wsBase, k);
+  /** A kiosk with its capture key bound (as the agent's first hello binds it), said hello. */
+  const kiosk = async (k: Kiosk) => {
+    const device = await bindDevice(server.base, k);
+    const s = await FrameClient.open(`${wsBase}/ws/pvs`, { authorization: `Bearer ${k.device_token}` });
     sockets.push(s);
-    return s;
+    const hello = await s.hello(randomUUID(), device);
+    if ((hello.result as { pvs_id?: string } | undefined)?.pvs_id !== k.pvs_id)
+      throw new Error(`hello refused: ${JSON.stringify(hello)}`);
+    /** `enroll.begin` then `enroll`, every sample attested by the kiosk's device */
+    const enrol = async (s1: ReturnType<typeof sample>, code?: string) =>
+      (await s.enroll(randomUUID(), device, [s1], code ? { confirmation_code: code } : {})) as Frame;
+    return { enrol, socket: s };
   };
+  const palms = (...p: { hand: 'left' | 'right'; template: string }[]) => attestPalms(hostA, p);
 
   beforeAll(async () => {
     env = {
@@ -97,6 +110,10 @@ describe('palms belong to their owner (real server process, real matcher)', () =
     vendorA = await admin('vendor', 'create', '--name', 'Shop A');
     enrolKiosk = await admin('pvs', 'create', '--name', 'Enrolment desk');
     vendorKiosk = await admin('pvs', 'create', '--name', 'Till A', '--vendor', vendorA.vendor_id);
+    hostA = await bindDevice(
+      server.base,
+      await admin<Kiosk>('pvs', 'create', '--name', 'Shop A capture host', '--vendor', vendorA.vendor_id),
+    );
   }, 120_000);
   afterAll(async () => {
     for (const s of sockets) s.ws.terminate();
@@ -105,12 +122,12 @@ describe('palms belong to their owner (real server process, real matcher)', () =
   });
 
   it('attack 2: a vendor cannot bind another palm to its user without the user’s code; the user sees the attempt', async () => {
-    const created = await mpc('create', { palms: [{ hand: 'right', template: tpl.bob }] });
+    const created = await mpc('create', { palms: palms({ hand: 'right', template: tpl.bob! }) });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const bob = created.body.data.user_id as string;
     const bobToken = created.body.data.user_token as string;
 
-    const bind = await mpc('update', { user_id: bob, palms: [{ hand: 'left', template: tpl.eve }] });
+    const bind = await mpc('update', { user_id: bob, palms: palms({ hand: 'left', template: tpl.eve! }) });
     expect(bind.status).toBe(400);
     expect(bind.body.error.details).toMatchObject({
       field: 'confirmation_code',
@@ -122,7 +139,7 @@ describe('palms belong to their owner (real server process, real matcher)', () =
     const foreign = await confirmCode(other.body.data.user_token as string);
     const withForeign = await mpc('update', {
       user_id: bob,
-      palms: [{ hand: 'left', template: tpl.eve }],
+      palms: palms({ hand: 'left', template: tpl.eve! }),
       confirmation_code: foreign,
     });
     expect(withForeign.status).toBe(400);
@@ -141,14 +158,14 @@ describe('palms belong to their owner (real server process, real matcher)', () =
     const code = await confirmCode(bobToken);
     const added = await mpc('update', {
       user_id: bob,
-      palms: [{ hand: 'left', template: tpl.bobLeft }],
+      palms: palms({ hand: 'left', template: tpl.bobLeft! }),
       confirmation_code: code,
     });
     expect(added.status, JSON.stringify(added.body)).toBe(200);
     expect((await mpc('read', { user_id: bob })).body.data.palm_registered).toEqual(['left', 'right']);
     const replay = await mpc('update', {
       user_id: bob,
-      palms: [{ hand: 'left', template: tpl.bobLeft }],
+      palms: palms({ hand: 'left', template: tpl.bobLeft! }),
       confirmation_code: code,
     });
     expect(replay.body.error.details).toMatchObject({ reason: 'invalid_confirmation_code' });
@@ -157,17 +174,17 @@ describe('palms belong to their owner (real server process, real matcher)', () =
 
   it('every enrolment is checked 1:N: an enrolled palm is refused at the kiosk and over the API, naming no one', async () => {
     const desk = await kiosk(enrolKiosk);
-    const first = await desk.call(randomUUID(), 'enroll', sample(tpl.alice!));
+    const first = await desk.enrol(sample(tpl.alice!));
     expect(first.result, JSON.stringify(first)).toMatchObject({ claim_code: expect.any(String) });
     const alice = first.result!.user_id as string;
     // another capture of the same palm, at the kiosk and through a vendor
-    const again = await desk.call(randomUUID(), 'enroll', sample(tpl.alice2!));
+    const again = await desk.enrol(sample(tpl.alice2!));
     expect(again.error).toMatchObject({
       code: 'INVALID_REQUEST',
       details: { reason: 'palm_already_enrolled' },
     });
     expect(JSON.stringify(again)).not.toContain(alice);
-    const viaVendor = await mpc('create', { palms: [{ hand: 'right', template: tpl.alice2 }] });
+    const viaVendor = await mpc('create', { palms: palms({ hand: 'right', template: tpl.alice2! }) });
     expect(viaVendor.status).toBe(400);
     expect(viaVendor.body.error.details).toMatchObject({ field: 'palms', reason: 'palm_already_enrolled' });
     expect(JSON.stringify(viaVendor.body)).not.toContain(alice);
@@ -176,7 +193,7 @@ describe('palms belong to their owner (real server process, real matcher)', () =
     const code = await confirmCode(other.body.data.user_token as string);
     const slipped = await mpc('update', {
       user_id: other.body.data.user_id,
-      palms: [{ hand: 'right', template: tpl.alice2 }],
+      palms: palms({ hand: 'right', template: tpl.alice2! }),
       confirmation_code: code,
     });
     expect(slipped.body.error.details).toMatchObject({ reason: 'palm_already_enrolled' });
@@ -188,30 +205,33 @@ describe('palms belong to their owner (real server process, real matcher)', () =
 
   it('at a vendor’s kiosk a palm is added only with the user’s code, once', async () => {
     const till = await kiosk(vendorKiosk);
-    const noCode = await till.call(randomUUID(), 'enroll', sample(tpl.carol!));
+    const noCode = await till.enrol(sample(tpl.carol!));
     expect(noCode.error).toMatchObject({ code: 'FORBIDDEN', details: { reason: 'vendor_kiosk' } });
     const carol = await mpc('create', { attributes: { email: 'carol@example.com' } });
     const carolToken = carol.body.data.user_token as string;
     const code = await confirmCode(carolToken);
-    const added = await till.call(randomUUID(), 'enroll', { ...sample(tpl.carol!), confirmation_code: code });
+    // the code does not lift the capture attestation: an unsigned sample is refused and the code kept
+    const unsigned = await till.socket.call(randomUUID(), 'enroll', {
+      ...sample(tpl.carol!),
+      confirmation_code: code,
+    });
+    expect(unsigned.error).toMatchObject({ code: 'FORBIDDEN', details: { reason: 'attestation_failed' } });
+    const added = await till.enrol(sample(tpl.carol!), code);
     expect(added.result, JSON.stringify(added)).toEqual({ added: true, hands: ['right'] });
     expect((await mpc('read', { user_id: carol.body.data.user_id })).body.data.palm_registered).toEqual([
       'right',
     ]);
-    const reused = await till.call(randomUUID(), 'enroll', {
-      ...sample(tpl.eve!, 'left'),
-      confirmation_code: code,
-    });
+    const reused = await till.enrol(sample(tpl.eve!, 'left'), code);
     expect(reused.error).toMatchObject({ details: { reason: 'invalid_confirmation_code' } });
     const trail = await palmAudit(carolToken);
     expect(trail).toEqual([expect.objectContaining({ result: 'SUCCESS', vendor_id: vendorA.vendor_id })]);
   }, 60_000);
 
   it('a kiosk enrols at most 10 users a minute: one palm cannot become many accounts', async () => {
-    const flood = await admin<{ pvs_id: string; device_token: string }>('pvs', 'create', '--name', 'Flood');
+    const flood = await admin<Kiosk>('pvs', 'create', '--name', 'Flood');
     const k = await kiosk(flood);
     const answers = [];
-    for (let i = 0; i < 12; i++) answers.push(await k.call(randomUUID(), 'enroll', sample(tpl.eve!, 'left')));
+    for (let i = 0; i < 12; i++) answers.push(await k.enrol(sample(tpl.eve!, 'left')));
     const reasons = answers.map((a) =>
       a.result ? 'enrolled' : String((a.error?.details as { reason?: string })?.reason),
     );

@@ -10,6 +10,7 @@ import { verifyAuditChain } from '../modules/audit/service.ts';
 import { recallAnswer, rememberAnswer } from '../modules/kiosk-link/idempotency.ts';
 import {
   attestBody,
+  attestPalms,
   createTestApp,
   seedVendor,
   type TestApp,
@@ -51,7 +52,7 @@ describe('master key rotation', () => {
       headers,
       payload: {
         attributes: { email: 'rot@example.com' },
-        palms: [{ hand: 'left', template: tpl('rot-left') }],
+        palms: attestPalms(device, [{ hand: 'left' as const, template: tpl('rot-left') }]),
       },
     });
     user = created.json().data;

@@ -2,6 +2,7 @@ import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   attestBody,
+  attestPalms,
   createTestApp,
   seedVendor,
   type TestApp,
@@ -37,7 +38,7 @@ describe('/api/v1/mpc/users', () => {
   it('creates a user with attributes and palms; a test key also gets a user token', async () => {
     const res = await call('create', {
       attributes: { email: 'bob@example.com' },
-      palms: [{ hand: 'left', template: tpl('bob-left') }],
+      palms: attestPalms(devA, [{ hand: 'left' as const, template: tpl('bob-left') }]),
     });
     expect(res.statusCode).toBe(201);
     const d = res.json().data;
@@ -85,7 +86,7 @@ describe('/api/v1/mpc/users', () => {
     const change = {
       user_id,
       attributes: { email: 'carol@new.example' },
-      palms: [{ hand: 'right', template: tpl('carol-right') }],
+      palms: attestPalms(devA, [{ hand: 'right' as const, template: tpl('carol-right') }]),
     };
     // palms need the user's one-time code (docs/security.md)
     const unconfirmed = await call('update', change);
@@ -113,6 +114,43 @@ describe('/api/v1/mpc/users', () => {
       payload: attestBody(devA, { auth_context: { type: 'login' }, palm: { template: tpl('carol-right') } }),
     });
     expect(auth.json().data.auth_result.reason).toBe('no_match');
+  });
+
+  it('palms are believed only when a capture device of the calling vendor attested them (docs/vendor-api.md)', async () => {
+    const users = async () =>
+      Number(
+        (
+          await t.ctx.database.db
+            .selectFrom('users')
+            .select(t.ctx.database.db.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const before = await users();
+    const palm = { hand: 'right' as const, template: tpl('dora-right'), liveness: 0.9 };
+    const refused = async (palms: unknown[], key = a.api_key) => {
+      const res = await call('create', { palms }, key);
+      expect(res.statusCode, res.body).toBe(403);
+      expect(res.json().error.details).toMatchObject({ field: 'palms', reason: 'attestation_failed' });
+    };
+    // a bare template, as a stolen one would come
+    await refused([palm]);
+    // attested by vendor B's capture host, sent with vendor A's key
+    const devB = await vendorDevice(t.ctx, b.vendor_id, 'B host');
+    await refused(attestPalms(devB, [palm]));
+    // a genuine attestation for the direct path (another purpose byte) does not register a palm
+    await refused([devA.direct(palm)]);
+    // the template swapped after signing
+    const [signed] = attestPalms(devA, [palm]);
+    await refused([{ ...signed!, template: tpl('mallory-right') }]);
+    // a capture two minutes old
+    await refused(attestPalms(devA, [palm], Date.now() - 120_000));
+    expect(await users()).toBe(before);
+    // the genuine one registers once; sent again (same counter) it is refused
+    const good = attestPalms(devA, [palm]);
+    expect((await call('create', { palms: good })).statusCode).toBe(201);
+    await refused(good);
+    expect(await users()).toBe(before + 1);
   });
 
   it('validates bodies and attribute values, writing nothing on failure', async () => {
