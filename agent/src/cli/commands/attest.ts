@@ -97,6 +97,8 @@ export async function checkDeviceKey(loaded: LoadedConfig, timeoutMs: number): P
   };
 }
 
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export function registerAttest(program: Command, ctx: CliContext): void {
   program
     .command('register')
@@ -148,7 +150,7 @@ export function registerAttest(program: Command, ctx: CliContext): void {
   program
     .command('attest')
     .description(
-      'sign one capture with this device key for POST /api/v1/auth (integrators running their own capture host); prints the palm JSON',
+      'sign one capture with this device key for POST /api/v1/auth or, with --for register, for mpc/users (integrators running their own capture host); prints the palm JSON',
     )
     .requiredOption(
       '--template <file>',
@@ -157,10 +159,33 @@ export function registerAttest(program: Command, ctx: CliContext): void {
     .requiredOption('--liveness <0..1>', 'liveness score of the capture (mandatory)')
     .option('--quality <0..1>', 'quality score of the capture', '1')
     .option('--hand <left|right>', 'hand captured')
+    .option(
+      '--for <auth|register>',
+      'auth: a palm for POST /api/v1/auth; register: a palm for POST /api/v1/mpc/users/create or update',
+      'auth',
+    )
+    .option(
+      '--subject <uuid>',
+      'register: the capture id shared by all palms of one request (sign them one after another with it)',
+    )
     .action(
-      async (opts: { template: string; liveness: string; quality: string; hand?: string }, cmd: Command) => {
+      async (
+        opts: {
+          template: string;
+          liveness: string;
+          quality: string;
+          hand?: string;
+          for: string;
+          subject?: string;
+        },
+        cmd: Command,
+      ) => {
         if (opts.hand !== undefined && opts.hand !== 'left' && opts.hand !== 'right')
           throw new CliError('--hand must be left or right', EXIT.USAGE);
+        if (opts.for !== 'auth' && opts.for !== 'register')
+          throw new CliError('--for must be auth or register', EXIT.USAGE);
+        if (opts.subject !== undefined && (opts.for !== 'register' || !UUID_RE.test(opts.subject)))
+          throw new CliError('--subject must be a UUID, and only with --for register', EXIT.USAGE);
         const liveness = unit('--liveness', opts.liveness);
         const quality = unit('--quality', opts.quality);
         const template = readTemplate(opts.template);
@@ -174,9 +199,9 @@ export function registerAttest(program: Command, ctx: CliContext): void {
         const key = deviceKeyOf(loaded, (l) => ctx.io.err(`${l}\n`));
         const hand = opts.hand as 'left' | 'right' | undefined;
         const attestation = key.attest({
-          purpose: 'direct',
+          purpose: opts.for === 'register' ? 'register' : 'direct',
           deviceId: pvsId,
-          subject: randomUUID(),
+          subject: opts.subject ?? randomUUID(),
           template,
           hand,
           quality,
