@@ -1,7 +1,7 @@
 import { errorBodySchema } from '@palmid/shared/envelope.ts';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
-import { RateLimits } from '../../server/src/plugins/app/rate-limit.ts';
+import { RateLimits } from '../../server/src/lib/rate-limits.ts';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../server/src/testing.ts';
 import { fromSchema, hostile, hostileScalar, mutate } from './arbitraries.ts';
 import { enumerateRoutes, type RouteInfo } from './routes.ts';
