@@ -261,12 +261,24 @@ export async function withFuzzApp<T>(fn: (t: TestApp, creds: () => Credentials) 
     const noScope = await seedVendor(t.ctx, 'No Scope', []);
     let user = await seedUser(t.ctx);
     let uses = 0;
+    // seeding runs beside the cases; every pending seed is awaited before the database closes
+    const seeding = new Set<Promise<unknown>>();
     const creds = (): Credentials => {
       // erasure routes revoke the token: a fresh user every 25 cases keeps most cases authenticated
-      if (++uses % 25 === 0) void seedUser(t.ctx).then((u) => (user = u));
+      if (++uses % 25 === 0) {
+        const p = seedUser(t.ctx).then((u) => {
+          user = u;
+        });
+        seeding.add(p);
+        void p.finally(() => seeding.delete(p));
+      }
       return { vendorKey: vendor.api_key, userToken: user.token, noScopeKey: noScope.api_key };
     };
-    return await fn(t, creds);
+    try {
+      return await fn(t, creds);
+    } finally {
+      await Promise.allSettled([...seeding]);
+    }
   } finally {
     await t.close();
   }
