@@ -7,11 +7,13 @@ import { openDatabase } from './db/index.ts';
 import { type EventHub, LocalEventHub } from './lib/event-hub.ts';
 import { KioskRegistry } from './lib/kiosk-registry.ts';
 import { LiveSockets } from './lib/live-sockets.ts';
+import { enrolmentLimits, RateLimits } from './lib/rate-limits.ts';
 import { RedisEventHub } from './lib/redis-event-hub.ts';
 import type { Gallery, Matcher } from './modules/matching/types.ts';
 import { RevocationWatcher } from './modules/revocation/watcher.ts';
 import { loadGallery, syncGalleryWithPeers } from './modules/users/gallery.ts';
-import { enrolmentLimits, RateLimits } from './plugins/app/rate-limit.ts';
+import { authenticateUser } from './modules/users/service.ts';
+import { authenticateVendor } from './modules/vendors/service.ts';
 
 /** The deployed revision: PALMID_VERSION if baked in, else the git revision, else the package version. */
 export function resolveVersion(): string {
@@ -75,6 +77,10 @@ export async function createContext(config: Config, overrides: ContextOverrides 
       redis,
       enrolmentLimits(config.PALMID_ENROL_PER_MIN, config.PALMID_ENROL_PER_DAY),
     ),
+    credentials: {
+      vendor: (apiKey) => authenticateVendor(database.db, apiKey, config.PALMID_ENV),
+      user: (header) => authenticateUser(ctx, header),
+    },
     version: resolveVersion(),
     startedAt: Date.now(),
     now: overrides.now ?? Date.now,

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { errorBodySchema } from '@palmid/shared/envelope.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { RATE_LIMITS } from '../../server/src/lib/rate-limits.ts';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { RATE_LIMITS } from '../../server/src/plugins/app/rate-limit.ts';
 import { createTestApp, seedUser, type TestApp } from '../../server/src/testing.ts';
 
 /**

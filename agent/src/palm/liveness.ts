@@ -1,5 +1,4 @@
 import type { CaptureMeasures } from './capture-checks.ts';
-import type { LivenessCue } from './sensor-profiles.ts';
 
 /**
  * Liveness score (0–100) at or above which a capture counts as a live hand. It is 50 so that the
@@ -48,6 +47,9 @@ export function livenessCues(
     contrast: 350 * (m.veinContrast - centres.minContrast),
   };
 }
+
+/** The liveness cues this module scores (a sensor profile picks the ones its camera supports). */
+export type LivenessCue = 'rounded' | 'aperiodic' | 'contrast';
 
 export const ALL_CUES: readonly LivenessCue[] = ['rounded', 'aperiodic', 'contrast'];
 

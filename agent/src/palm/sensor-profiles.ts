@@ -6,12 +6,12 @@
  * ("Sensor profiles") for how each value was chosen and what each profile detects.
  */
 
+import { SENSOR_NAMES, type SensorName } from '@palmid/shared/palm/sensors.ts';
 import { InvalidArgumentError } from 'commander';
 import { type RoiProportions, SIMULATOR_ROI } from './hand-geometry.ts';
-import { type CueCentres, SIMULATOR_CENTRES } from './liveness.ts';
+import { type CueCentres, type LivenessCue, SIMULATOR_CENTRES } from './liveness.ts';
 
-/** The liveness cues of `liveness.ts`. */
-export type LivenessCue = 'rounded' | 'aperiodic' | 'contrast';
+export type { LivenessCue };
 
 export interface QualityLimits {
   /** share of the frame covered by the hand */
@@ -42,17 +42,7 @@ export interface SensorProfile {
   darkHand?: boolean;
 }
 
-export const SENSOR_NAMES = [
-  'simulator',
-  'contact-nir',
-  'contact-visible',
-  'contactless-nir',
-  'grey-dark',
-  'grey-bright',
-  'colour',
-  'phone',
-] as const;
-export type SensorName = (typeof SENSOR_NAMES)[number];
+export { SENSOR_NAMES, type SensorName };
 
 export const DEFAULT_SENSOR: SensorName = 'simulator';
 

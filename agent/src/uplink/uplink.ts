@@ -46,6 +46,7 @@ export interface Rejection {
  */
 const PERMANENT_CLOSE_REASONS: Record<string, string> = {
   unauthorized: 'the server refused the device token (wrong, revoked, or from another server)',
+  revoked: 'the server revoked this kiosk (admin pvs revoke)',
 };
 
 /**

@@ -1,3 +1,4 @@
+import { SENSOR_NAMES, type SensorName } from '@palmid/shared/palm/sensors.ts';
 /**
  * Sensor profiles of the synthetic capture: what a frame looks like on each family of palm
  * scanner the field uses (docs/palm-pipeline.md, "Simulator"). `simulator` is the original
@@ -7,24 +8,10 @@
  * is evaluated with `palm eval --sensor X`. The numbers are hand-set from looking at such
  * captures, not fitted to any image.
  */
-export type Sensor =
-  | 'simulator'
-  | 'contact-nir'
-  | 'contact-visible'
-  | 'contactless-nir'
-  | 'grey-dark'
-  | 'grey-bright'
-  | 'colour';
+/** Every sensor family but `phone` (a phone photo is not a scanner the simulator stands in for). */
+export type Sensor = Exclude<SensorName, 'phone'>;
 
-export const SENSORS: readonly Sensor[] = [
-  'simulator',
-  'contact-nir',
-  'contact-visible',
-  'contactless-nir',
-  'grey-dark',
-  'grey-bright',
-  'colour',
-];
+export const SENSORS: readonly Sensor[] = SENSOR_NAMES.filter((s): s is Sensor => s !== 'phone');
 
 export const SENSOR_DESCRIPTIONS: Record<Sensor, string> = {
   simulator: 'the simulated kiosk sensor: NIR, small hand, fingers up, dark background (default)',

@@ -71,3 +71,10 @@ export class LiveSockets {
     return n;
   }
 }
+
+/** What the app asks of the revocation watcher (docs/security.md): whether a credential still holds, and its lifecycle. */
+export interface RevocationCheck {
+  start(): void;
+  stop(): void;
+  isLive(kind: CredentialKind, id: string): Promise<boolean>;
+}

@@ -1,7 +1,7 @@
 import { AppError } from '@palmid/shared/errors.ts';
 import type { Db } from '../../db/index.ts';
 import type { EventHub, HubEvents } from '../../lib/event-hub.ts';
-import type { CredentialKind, LiveSockets } from '../../lib/live-sockets.ts';
+import type { CredentialKind, LiveSockets, RevocationCheck } from '../../lib/live-sockets.ts';
 import { RedisEventHub } from '../../lib/redis-event-hub.ts';
 import { pvsActive, revokedPvsAmong } from '../pvs/service.ts';
 import { apiKeyActive, revokedKeysAmong } from '../vendors/service.ts';
@@ -20,7 +20,7 @@ import { apiKeyActive, revokedKeysAmong } from '../vendors/service.ts';
  * - with `REDIS_URL` the CLI announces the revocation on the event hub (`credential.revoked`) and every
  *   instance checks at once.
  */
-export class RevocationWatcher {
+export class RevocationWatcher implements RevocationCheck {
   #timer: NodeJS.Timeout | undefined;
   #off: (() => void) | undefined;
   #sweeping: Promise<void> | undefined;

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { Environment } from '../../config.ts';
-import type { VendorPrincipal } from '../../context.ts';
+import { VENDOR_SCOPES, type VendorPrincipal, type VendorScope } from '../../context.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 
-export const VENDOR_SCOPES = ['auth', 'users'] as const;
-export type VendorScope = (typeof VENDOR_SCOPES)[number];
+export { VENDOR_SCOPES, type VendorScope };
+
 const API_KEY = /^sk_(test|live)_[A-Za-z0-9_-]{43}$/;
 
 export interface NewVendor {

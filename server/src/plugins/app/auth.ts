@@ -1,11 +1,9 @@
 import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext, Caller, UserPrincipal, VendorPrincipal } from '../../context.ts';
-import { authenticateUser } from '../../modules/users/service.ts';
-import { authenticateVendor, type VendorScope } from '../../modules/vendors/service.ts';
+import type { AppContext, Caller, UserPrincipal, VendorPrincipal, VendorScope } from '../../context.ts';
+import { applyRateDecision, type RateBucket } from '../../lib/rate-limits.ts';
 import { CredentialGuard } from './credential-guard.ts';
 import { VerifiedKeyCache } from './key-cache.ts';
-import { applyRateDecision, type RateBucket } from './rate-limit.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -67,7 +65,7 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
     if (cfg.auth === 'vendor') {
       const apiKey = request.headers['x-api-key'];
       const vendor = await checked(request, reply, apiKey, () =>
-        keys.authenticate(apiKey, () => authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV)),
+        keys.authenticate(apiKey, () => ctx.credentials.vendor(apiKey)),
       );
       request.vendor = vendor;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, vendor.keyId));
@@ -79,7 +77,7 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
       }
     } else if (cfg.auth === 'user') {
       const bearer = request.headers.authorization;
-      const user = await checked(request, reply, bearer, () => authenticateUser(ctx, bearer));
+      const user = await checked(request, reply, bearer, () => ctx.credentials.user(bearer));
       request.user = user;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, user.tokenId));
     } else if (cfg.rate) {
