@@ -329,6 +329,32 @@ describe('attested captures (real server process)', () => {
     const missing = await cli('agent/src/cli/main.ts', ['attest', '--template', templateFile], agentEnv);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--liveness/);
+    // a palm for the vendor's user management is signed for registration (purpose 4): it registers a user
+    // through mpc/users/create and authenticates no one on /api/v1/auth
+    const newPalm = join(tmp.dir, 'register.b64');
+    writeFileSync(newPalm, palm());
+    const forRegister = await cli(
+      'agent/src/cli/main.ts',
+      ['attest', '--for', 'register', '--template', newPalm, '--hand', 'right', '--liveness', '0.95'],
+      agentEnv,
+    );
+    expect(forRegister.code, forRegister.stderr).toBe(0);
+    const registerPalm = JSON.parse(forRegister.stdout) as Record<string, unknown>;
+    const asAuth = await direct(v.api_key, registerPalm);
+    expect(asAuth.body.data.auth_result).toMatchObject({ success: false, reason: 'attestation_failed' });
+    const created = await api(server.base, 'POST', '/api/v1/mpc/users/create', {
+      key: v.api_key,
+      body: { palms: [registerPalm] },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const again = await api<{ error: { details: Record<string, unknown> } }>(
+      server.base,
+      'POST',
+      '/api/v1/mpc/users/create',
+      { key: v.api_key, body: { palms: [registerPalm] } },
+    );
+    expect(again.status).toBe(403);
+    expect(again.body.error.details).toMatchObject({ field: 'palms', reason: 'attestation_failed' });
 
     const doctor = async () => {
       const r = await cli('agent/src/cli/main.ts', ['doctor', '--json', '--device', 'sim'], agentEnv);
