@@ -119,6 +119,36 @@ describe('kiosk end to end', () => {
     expect(consent.status).toBe(201);
   });
 
+  it('at a kiosk bound to the vendor, agent enroll --code adds the user’s left palm (attested, with the user’s code)', async () => {
+    const till = await admin<{ pvs_id: string; device_token: string; provisioning_secret: string }>(
+      'pvs',
+      'create',
+      '--name',
+      'till',
+      '--vendor',
+      vendor.vendor_id,
+    );
+    const confirm = await api(server.base, 'POST', '/v1/palms/confirm', { token: userToken });
+    expect(confirm.status).toBe(201);
+    await walkUp({ identity: 'alice', hand: 'left' });
+    const out = await run(
+      'agent/src/cli/main.ts',
+      [
+        'enroll',
+        '--hands',
+        'left',
+        '--samples',
+        '1',
+        '--code',
+        confirm.body.data.confirmation_code as string,
+        '--json',
+      ],
+      kioskAgentEnv(`${tmp.dir}/till.json`, sim, server.base, till),
+      90_000,
+    );
+    expect(lastJson(out)).toEqual({ added: true, hands: ['left'] });
+  }, 120_000);
+
   it('vendor payment: the palm is presented and the vendor receives exactly the consented attributes', async () => {
     await startAgent();
     vws = await VendorSocket.open(server.base, vendor.api_key);
