@@ -190,7 +190,11 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
       { 'x-api-key': cafe.api_key },
       {
         auth_context: { type: 'entrance', minimum_age: 18 },
-        palm: { template: TEMPLATE, hand: 'right', liveness: 0.95 },
+        palm: (await vendorDevice(hx.t.ctx, cafe.vendor_id)).direct({
+          template: TEMPLATE,
+          hand: 'right',
+          liveness: 0.95,
+        }),
       },
     );
     expect(entrance.json().data.auth_result.attributes).toEqual({ age_over_18: true });
