@@ -274,6 +274,15 @@ function migrations(kind: DbKind): Record<string, Migration> {
         }
       },
     },
+    '0006_ledger_owner': {
+      // Ledger ids are per vendor (docs/vendor-api.md, "Ledger"): `ledger_user_id` holds the id the vendor
+      // sees, `owner_id` the user's internal id (export, erasure, loyalty tier). Older rows keep theirs.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('ledger').addColumn('owner_id', 'text').execute();
+        await sql`update ledger set owner_id = ledger_user_id`.execute(db);
+        await db.schema.createIndex('ledger_owner').on('ledger').columns(['owner_id', 'timestamp']).execute();
+      },
+    },
   };
 }
 

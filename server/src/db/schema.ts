@@ -101,6 +101,8 @@ export interface AuthContextsTable {
 export interface LedgerTable {
   id: string;
   ledger_user_id: string;
+  /** The user's internal ledger id (`users.ledger_id`), never disclosed; null only before migration 0006. */
+  owner_id: string | null;
   vendor_id: string;
   context_id: string;
   timestamp: number;

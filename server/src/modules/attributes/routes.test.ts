@@ -287,14 +287,18 @@ describe('user attribute API', () => {
     const u = await seedUser(t.ctx);
     await put('date_of_birth', { value: '1950-06-15' }, u.token);
     await put('email', { value: 'old@example.org' }, u.token);
-    await appendTransaction(t.ctx.database.db, {
-      'user-id': u.ledgerId,
-      'context-id': crypto.randomUUID(),
-      attributes: [{ type: 'payment', context: 120_000 }],
-      vendor: { id: crypto.randomUUID(), url: 'https://shop.example' },
-      timestamp: clock - DAY,
-      result: { code: 'ok' },
-    });
+    await appendTransaction(
+      t.ctx.database.db,
+      {
+        'user-id': u.ledgerId,
+        'context-id': crypto.randomUUID(),
+        attributes: [{ type: 'payment', context: 120_000 }],
+        vendor: { id: crypto.randomUUID(), url: 'https://shop.example' },
+        timestamp: clock - DAY,
+        result: { code: 'ok' },
+      },
+      u.ledgerId,
+    );
     const res = await call({ method: 'GET', url: '/v1/attributes', token: u.token });
     expect(res.statusCode).toBe(200);
     const byName = Object.fromEntries(
