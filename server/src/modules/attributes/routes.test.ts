@@ -127,7 +127,7 @@ describe('user attribute API', () => {
   it.each(['user_id', 'registration_date', 'palm_registered', 'last_auth', 'pseudonym'])(
     'system attribute %s is read-only (403)',
     async (name) => {
-      expectError(await put(name, { value: 'x' }), 403, 'FORBIDDEN', 'name', 'read_only');
+      expectError(await put(name, { value: 'x' }), 403, 'FORBIDDEN', 'name', 'reserved_name');
       expectError(await call({ method: 'DELETE', url: `/v1/attributes/${name}` }), 403, 'FORBIDDEN');
     },
   );
@@ -135,14 +135,14 @@ describe('user attribute API', () => {
   it.each(['age_verified', 'identity_verified', 'membership_status', 'vaccination_status', 'legal_name'])(
     'verified attribute %s is read-only (403)',
     async (name) => {
-      expectError(await put(name, { value: true }), 403, 'FORBIDDEN', 'name', 'read_only');
+      expectError(await put(name, { value: true }), 403, 'FORBIDDEN', 'name', 'reserved_name');
     },
   );
 
   it.each(['is_adult', 'is_senior', 'loyalty_tier', 'risk_score'])(
     'computed attribute %s is read-only (403)',
     async (name) => {
-      expectError(await put(name, { value: true }), 403, 'FORBIDDEN', 'name', 'read_only');
+      expectError(await put(name, { value: true }), 403, 'FORBIDDEN', 'name', 'reserved_name');
     },
   );
 

@@ -2,6 +2,7 @@ import {
   type AttributeKind,
   attributeKind,
   COMPUTED_NAMES,
+  isReservedName,
   SYSTEM_NAMES,
 } from '@palmid/shared/api/attribute-catalogue.ts';
 import { ATTRIBUTE_NAME, type AttributeItem } from '@palmid/shared/api/attributes.ts';
@@ -268,6 +269,19 @@ export interface WrittenAttribute {
   valid_until: string | null;
 }
 
+/** A write to a name only the service derives, or to a verified name by its user (docs/user-api.md). */
+function reservedName(name: string, kind: AttributeKind): AppError {
+  return new AppError(
+    'FORBIDDEN',
+    `Attribute '${name}' is reserved: only the service or a verifier sets it`,
+    {
+      field: 'name',
+      reason: 'reserved_name',
+      kind,
+    },
+  );
+}
+
 function readOnly(name: string, kind: AttributeKind): AppError {
   return new AppError('FORBIDDEN', `Attribute '${name}' is ${kind} and read-only for the user`, {
     field: 'name',
@@ -301,8 +315,7 @@ export async function writeAttribute(
   if (!ATTRIBUTE_NAME.test(name))
     throw new AppError('INVALID_REQUEST', 'Invalid attribute name', { field: 'name', reason: 'invalid' });
   const kind = attributeKind(name);
-  if (kind === 'system' || kind === 'computed' || (kind === 'verified' && as === 'user'))
-    throw readOnly(name, kind);
+  if (isReservedName(name) || (kind === 'verified' && as === 'user')) throw reservedName(name, kind);
   const validFrom = write.validFrom ?? null;
   const validUntil = write.validUntil ?? null;
   if (validUntil !== null && validFrom !== null && validUntil <= validFrom)

@@ -1,3 +1,4 @@
+import { catalogueEntry, isReservedName } from '@palmid/shared/api/attribute-catalogue.ts';
 import type { FailureReason, InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
 import type { AuditEntry } from '../audit/service.ts';
 import { inSetName, predicateConsented } from '../verification/zk.ts';
@@ -50,6 +51,13 @@ export interface Disclosure {
 const requestedOf = (c: AuthContext) => [...c.attributesRequired, ...c.attributesOptional];
 
 /**
+ * A service-derived name outside the catalogue (`age_over_<N>`, `<name>_in_set`, `is_<name>`, `ledger_id`,
+ * `payment`): only the service computes it, so a stored value by that name (written before names were
+ * reserved) is never read or disclosed (docs/attributes.md, "Reserved names").
+ */
+const derivedOnly = (name: string) => isReservedName(name) && catalogueEntry(name) === undefined;
+
+/**
  * The stored attributes to read: requested and consented ones, the birth date when the age predicate is
  * consented, and the attributes of consented set predicates (read to prove, never disclosed).
  */
@@ -58,7 +66,7 @@ export function attributesToRead(
   consents: Consented,
   predicates: readonly InSetPredicate[],
 ): string[] {
-  const lookup = requestedOf(c).filter((n) => !SYNTHETIC.has(n) && consents.has(n));
+  const lookup = requestedOf(c).filter((n) => !SYNTHETIC.has(n) && !derivedOnly(n) && consents.has(n));
   const ageName = c.minimumAge === null ? null : ageAttributeName(c.minimumAge);
   if (ageName !== null && ageConsented(consents, ageName) && !lookup.includes('date_of_birth'))
     lookup.push('date_of_birth');
@@ -84,20 +92,21 @@ export function decideDisclosure(input: DisclosureInput): Disclosure {
       operation: 'READ',
       result: ok ? 'SUCCESS' : 'DENIED',
     });
+  const minAge = c.minimumAge;
+  const ageName = minAge === null ? null : ageAttributeName(minAge);
   for (const name of requested) {
+    if (name === ageName) continue; // computed from the birth date below
     if (name === 'pseudonym') {
       attributes.pseudonym = input.pseudo;
       continue;
     }
     if (name === 'age_proof') continue; // produced with the age predicate (zero-knowledge module)
-    const has = consents.has(name) && values.has(name);
+    const has = consents.has(name) && !derivedOnly(name) && values.has(name);
     if (has) attributes[name] = values.get(name);
     else if (c.attributesRequired.includes(name)) missing.push(name);
     read(name, has);
   }
 
-  const minAge = c.minimumAge;
-  const ageName = minAge === null ? null : ageAttributeName(minAge);
   let ageOk: boolean | null = null;
   const dob = values.get('date_of_birth');
   if (minAge !== null && ageName !== null) {
