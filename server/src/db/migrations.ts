@@ -283,6 +283,15 @@ function migrations(kind: DbKind): Record<string, Migration> {
         await db.schema.createIndex('ledger_owner').on('ledger').columns(['owner_id', 'timestamp']).execute();
       },
     },
+    '0007_idempotency_owner': {
+      // Kiosk answers about a user are sealed under that user's data key and erased with the user
+      // (modules/kiosk-link/idempotency.ts); expired ones are pruned by age.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('idempotency').addColumn('user_id', 'text').execute();
+        await db.schema.createIndex('idempotency_user').on('idempotency').column('user_id').execute();
+        await db.schema.createIndex('idempotency_age').on('idempotency').column('created_at').execute();
+      },
+    },
   };
 }
 

@@ -145,6 +145,8 @@ export interface IdempotencyTable {
   key: string;
   response: string;
   created_at: number;
+  /** The user the answer is about: sealed under that user's data key, erased with the user. */
+  user_id: string | null;
 }
 
 /** Kiosk lockout after repeated failed matches (modules/kiosk-link/lockout.ts), shared by instances and restarts. */

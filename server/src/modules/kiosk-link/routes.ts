@@ -161,7 +161,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               palms.push({ ...t, palmId: await addPalm(ctx, trx, user.id, user.dataKey, t) });
             const code = await createClaimCode(ctx, trx, user.id);
             const out = { user_id: user.id, claim_code: code.claim_code, expires_at: code.expires_at };
-            await rememberAnswer(ctx, trx, key, out);
+            await rememberAnswer(ctx, trx, key, out, { userId: user.id, dataKey: user.dataKey });
             return { answer: out, added: palms.map((p) => ({ ...p, userId: user.id })) };
           });
           for (const p of added) ctx.gallery.add(p);
@@ -201,7 +201,13 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                 return c;
               },
               alsoWrite: (trx, res) =>
-                rememberAnswer(ctx, trx, key, { status: res.context.status, auth_result: res.result }),
+                rememberAnswer(
+                  ctx,
+                  trx,
+                  key,
+                  { status: res.context.status, auth_result: res.result },
+                  res.context.userId ? { userId: res.context.userId } : null,
+                ),
               withdrawFromKiosks: true,
             });
             failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
