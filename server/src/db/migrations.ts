@@ -292,6 +292,12 @@ function migrations(kind: DbKind): Record<string, Migration> {
         await db.schema.createIndex('idempotency_age').on('idempotency').column('created_at').execute();
       },
     },
+    '0008_minimum_age_source': {
+      // A context may accept only a verified birth date for its age check (docs/zk-proofs.md).
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('auth_contexts').addColumn('minimum_age_source', 'text').execute();
+      },
+    },
   };
 }
 

@@ -87,6 +87,8 @@ export interface AuthContextsTable {
   amount: number | null;
   currency: string | null;
   minimum_age: number | null;
+  /** 'verified' or null (any source) */
+  minimum_age_source: string | null;
   attributes_required: string; // JSON array
   attributes_optional: string; // JSON array
   pvs_id: string | null;

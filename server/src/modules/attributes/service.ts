@@ -250,6 +250,12 @@ export async function getAttribute(
   return storedItem(row, await opener.open(row), now);
 }
 
+/** Who vouches for a stored attribute (`verified_by`: a verifier's id), or null when self-asserted. */
+export async function verifierOf(db: Db, userId: string, name: string): Promise<string | null> {
+  const [row] = await storedRows(db, userId, [name]);
+  return row?.verified_by ?? null;
+}
+
 export interface AttributeWrite {
   name: string;
   value: unknown;

@@ -28,12 +28,14 @@ export interface DisclosureInput {
   predicates: readonly InSetPredicate[];
   /** the values read for `attributesToRead` */
   values: ReadonlyMap<string, unknown>;
+  /** Where the birth date came from: `self_asserted` or the verifier's id (signed into an age proof). */
+  birthDateSource?: string;
   now: number;
 }
 
 /** A statement to prove with zero knowledge (only true statements are proved). */
 export type ProofStatement =
-  | { kind: 'age'; dateOfBirth: string; minimumAge: number }
+  | { kind: 'age'; dateOfBirth: string; minimumAge: number; source: string }
   | { kind: 'in_set'; predicate: InSetPredicate; value: string };
 
 export interface Disclosure {
@@ -112,7 +114,10 @@ export function decideDisclosure(input: DisclosureInput): Disclosure {
   if (minAge !== null && ageName !== null) {
     // Audited as what the vendor received (age_over_N, yes or no), not the birth date it was computed
     // from: the user's activity page says what was disclosed (docs/user-api.md "Audit").
-    if (!ageConsented(consents, ageName) || typeof dob !== 'string') {
+    const source = input.birthDateSource ?? 'self_asserted';
+    // a context that asks for a verified birth date treats a self-asserted one as missing
+    const unverified = c.minimumAgeSource === 'verified' && source === 'self_asserted';
+    if (!ageConsented(consents, ageName) || typeof dob !== 'string' || unverified) {
       missing.push(ageName);
       read(ageName, false);
     } else {
@@ -128,7 +133,12 @@ export function decideDisclosure(input: DisclosureInput): Disclosure {
   const proofs: ProofStatement[] = [];
   // Proofs only of true statements: an underage user gets `age_over_N: false` and no proof.
   if (minAge !== null && ageOk === true && requested.includes('age_proof') && typeof dob === 'string')
-    proofs.push({ kind: 'age', dateOfBirth: dob, minimumAge: minAge });
+    proofs.push({
+      kind: 'age',
+      dateOfBirth: dob,
+      minimumAge: minAge,
+      source: input.birthDateSource ?? 'self_asserted',
+    });
   for (const p of predicates) {
     const value = values.get(p.attribute);
     const ok = predicateConsented(consents, p) && typeof value === 'string';

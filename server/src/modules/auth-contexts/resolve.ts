@@ -4,7 +4,7 @@ import { AppError } from '@palmid/shared/errors.ts';
 import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
 import type { AppContext, Caller } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { readAttributeValues } from '../attributes/service.ts';
+import { readAttributeValues, verifierOf } from '../attributes/service.ts';
 import { appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
@@ -125,7 +125,10 @@ async function decide(
   const lookup = attributesToRead(c, consents, predicates);
   const values = await readAttributeValues(ctx, db, user.id, lookup, now);
   const pseudo = pseudonym(user.id, vendor.id);
+  const birthDateSource =
+    c.minimumAge === null ? undefined : ((await verifierOf(db, user.id, 'date_of_birth')) ?? 'self_asserted');
   const disclosure = decideDisclosure({
+    ...(birthDateSource !== undefined ? { birthDateSource } : {}),
     context: c,
     userId: user.id,
     vendorId: vendor.id,
@@ -147,7 +150,7 @@ async function decide(
 
 function proofJob(ctx: AppContext, authId: string, now: number, s: ProofStatement): ProofJob {
   return s.kind === 'age'
-    ? ageProofJob(ctx, authId, now, s.dateOfBirth, s.minimumAge)
+    ? ageProofJob(ctx, authId, now, s.dateOfBirth, s.minimumAge, s.source)
     : inSetProofJob(ctx, authId, now, s.predicate, s.value);
 }
 

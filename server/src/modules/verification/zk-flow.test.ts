@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openFor } from '../../crypto/keyring.ts';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
+import { markAttributeVerified } from '../attributes/store.ts';
 import { identifyPalm, prepareProofs, resolveWithPalm } from '../auth-contexts/resolve.ts';
 import { createAuthContext, loadContext } from '../auth-contexts/state.ts';
 import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
@@ -432,4 +433,45 @@ describe('zero-knowledge proofs in the server flow', () => {
     expect(res.result.attributes).toEqual({});
     expect(await readOpenings(db, row.id)).toHaveLength(0);
   });
+  it('the age proof names its birth date source; minimum_age_source "verified" refuses a self-asserted one', async () => {
+    await enrol('dora', '1990-01-01', ['age_over_21']);
+    const now = new Date(clock);
+    const self = await entrance('dora', { minimum_age: 21, attributes_optional: ['age_proof'] });
+    expect(self.status).toBe('completed');
+    const selfProof = self.auth_result.attributes.age_proof as PredicateProof;
+    expect(selfProof.statement.source).toBe('self_asserted');
+    const expectAt = { serviceKey, authId: self.auth_id, minimumAge: 21, now };
+    expect(await verifyPredicateProof(selfProof, expectAt)).toMatchObject({ valid: true });
+    // the source is signed: claiming a verifier instead breaks the signature
+    const forged = { ...selfProof, statement: { ...selfProof.statement, source: 'https://idp.example' } };
+    expect(await verifyPredicateProof(forged, expectAt)).toMatchObject({ valid: false });
+
+    const strict = await entrance('dora', { minimum_age: 21, minimum_age_source: 'verified' });
+    expect(strict.status).toBe('failed');
+    expect(strict.auth_result.reason).toBe('consent_missing');
+    expect(strict.auth_result.attributes.age_over_21).toBeUndefined();
+
+    await markAttributeVerified(
+      t.ctx.database.db,
+      users.dora!.userId,
+      'date_of_birth',
+      'https://idp.example',
+    );
+    const verified = await entrance('dora', {
+      minimum_age: 21,
+      minimum_age_source: 'verified',
+      attributes_optional: ['age_proof'],
+    });
+    expect(verified.status).toBe('completed');
+    expect(verified.auth_result.attributes.age_over_21).toBe(true);
+    const verifiedProof = verified.auth_result.attributes.age_proof as PredicateProof;
+    expect(verifiedProof.statement.source).toBe('https://idp.example');
+    expect(
+      await verifyPredicateProof(verifiedProof, { ...expectAt, authId: verified.auth_id }),
+    ).toMatchObject({ valid: true });
+    const bad = await api('POST', '/api/v1/auth/create', {
+      auth_context: { type: 'entrance', minimum_age_source: 'verified' },
+    });
+    expect(bad.statusCode).toBe(400);
+  }, 60_000);
 });

@@ -94,10 +94,11 @@ export function ageProofJob(
   now: number,
   dateOfBirth: string,
   minimumAge: number,
+  source: string,
 ): ProofJob {
   return {
     name: 'age_proof',
-    key: `age|${authId}|${minimumAge}|${utcDay(now)}|${digest(dateOfBirth)}`,
+    key: `age|${authId}|${minimumAge}|${utcDay(now)}|${digest(dateOfBirth)}|${source}`,
     run: async () => {
       const started = performance.now();
       const { proveAgeForContext } = await prover();
@@ -107,6 +108,7 @@ export function ageProofJob(
         minimumAge,
         withProof: true,
         now: new Date(now),
+        source,
       });
       proofTimings.last_ms.push(performance.now() - started);
       return res.value && res.proof && res.opening ? { proof: res.proof, opening: res.opening } : undefined;
