@@ -12,7 +12,11 @@ import type { AuthContext } from './store.ts';
  */
 
 /** Attribute names the user consented to share with the vendor now. */
-export type Consented = { has(name: string): boolean };
+export type Consented = {
+  has(name: string): boolean;
+  /** the grant's details (the set of an `<attr>_in_set` consent) */
+  get?(name: string): { values?: string[]; min_set_size?: number } | undefined;
+};
 
 /** Attribute names that are never looked up as stored values. */
 const SYNTHETIC = new Set(['pseudonym', 'age_proof']);

@@ -46,7 +46,7 @@ describe('zero-knowledge proofs in the server flow', () => {
       headers: { 'x-api-key': key },
       ...(body === undefined ? {} : { payload: body as object }),
     });
-  const asUser = (name: string, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) =>
+  const asUser = (name: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown) =>
     t.app.inject({
       method,
       url,
@@ -331,7 +331,9 @@ describe('zero-knowledge proofs in the server flow', () => {
 
     it('in_set predicate: true with a proof that verifies; the value is never disclosed', async () => {
       const data = await entrance('alice', {
-        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold', 'platinum'] }],
+        predicates: [
+          { type: 'in_set', attribute: 'membership_status', values: ['gold', 'platinum', 'diamond'] },
+        ],
       });
       expect(data.status).toBe('completed');
       expect(data.auth_result.attributes.membership_status_in_set).toBe(true);
@@ -340,7 +342,7 @@ describe('zero-knowledge proofs in the server flow', () => {
       const ok = await verifyPredicateProof(p, {
         serviceKey,
         authId: data.auth_id,
-        inSet: { attribute: 'membership_status', values: ['gold', 'platinum'] },
+        inSet: { attribute: 'membership_status', values: ['gold', 'platinum', 'diamond'] },
         now: new Date(clock),
       });
       expect(ok).toMatchObject({ valid: true });
@@ -356,7 +358,9 @@ describe('zero-knowledge proofs in the server flow', () => {
 
     it('in_set false: no proof; without consent: consent_missing', async () => {
       const no = await entrance('alice', {
-        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['platinum'] }],
+        predicates: [
+          { type: 'in_set', attribute: 'membership_status', values: ['platinum', 'diamond', 'silver'] },
+        ],
       });
       expect(no.auth_result.attributes).toEqual({ membership_status_in_set: false });
       const bob = await entrance('bob', {
@@ -382,7 +386,9 @@ describe('zero-knowledge proofs in the server flow', () => {
         clock - 30 * DAY,
       );
       const data = await entrance('dave', {
-        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold'] }],
+        predicates: [
+          { type: 'in_set', attribute: 'membership_status', values: ['gold', 'silver', 'bronze'] },
+        ],
       });
       expect(data.auth_result).toMatchObject({ success: false, reason: 'consent_missing' });
       expect(data.auth_result.attributes.membership_status_proof).toBeUndefined();
@@ -474,4 +480,48 @@ describe('zero-knowledge proofs in the server flow', () => {
     });
     expect(bad.statusCode).toBe(400);
   }, 60_000);
+  it('a consent to <attr>_in_set names its set, or admits only sets of 3 or more; any other set: consent_missing', async () => {
+    await enrol('erin', '1985-01-01', []);
+    await writeAttribute(
+      t.ctx,
+      t.ctx.database.db,
+      users.erin!.userId,
+      { name: 'country', value: 'DE' },
+      'user',
+      clock,
+    );
+    const consent = (attributes: unknown[]) =>
+      asUser('erin', 'POST', '/v1/consents', { vendor_id: vendorId, attributes });
+    const bad = await consent([{ name: 'country', purpose: 'x', retention_days: 0, values: ['DE'] }]);
+    expect(bad.statusCode).toBe(400);
+    const tooSmall = await consent([
+      { name: 'country_in_set', purpose: 'x', retention_days: 0, min_set_size: 2 },
+    ]);
+    expect(tooSmall.statusCode).toBe(400);
+    const named = await consent([
+      { name: 'country_in_set', purpose: 'EU check', retention_days: 0, values: ['DE', 'FR', 'IT'] },
+    ]);
+    expect(named.statusCode, named.body).toBe(201);
+    const ask = (values: string[]) =>
+      entrance('erin', { predicates: [{ type: 'in_set', attribute: 'country', values, proof: false }] });
+    const same = await ask(['IT', 'DE', 'FR']);
+    expect(same.status).toBe('completed');
+    expect(same.auth_result.attributes).toEqual({ country_in_set: true });
+    for (const other of [['DE'], ['DE', 'FR'], ['DE', 'FR', 'IT', 'ES']]) {
+      const res = await ask(other);
+      expect(res.auth_result, other.join(',')).toMatchObject({ success: false, reason: 'consent_missing' });
+      expect(res.auth_result.attributes.country_in_set).toBeUndefined();
+    }
+    // replaced by a consent without a named set: the default minimum of 3 values
+    const revoke = await asUser('erin', 'DELETE', `/v1/consents/${named.json().data.consent_id}`);
+    expect(revoke.statusCode).toBe(200);
+    expect(
+      (await consent([{ name: 'country_in_set', purpose: 'EU check', retention_days: 0 }])).statusCode,
+    ).toBe(201);
+    expect((await ask(['DE'])).auth_result).toMatchObject({ success: false, reason: 'consent_missing' });
+    expect((await ask(['DE', 'AT', 'CH'])).auth_result).toMatchObject({
+      success: true,
+      attributes: { country_in_set: true },
+    });
+  });
 });
