@@ -256,6 +256,16 @@ export async function verifierOf(db: Db, userId: string, name: string): Promise<
   return row?.verified_by ?? null;
 }
 
+/**
+ * The verified flags that vouch for a value (docs/attributes.md, "Verified flags"): when the value changes,
+ * whoever writes it, the flag falls until a verifier sets it again.
+ */
+const VOUCHED_BY: Record<string, readonly string[]> = {
+  email: ['email_verified'],
+  legal_name: ['identity_verified'],
+  date_of_birth: ['identity_verified'],
+};
+
 export interface AttributeWrite {
   name: string;
   value: unknown;
@@ -345,6 +355,16 @@ export async function writeAttribute(
     verified_by: kind === 'verified' ? (write.verifiedBy ?? null) : null,
     updated_at: now,
   };
+  const flags = VOUCHED_BY[name] ?? [];
+  if (flags.length > 0) {
+    // A verified flag vouches for the value it was given with: a changed value loses it.
+    const [old] = await storedRows(db, userId, [name]);
+    const unchanged =
+      old !== undefined &&
+      Boolean(old.client_encrypted) === Boolean(write.clientEncrypted) &&
+      JSON.stringify(await opener.open(old)) === JSON.stringify(value);
+    if (!unchanged) for (const flag of flags) await deleteRow(db, userId, flag);
+  }
   await upsertRow(db, userId, name, row);
   return { name, kind, updated_at: iso(now)!, valid_from: iso(validFrom), valid_until: iso(validUntil) };
 }
