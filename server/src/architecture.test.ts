@@ -22,7 +22,14 @@ const OWNERS: Record<string, readonly string[]> = {
   audit: ['audit', 'audit_head'],
   pvs: ['pvs'],
   'kiosk-link': ['idempotency', 'kiosk_lockouts'],
-  verification: ['verifiers', 'zk_openings', 'attestations', 'auth_context_predicates'],
+  verification: [
+    'verifiers',
+    'zk_openings',
+    'attestations',
+    'auth_context_predicates',
+    'oidc_nonces',
+    'oidc_subjects',
+  ],
 };
 
 /**

@@ -298,6 +298,26 @@ function migrations(kind: DbKind): Record<string, Migration> {
         await db.schema.alterTable('auth_contexts').addColumn('minimum_age_source', 'text').execute();
       },
     },
+    '0009_oidc_binding': {
+      // Identity-provider import (modules/verification/service.ts): single-use server nonces, and each
+      // (issuer, subject) bound to the one user who imported it first.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('oidc_nonces')
+          .addColumn('nonce_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('oidc_subjects')
+          .addColumn('issuer', 'text', (c) => c.notNull())
+          .addColumn('subject', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('oidc_subjects_pk', ['issuer', 'subject'])
+          .execute();
+      },
+    },
   };
 }
 

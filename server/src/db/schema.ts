@@ -100,6 +100,19 @@ export interface AuthContextsTable {
   updated_at: number;
 }
 
+export interface OidcNoncesTable {
+  nonce_hash: string;
+  user_id: string;
+  expires_at: number;
+}
+
+export interface OidcSubjectsTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: number;
+}
+
 export interface LedgerTable {
   id: string;
   ledger_user_id: string;
@@ -211,6 +224,8 @@ export interface DB {
   consents: ConsentsTable;
   auth_contexts: AuthContextsTable;
   ledger: LedgerTable;
+  oidc_nonces: OidcNoncesTable;
+  oidc_subjects: OidcSubjectsTable;
   audit: AuditTable;
   audit_head: AuditHeadTable;
   pvs: PvsTable;
