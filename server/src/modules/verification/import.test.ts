@@ -170,6 +170,18 @@ describe('identity-provider import', () => {
     const replay = await post({ id_token: token, nonce: mine });
     expect(replay.statusCode).toBe(400);
     expect(replay.json().error.details.reason).toBe('unknown_nonce');
+
+    // erasure unlinks the account: afterwards another user may import it
+    const erased = await t.app.inject({
+      method: 'DELETE',
+      url: '/v1/gdpr/delete-me',
+      headers: { authorization: `Bearer ${user.token}` },
+    });
+    expect(erased.statusCode).toBe(200);
+    const after = await serverNonce(other.token);
+    expect(
+      (await post({ id_token: await idToken({ nonce: after }), nonce: after }, other.token)).statusCode,
+    ).toBe(200);
   });
 
   it('bad PALMID_OIDC_ISSUERS stops start-up with one line naming the key', () => {
