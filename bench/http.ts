@@ -41,7 +41,7 @@ async function servePalmid(): Promise<void> {
   const { loadConfig } = await import('../server/src/config.ts');
   const { createContext } = await import('../server/src/bootstrap.ts');
   const { startServer } = await import('../server/src/server.ts');
-  const { RateLimits, RATE_LIMITS } = await import('../server/src/plugins/app/rate-limit.ts');
+  const { RateLimits, RATE_LIMITS } = await import('../server/src/lib/rate-limits.ts');
   const { ExactGallery, ExactMatcher } = await import('../server/src/testing.ts');
   const { createVendor } = await import('../server/src/modules/vendors/service.ts');
   const config = loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', PALMID_LOG_LEVEL: 'warn' });

@@ -22,7 +22,7 @@ import {
 import { simdAvailable } from '@palmid/shared/palm/match-simd.ts';
 import { decodeTemplate, encodeTemplate, TEMPLATE_BYTES } from '@palmid/shared/palm/template.ts';
 import { processCapture } from '../agent/src/palm/pipeline.ts';
-import { extractRoiTemplate } from '../agent/src/palm/roi-template.ts';
+import { extractRoiTemplate, extractRoiTemplates } from '../agent/src/palm/roi-template.ts';
 import { createExhaustiveGallery } from '../server/src/modules/matching/exhaustive.ts';
 import { DEFAULT_CANDIDATES, MemoryGallery } from '../server/src/modules/matching/gallery.ts';
 import { DESCRIPTOR_BYTES, stage1SimdAvailable } from '../server/src/modules/matching/stage1.ts';
@@ -64,6 +64,14 @@ for (let i = 0; i < IDENTITIES; i++) {
     (session === 1 ? enrol : probes).push(t);
   }
 }
+// `eval --roi`'s extraction: the plain template plus the rotated and zoomed variants, one batch
+const variantMs: number[] = [];
+for (let i = 0; i < 40; i++) {
+  const img = renderRoi({ identity: `bench-${i}`, style: 'contactless', session: 2, sample: 1 });
+  const t0 = cpuMs();
+  await extractRoiTemplates(img);
+  variantMs.push(cpuMs() - t0);
+}
 const frameMs: number[] = [];
 for (let i = 0; i < 30; i++) {
   const f = await renderPalm({ identity: `bench-frame-${i % 5}`, hand: 'right', capture: i });
@@ -72,6 +80,7 @@ for (let i = 0; i < 30; i++) {
   frameMs.push(cpuMs() - t0);
 }
 results.extract_roi_ms_p50 = median(roiMs.slice(10));
+results.extract_roi_variants_ms_p50 = median(variantMs.slice(5));
 results.process_capture_ms_p50 = median(frameMs.slice(5));
 
 // --- 1:1 ----------------------------------------------------------------------
@@ -273,6 +282,7 @@ console.table(rows);
 console.table(recallRows);
 console.table({
   'extract ROI ms p50': results.extract_roi_ms_p50,
+  'extract ROI with eval --roi variants ms p50': results.extract_roi_variants_ms_p50,
   'processCapture ms p50': results.process_capture_ms_p50,
   '1:1 kernel': results.match_kernel,
   '1:1 match µs p50 (JS reference)': results.match_js_us_p50,

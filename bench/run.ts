@@ -20,6 +20,8 @@ const BENCHES: Record<string, string> = {
   palm: '1:N identification latency at 1M templates, memory per template',
   zk: 'zero-knowledge age proof generation and verification',
   e2e: 'end-to-end latency, context created → vendor notified, real processes (p50/p95 over 100 runs)',
+  revocation:
+    'revocation-to-close latency of kiosk and vendor-key sockets, one instance and two (p99 over 100)',
   reliability: 'fuzzing, SIGKILL crash safety, audit tampering, access control and abuse (long variants)',
 };
 

@@ -8,8 +8,8 @@
  */
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
-import { listDataset } from '../src/palm/dataset.ts';
-import { evaluate } from '../src/palm/evaluate.ts';
+import { listDataset } from '../src/palm/eval/dataset.ts';
+import { evaluate } from '../src/palm/eval/evaluate.ts';
 import { readImage } from '../src/palm/image-io.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplates } from '../src/palm/roi-template.ts';

@@ -13,10 +13,10 @@ import { packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { Command } from 'commander';
 import sharp from 'sharp';
+import { errorRates } from '../src/palm/eval/metrics.ts';
 import { type HandGeometry, locateHand } from '../src/palm/hand-geometry.ts';
 import { cropPalm, ROI_SIDE_PER_RADIUS } from '../src/palm/hand-roi.ts';
 import type { GrayImage } from '../src/palm/image-io.ts';
-import { errorRates } from '../src/palm/metrics.ts';
 import { ROI_SIZE } from '../src/palm/model-graph.ts';
 import { processCapture } from '../src/palm/pipeline.ts';
 

@@ -7,24 +7,20 @@
  * palmid is scored with the rotation-tolerant ROI distance: each probe is coded at the angles of a
  * set (`--angles`, sets separated by "/", default ROI_ROTATION_ANGLES; "0" is the plain distance)
  * and a pair keeps the minimum distance of the probe variants against the gallery's 0° template.
- * One column per set; the union of the angles is extracted once per probe image.
+ * One column per set; the union of the angles is extracted once per probe image (rotations only:
+ * no zoom variant, ROI_SCALE_VARIANTS).
  * usage: tsx agent/scripts/roi-robustness.ts <roi-dir> [--only name,name] [--no-baseline] [--angles 0/0,-6,6]
  * e.g.   tsx agent/scripts/make-roi-set.ts /tmp/r --style contactless --subjects 40 --per-session 3
  */
 import { basename } from 'node:path';
-import {
-  PACKED_WORDS,
-  type packedDistance,
-  packTemplate,
-  shiftedDistance,
-} from '@palmid/shared/palm/match.ts';
+import { PACKED_WORDS, type packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { Command } from 'commander';
 import sharp, { type Sharp } from 'sharp';
-import { baselineTemplate } from '../src/palm/baseline.ts';
-import { listDataset } from '../src/palm/dataset.ts';
+import { baselineDistance, baselineTemplate } from '../src/palm/eval/baseline.ts';
+import { listDataset } from '../src/palm/eval/dataset.ts';
+import { errorRates } from '../src/palm/eval/metrics.ts';
 import { type GrayImage, readImage } from '../src/palm/image-io.ts';
-import { errorRates } from '../src/palm/metrics.ts';
 import { bilinear } from '../src/palm/roi-input.ts';
 import { ROI_ROTATION_ANGLES, variantMatcher } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplate, extractRoiTemplates } from '../src/palm/roi-template.ts';
@@ -204,17 +200,6 @@ for (const [si, s] of dataset.subjects.entries()) {
   }
 }
 
-/** Global translation search of ±4 cells, the classic matcher of the baseline. */
-function baselineDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: number): number {
-  let best = 1;
-  for (let dy = -4; dy <= 4; dy++)
-    for (let dx = -4; dx <= 4; dx++) {
-      const d = shiftedDistance(a, ao, b, bo, dx, dy, 1);
-      if (d < best) best = d;
-    }
-  return best;
-}
-
 async function eer(
   templateOf: (img: GrayImage) => Uint8Array | Promise<Uint8Array>,
   distance: typeof packedDistance,
@@ -267,7 +252,7 @@ async function eerRotations(p: Perturbation, cache: Map<Item, Uint32Array>): Pro
   }
   const pv = new Uint32Array(probes.length * v * PACKED_WORDS);
   for (const [j, it] of probes.entries()) {
-    const ts = await extractRoiTemplates(await p.apply(it.image), unionAngles);
+    const ts = await extractRoiTemplates(await p.apply(it.image), unionAngles, {}, []);
     for (const [k, t] of ts.entries()) pv.set(packTemplate(decodeTemplate(t)), (j * v + k) * PACKED_WORDS);
   }
   const sets = angleSets.map((set) => set.map((a) => unionAngles.indexOf(a)));

@@ -38,6 +38,7 @@ describe('agent config', () => {
       modelPath: DEFAULT_MODEL_PATH,
       baudRate: 115_200,
       captureTimeoutMs: 30_000,
+      sensor: 'simulator',
     });
     expect(fileExists).toBe(false);
     expect(sources.device).toBe('default');
@@ -114,5 +115,17 @@ describe('agent config', () => {
     expect(JSON.parse(readFileSync(p, 'utf8'))).toEqual({ deviceToken: 'pvs_secret' });
     expect(() => parseConfigValue('baudRate', '12')).toThrow(/baudRate: must be at least 1200/);
     expect(() => parseConfigValue('colour', 'red')).toThrow(/unknown key "colour"/);
+  });
+
+  it('sensor takes a known profile only, from the file or PALMID_SENSOR', () => {
+    expect(parseConfigValue('sensor', 'grey-dark')).toBe('grey-dark');
+    expect(() => parseConfigValue('sensor', 'webcam')).toThrow(
+      /sensor: must be one of: simulator, contact-nir/,
+    );
+    const f = file('sensor.json', { sensor: 'colour' });
+    expect(loadConfig({ file: f, env: {} }).config.sensor).toBe('colour');
+    const env = loadConfig({ file: f, env: { PALMID_SENSOR: 'contactless-nir' } });
+    expect(env.config.sensor).toBe('contactless-nir');
+    expect(env.sources.sensor).toBe('env');
   });
 });

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { DEFAULT_SENSOR, SENSOR_NAMES } from './palm/sensor-profiles.ts';
 import { parseDeviceSpec } from './transport/device-spec.ts';
 
 /** The palm pipeline's feature model, shipped in agent/models (resolved from this package, any cwd). */
@@ -46,6 +47,13 @@ export const agentConfigSchema = z
       .min(1000)
       .max(600_000)
       .default(30_000),
+    /**
+     * The scanner's sensor profile: quality limits and the liveness cues it supports
+     * (agent/src/palm/sensor-profiles.ts, docs/palm-pipeline.md "Sensor profiles").
+     */
+    sensor: z
+      .enum(SENSOR_NAMES, { error: `must be one of: ${SENSOR_NAMES.join(', ')}` })
+      .default(DEFAULT_SENSOR),
     /** Record scanner traffic as JSON lines to this file (diagnostics). */
     recordFile: z.string().min(1).optional(),
   })

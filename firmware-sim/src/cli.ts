@@ -1,13 +1,14 @@
 import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { listenControl } from './control.ts';
 import { FirmwareSimulator } from './device.ts';
 import { type FaultInput, faultSchema } from './faults.ts';
-import { synthPalmSource, testPatternSource } from './image-source.ts';
+import { createSynthPalmSource, testPatternSource } from './image-source.ts';
 import { openPty } from './links/pty.ts';
 import { listenTcp } from './links/tcp.ts';
 import { type Presentation, parsePresentation } from './presentation.ts';
 import { describeStep, loadScenario, runScenario } from './scenario.ts';
+import { SENSOR_DESCRIPTIONS, SENSORS } from './synth/sensors.ts';
 
 const intArg = (name: string) => (value: string) => {
   const n = Number(value);
@@ -51,6 +52,14 @@ const program = new Command('sim')
   )
   .option('--no-auto-present', 'wait for a scripted presentation instead of presenting --palm')
   .addOption(new Option('--source <kind>', 'frame source').choices(['synth', 'pattern']).default('synth'))
+  .addOption(
+    new Option(
+      '--sensor <profile>',
+      `what the synthetic frames look like: ${SENSORS.map((s) => `${s} (${SENSOR_DESCRIPTIONS[s]})`).join('; ')}`,
+    )
+      .choices(SENSORS)
+      .default('simulator'),
+  )
   .option(
     '--fault <kind|json>',
     'inject a fault at start (repeatable), e.g. slow or {"kind":"crc-noise","probability":0.1}',
@@ -65,12 +74,17 @@ const program = new Command('sim')
   .option('--capture-ms <ms>', 'capture duration', intArg('--capture-ms'), 300)
   .option('--seed <n>', 'seed for injected noise', intArg('--seed'), 1)
   .option('-v, --verbose', 'log every command the device receives')
-  .showHelpAfterError();
+  .addHelpText(
+    'after',
+    '\nExit codes: 0 ok, 1 failure (e.g. the port is taken), 2 bad usage or a bad scenario file.',
+  )
+  .showHelpAfterError()
+  .exitOverride();
 
 program.action(async (opts) => {
   const palm: Presentation = opts.palm ?? { identity: 'demo', hand: 'right' };
   const sim = new FirmwareSimulator({
-    source: opts.source === 'pattern' ? testPatternSource : synthPalmSource,
+    source: opts.source === 'pattern' ? testPatternSource : createSynthPalmSource(opts.sensor),
     autoPresent: opts.autoPresent === false ? false : palm,
     captureMs: opts.captureMs,
     seed: opts.seed,
@@ -104,7 +118,11 @@ program.action(async (opts) => {
   const control = opts.control !== undefined ? await listenControl(sim, opts.control) : undefined;
   if (control) log(`control ready: ${control.url}`);
 
-  log(`${sim.model}, firmware ${sim.firmware}, ${sim.width}×${sim.height}, frames from ${opts.source}`);
+  log(
+    `${sim.model}, firmware ${sim.firmware}, ${sim.width}×${sim.height}, frames from ${opts.source}${
+      opts.source === 'synth' ? ` (sensor ${opts.sensor})` : ''
+    }`,
+  );
   for (const e of endpoints) {
     log(`device ready: ${e.device}`);
     log(`  try: npm run agent -- doctor --device ${e.device}`);
@@ -140,4 +158,10 @@ program.action(async (opts) => {
 });
 
 installFatalHandlers('sim');
-await program.parseAsync(process.argv);
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  // commander printed the message (or the help); bad usage is exit code 2 in every palmid CLI
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
+  throw err;
+}

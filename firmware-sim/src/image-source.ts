@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Presentation } from './presentation.ts';
+import type { Sensor } from './synth/sensors.ts';
 
 export interface GrayFrame {
   width: number;
@@ -50,28 +51,40 @@ export const testPatternSource: ImageSource = {
   },
 };
 
+/** The renderer's spec for a request: the sensor profile is the source's, not the palm's. */
+function specOf(r: RenderRequest, sensor: Sensor) {
+  return {
+    identity: r.identity,
+    hand: r.hand,
+    capture: r.capture,
+    width: r.width,
+    height: r.height,
+    ...(r.attack ? { attack: r.attack } : {}),
+    ...(r.condition ? { condition: r.condition } : {}),
+    ...(sensor !== 'simulator' ? { sensor } : {}),
+  };
+}
+
 /**
- * Realistic synthetic palms from the palm pipeline's renderer (`./synth`), imported lazily, in
- * this thread. Blocks the event loop while it renders; `synthPalmSource` avoids that.
+ * Synthetic palms from the palm pipeline's renderer (`./synth`), imported lazily, in this
+ * thread, as `sensor` (synth/sensors.ts) sees them. Blocks the event loop while it renders;
+ * `createSynthPalmSource` avoids that.
  */
-export const synthPalmSourceInThread: ImageSource = {
-  name: 'synthetic-palm (in-thread)',
-  async render(r) {
-    const { renderPalm } = await import('./synth/index.ts');
-    return renderPalm({
-      identity: r.identity,
-      hand: r.hand,
-      capture: r.capture,
-      width: r.width,
-      height: r.height,
-      ...(r.attack ? { attack: r.attack } : {}),
-      ...(r.condition ? { condition: r.condition } : {}),
-    });
-  },
-  async warmUp(palms) {
-    for (const p of palms) await this.render(p);
-  },
-};
+export function synthPalmSourceInThreadFor(sensor: Sensor = 'simulator'): ImageSource {
+  return {
+    name: sensor === 'simulator' ? 'synthetic-palm (in-thread)' : `synthetic-palm ${sensor} (in-thread)`,
+    async render(r) {
+      const { renderPalm } = await import('./synth/index.ts');
+      const f = await renderPalm(specOf(r, sensor));
+      return { width: f.width, height: f.height, data: f.data };
+    },
+    async warmUp(palms) {
+      for (const p of palms) await this.render(p);
+    },
+  };
+}
+
+export const synthPalmSourceInThread: ImageSource = synthPalmSourceInThreadFor('simulator');
 
 type Job = { resolve(f: GrayFrame): void; reject(e: Error): void };
 
@@ -80,11 +93,17 @@ type Job = { resolve(f: GrayFrame): void; reject(e: Error): void };
  * a frame is rendered. Falls back to rendering in this thread if the worker cannot start.
  */
 class WorkerSynthSource implements ImageSource {
-  readonly name = 'synthetic-palm';
+  readonly name: string;
+  private readonly inThread: ImageSource;
   private worker: Worker | undefined;
   private ready: Promise<boolean> | undefined;
   private readonly jobs = new Map<number, Job>();
   private nextId = 1;
+
+  constructor(private readonly sensor: Sensor) {
+    this.name = sensor === 'simulator' ? 'synthetic-palm' : `synthetic-palm ${sensor}`;
+    this.inThread = synthPalmSourceInThreadFor(sensor);
+  }
 
   private start(): Promise<boolean> {
     if (this.ready) return this.ready;
@@ -125,17 +144,9 @@ class WorkerSynthSource implements ImageSource {
 
   async render(r: RenderRequest): Promise<GrayFrame> {
     const worker = (await this.start()) ? this.worker : undefined;
-    if (!worker) return synthPalmSourceInThread.render(r);
+    if (!worker) return this.inThread.render(r);
     const id = this.nextId++;
-    const spec = {
-      identity: r.identity,
-      hand: r.hand,
-      capture: r.capture,
-      width: r.width,
-      height: r.height,
-      ...(r.attack ? { attack: r.attack } : {}),
-      ...(r.condition ? { condition: r.condition } : {}),
-    };
+    const spec = specOf(r, this.sensor);
     return new Promise<GrayFrame>((resolve, reject) => {
       this.jobs.set(id, { resolve, reject });
       worker.ref();
@@ -148,4 +159,10 @@ class WorkerSynthSource implements ImageSource {
   }
 }
 
-export const synthPalmSource: ImageSource = new WorkerSynthSource();
+/** Synthetic palms as `sensor` sees them, rendered in a worker thread. */
+export function createSynthPalmSource(sensor: Sensor = 'simulator'): ImageSource {
+  return new WorkerSynthSource(sensor);
+}
+
+/** The simulated kiosk sensor's frames (sensor profile `sim`). */
+export const synthPalmSource: ImageSource = createSynthPalmSource('simulator');

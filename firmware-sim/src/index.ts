@@ -7,6 +7,7 @@ export {
 } from './device.ts';
 export { type Fault, type FaultInput, type FaultKind, faultSchema } from './faults.ts';
 export {
+  createSynthPalmSource,
   type GrayFrame,
   type ImageSource,
   type RenderRequest,
@@ -24,3 +25,4 @@ export {
   type ScenarioStep,
   scenarioSchema,
 } from './scenario.ts';
+export { SENSOR_DESCRIPTIONS, SENSORS, type Sensor } from './synth/sensors.ts';

@@ -1,4 +1,7 @@
-/** Small seeded PRNG (mulberry32) so fault injection is reproducible in tests. */
+/**
+ * Small seeded PRNG (mulberry32): reproducible fault injection, and every synthetic palm
+ * (synth/rng.ts seeds it from a string).
+ */
 export type Random = () => number;
 
 export function seededRandom(seed: number): Random {

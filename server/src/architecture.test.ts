@@ -14,7 +14,7 @@ const SRC = dirname(fileURLToPath(import.meta.url));
 /** Module → the tables only its files may name in SQL. `db/` (schema, migrations) names them all. */
 const OWNERS: Record<string, readonly string[]> = {
   vendors: ['vendors', 'api_keys'],
-  users: ['users', 'user_tokens', 'claim_codes', 'palms'],
+  users: ['users', 'user_tokens', 'claim_codes', 'palms', 'palm_confirmations'],
   attributes: ['attributes'],
   consents: ['consents'],
   'auth-contexts': ['auth_contexts'],
@@ -41,7 +41,7 @@ const LAYERS = ['foundation', 'store', 'domain', 'orchestration', 'http', 'edge'
 type Layer = (typeof LAYERS)[number];
 const RULES: [RegExp, Layer][] = [
   // edges: HTTP and WebSocket routes, request helpers, composition, processes, test kits
-  [/(^|\/)routes\.ts$/, 'edge'],
+  [/(^|\/|-)routes\.ts$/, 'edge'],
   [/^modules\/auth-contexts\/ws\.ts$/, 'edge'],
   [/^modules\/attributes\/audit\.ts$/, 'edge'],
   [/testkit\.ts$/, 'edge'],
@@ -59,7 +59,7 @@ const RULES: [RegExp, Layer][] = [
   [/^modules\/auth-contexts\/history\.ts$/, 'store'],
   // module services
   [
-    /^modules\/(vendors|users|pvs|kiosk-link|attributes|consents|ledger|audit|verification|session|health)\//,
+    /^modules\/(vendors|users|pvs|kiosk-link|revocation|attributes|consents|ledger|audit|verification|session|health)\//,
     'domain',
   ],
   // what every module may use

@@ -6,10 +6,14 @@ import { Keyring, loadMasterKey } from './crypto/keyring.ts';
 import { openDatabase } from './db/index.ts';
 import { type EventHub, LocalEventHub } from './lib/event-hub.ts';
 import { KioskRegistry } from './lib/kiosk-registry.ts';
+import { LiveSockets } from './lib/live-sockets.ts';
+import { enrolmentLimits, RateLimits } from './lib/rate-limits.ts';
 import { RedisEventHub } from './lib/redis-event-hub.ts';
 import type { Gallery, Matcher } from './modules/matching/types.ts';
+import { RevocationWatcher } from './modules/revocation/watcher.ts';
 import { loadGallery, syncGalleryWithPeers } from './modules/users/gallery.ts';
-import { RateLimits } from './plugins/app/rate-limit.ts';
+import { authenticateUser } from './modules/users/service.ts';
+import { authenticateVendor } from './modules/vendors/service.ts';
 
 /** The deployed revision: PALMID_VERSION if baked in, else the git revision, else the package version. */
 export function resolveVersion(): string {
@@ -58,14 +62,25 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     overrides.matcher && overrides.gallery
       ? { matcher: overrides.matcher, gallery: overrides.gallery }
       : await defaultMatching();
+  const hub = events ?? new LocalEventHub();
+  const sockets = new LiveSockets();
   const ctx: AppContext = {
     config,
     database,
     keyring,
     ...matching,
-    events: events ?? new LocalEventHub(),
+    events: hub,
     kiosks: new KioskRegistry(),
-    rateLimits: new RateLimits(redis),
+    sockets,
+    revocations: new RevocationWatcher(database.db, hub, sockets, config.PALMID_REVOCATION_POLL_MS),
+    rateLimits: new RateLimits(
+      redis,
+      enrolmentLimits(config.PALMID_ENROL_PER_MIN, config.PALMID_ENROL_PER_DAY),
+    ),
+    credentials: {
+      vendor: (apiKey) => authenticateVendor(database.db, apiKey, config.PALMID_ENV),
+      user: (header) => authenticateUser(ctx, header),
+    },
     version: resolveVersion(),
     startedAt: Date.now(),
     now: overrides.now ?? Date.now,
@@ -76,10 +91,12 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     process.emitWarning(`gallery sync from another instance failed: ${(err as Error).message}`),
   );
   await loaded;
+  ctx.revocations.start();
   return ctx;
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {
+  ctx.revocations.stop();
   await ctx.events.close();
   const redis = ctx.redis as { quit?: () => Promise<unknown> } | undefined;
   await redis?.quit?.();

@@ -73,6 +73,11 @@ export const configSchema = z
     PALMID_AUTH_TTL_S: z.coerce.number().int().min(1).max(3600).default(120),
     PALMID_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
     PALMID_OIDC_ISSUERS: oidcIssuersSchema.default([]),
+    /** How often open sockets' credentials are re-checked against the store (docs/security.md). */
+    PALMID_REVOCATION_POLL_MS: z.coerce.number().int().min(20).max(1000).default(200),
+    /** Enrolments per capture device (docs/security.md): per minute and per day. */
+    PALMID_ENROL_PER_MIN: z.coerce.number().int().min(1).max(10_000).default(10),
+    PALMID_ENROL_PER_DAY: z.coerce.number().int().min(1).max(1_000_000).default(200),
     /**
      * Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed (comma separated);
      * empty: none. Per-IP limits then count the real client, not the proxy.

@@ -3,8 +3,9 @@ import type { Keyring } from './crypto/keyring.ts';
 import type { Database } from './db/index.ts';
 import type { EventHub } from './lib/event-hub.ts';
 import type { KioskRegistry } from './lib/kiosk-registry.ts';
+import type { LiveSockets, RevocationCheck } from './lib/live-sockets.ts';
+import type { RateLimits } from './lib/rate-limits.ts';
 import type { Gallery, Matcher } from './modules/matching/types.ts';
-import type { RateLimits } from './plugins/app/rate-limit.ts';
 
 /** Everything a module needs, built once per process and handed to the app. */
 export interface AppContext {
@@ -15,12 +16,27 @@ export interface AppContext {
   gallery: Gallery;
   events: EventHub;
   kiosks: KioskRegistry;
+  /** Open authenticated sockets by credential, and the watcher that closes those of revoked credentials. */
+  sockets: LiveSockets;
+  revocations: RevocationCheck;
   rateLimits: RateLimits;
+  /** Who a credential belongs to (modules/vendors, modules/users), handed to the auth plugin so plugins import no module. */
+  credentials: CredentialLookup;
   version: string;
   startedAt: number;
   now: () => number;
   /** ioredis client when REDIS_URL is set. */
   redis?: unknown;
+}
+
+export const VENDOR_SCOPES = ['auth', 'users'] as const;
+export type VendorScope = (typeof VENDOR_SCOPES)[number];
+
+export interface CredentialLookup {
+  /** The vendor of an `X-API-Key` value; throws UNAUTHORIZED. */
+  vendor(apiKey: unknown): Promise<VendorPrincipal>;
+  /** The user of an `Authorization: Bearer` value; throws UNAUTHORIZED. */
+  user(header: unknown): Promise<UserPrincipal>;
 }
 
 export interface VendorPrincipal {

@@ -210,6 +210,17 @@ describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
     await eventually(() => page.locator('#data-status').textContent()).toContain('Downloaded');
   });
 
+  it('gives a one-time code to add a palm, and says who registered a palm in the activity', async () => {
+    await page.getByRole('button', { name: 'Get a code to add a palm' }).click();
+    await eventually(() => page.locator('#palm-status').textContent()).toMatch(
+      /Your code: [0-9A-Z]{5}-[0-9A-Z]{5} \(valid until .+, once\)\./,
+    );
+    await page.getByRole('button', { name: 'Refresh activity' }).click();
+    await eventually(() => page.locator('#audit').textContent()).toContain(
+      'Cafe X registered a palm to your account',
+    );
+  });
+
   it('looks right on a phone-sized screen', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.evaluate('window.scrollTo(0, 0)');

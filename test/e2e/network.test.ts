@@ -120,7 +120,10 @@ describe('network drop and tenant isolation across processes', () => {
     await agents[0]!.waitFor(/server link lost/, 10_000);
     await new Promise((r) => setTimeout(r, 1500));
     // the person presents the palm while the network is down: the kiosk captures, identify waits for the link
+    // (held now, for a capture already running; auto-present, for one that starts after the reconnect:
+    // which of the two happens depends on whether the scan.request reached the kiosk before the cut)
     await sims[0]!.autoPresent({ identity: 'walk-in', hand: 'right' });
+    await sims[0]!.present({ identity: 'walk-in', hand: 'right' });
     await new Promise((r) => setTimeout(r, 1500));
     proxy.restore();
     const deadline = Date.now() + 45_000;

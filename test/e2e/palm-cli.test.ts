@@ -66,12 +66,79 @@ describe('npm run palm -- eval (ROI databases)', () => {
     // over the 24 that enrolled: every within-subject pair is genuine, every cross-subject pair an impostor
     expect(report).toMatchObject({ subjects: 6, images: 26, genuine_pairs: 36, impostor_pairs: 240 });
     expect(report.eer).toBeLessThan(0.05);
+    // failure to acquire: the 2 unreadable images, counted by reason
+    const full = JSON.parse(r.stdout) as {
+      enrolled: number;
+      fta: number;
+      failure_reasons: Record<string, number>;
+      eer_ci95: [number, number];
+      min_far: number;
+    };
+    expect(full.enrolled).toBe(24);
+    expect(full.fta).toBeCloseTo(2 / 26, 5);
+    expect(Object.values(full.failure_reasons).reduce((a, b) => a + b, 0)).toBe(2);
+    expect(full.eer_ci95[0]).toBeLessThanOrEqual(report.eer!);
+    expect(full.eer_ci95[1]).toBeGreaterThan(0);
+    expect(full.min_far).toBeCloseTo(1 / 240, 6);
     expect(r.stderr).toMatch(/2 image\(s\) failed to enrol/);
     expect(r.stderr).toMatch(/broken\.bmp/);
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
     expect(existsSync(plot)).toBe(true);
     expect(readFileSync(plot).subarray(1, 4).toString()).toBe('PNG');
   }, 180_000);
+
+  it('prints a readable summary by default, with the CompCode baseline and the ratio on request', async () => {
+    const r = await cli('agent/src/palm/cli.ts', ['eval', set, '--roi', '--baseline'], {}, 180_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(() => JSON.parse(r.stdout)).toThrow(); // not JSON: the summary
+    expect(r.stdout).toMatch(/^EER\s+\d+\.\d+ %\s+\(95 % CI \d+\.\d+ % – \d+\.\d+ %\)$/m);
+    expect(r.stdout).toMatch(/^FRR at FAR 1e-3\s+/m);
+    expect(r.stdout).toMatch(/^FRR at FAR 1e-4\s+not measured: 240 impostor pairs/m);
+    // the worst failure reasons are named
+    expect(r.stdout).toMatch(/^failure to enrol\s+7\.69 % \(2 image\(s\)\): \w+ [12]/m);
+    expect(r.stdout).toMatch(/^images\s+26 \(6 subjects\), 24 enrolled$/m);
+    expect(r.stdout).toMatch(/^CompCode\s+EER /m);
+    expect(r.stdout).toMatch(/^ratio\s+/m);
+    // progress went to stderr, not into the report
+    expect(r.stderr).toMatch(/palmid extracting .* 26\/26/);
+    expect(r.stderr).toMatch(/CompCode matching .* \d+\/\d+/);
+  }, 180_000);
+
+  it('--baseline --json adds the baseline report and the EER ratio', async () => {
+    const r = await cli('agent/src/palm/cli.ts', ['eval', set, '--roi', '--baseline', '--json'], {}, 180_000);
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as { baseline: Record<string, unknown>; baseline_eer_ratio: unknown };
+    expect(report.baseline).toMatchObject({ name: 'CompCode', images: 26, enrolled: 24 });
+    expect(typeof report.baseline.eer).toBe('number');
+    expect('baseline_eer_ratio' in report).toBe(true);
+  }, 180_000);
+
+  it('a DET plot that cannot be written keeps the report: results first, then one error line, exit 1', async () => {
+    const r = await cli(
+      'agent/src/palm/cli.ts',
+      ['eval', set, '--roi', '--json', '--plot', join(tmp.dir, 'no-such-dir', 'det.png')],
+      {},
+      180_000,
+    );
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as { eer: number; genuine_pairs: number };
+    expect(report.genuine_pairs).toBe(36);
+    expect(typeof report.eer).toBe('number');
+    expect(r.stderr).toMatch(/error: cannot write the DET plot to .*no-such-dir.*det\.png/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  }, 180_000);
+
+  it('--baseline without --roi is bad usage (exit 2), as is an unknown option', async () => {
+    const a = await cli('agent/src/palm/cli.ts', ['eval', set, '--baseline']);
+    expect(a.code).toBe(2);
+    expect(a.stderr).toMatch(/--baseline needs --roi/);
+    const b = await cli('agent/src/palm/cli.ts', ['eval', set, '--no-such-option']);
+    expect(b.code).toBe(2);
+    expect(b.stderr).toMatch(/unknown option/);
+    const c = await cli('agent/src/palm/cli.ts', ['synth', join(tmp.dir, 'x'), '--hand', 'middle']);
+    expect(c.code).toBe(2);
+    expect(c.stderr).toMatch(/--hand must be left, right or both/);
+  }, 60_000);
 
   it('a directory that does not exist is one clear line and exit code ≠ 0', async () => {
     const r = await cli('agent/src/palm/cli.ts', ['eval', join(tmp.dir, 'nope'), '--roi', '--json']);
@@ -80,4 +147,78 @@ describe('npm run palm -- eval (ROI databases)', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/nope/);
   }, 60_000);
+});
+
+/**
+ * A set where nothing enrols (printed-photo attacks: the kiosk pipeline refuses every one) must
+ * still be measurable: the report names the failures and the command exits 0.
+ */
+describe('npm run palm -- synth and eval on a set that does not enrol', () => {
+  const tmp = tempDir('palmid-palm-fta-');
+  const set = join(tmp.dir, 'attacks');
+
+  it('synth shows its progress on stderr even when stderr is not a terminal', async () => {
+    const r = await cli(
+      'agent/src/palm/cli.ts',
+      ['synth', set, '--identities', '2', '--captures', '2', '--attack', 'print'],
+      {},
+      120_000,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ images: 8 });
+    expect(r.stderr).toMatch(/rendering .* 0\/8/);
+    expect(r.stderr).toMatch(/rendering .* 8\/8 \(100 %\)/);
+  }, 120_000);
+
+  it('eval --json reports enrolled 0, fta 1 and the reasons, with null rates, and exits 0', async () => {
+    const plot = join(tmp.dir, 'det.png');
+    const r = await cli('agent/src/palm/cli.ts', ['eval', set, '--json', '--plot', plot], {}, 120_000);
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(report).toMatchObject({
+      subjects: 4,
+      images: 8,
+      enrolled: 0,
+      fta: 1,
+      failure_reasons: { liveness_failed: 8 },
+      genuine_pairs: 0,
+      impostor_pairs: 0,
+      eer: null,
+      frr_at_far_1e4: null,
+    });
+    expect(readFileSync(plot).subarray(1, 4).toString()).toBe('PNG');
+  }, 120_000);
+
+  it('the summary says why nothing is measurable', async () => {
+    const r = await cli('agent/src/palm/cli.ts', ['eval', set], {}, 120_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^failure to enrol\s+100\.00 % \(8 image\(s\)\): liveness_failed 8$/m);
+    expect(r.stdout).toMatch(/^EER\s+not measurable/m);
+  }, 120_000);
+
+  it('synth --sensor colour writes colour frames; an unknown sensor is bad usage', async () => {
+    const out = join(tmp.dir, 'colour');
+    const r = await cli(
+      'agent/src/palm/cli.ts',
+      ['synth', out, '--identities', '1', '--captures', '1', '--hand', 'right', '--sensor', 'colour'],
+      {},
+      120_000,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ sensor: 'colour', images: 1 });
+    const { default: sharp } = await import('sharp');
+    const meta = await sharp(join(out, 'id0001_right', '1.png')).metadata();
+    expect(meta).toMatchObject({ width: 320, height: 240, channels: 3 });
+    const bad = await cli('agent/src/palm/cli.ts', ['synth', out, '--sensor', 'thermal']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--sensor.*thermal/);
+  }, 120_000);
+
+  it('extract of a refused capture is a negative result: JSON with the reason, exit 1', async () => {
+    const r = await cli('agent/src/palm/cli.ts', ['extract', join(set, 'id0001_left', '1.png')], {}, 60_000);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, reason: 'liveness_failed' });
+  }, 60_000);
+
+  afterAll(() => tmp.remove());
 });

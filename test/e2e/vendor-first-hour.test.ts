@@ -121,7 +121,7 @@ describe('vendor developer, first hour', () => {
     await vi.waitFor(() => expect(watcher.child.exitCode).toBe(0), { timeout: 10_000 });
   }, 120_000);
 
-  it('admin vendor create refuses a URL that is not one (exit 2, a clear line)', async () => {
+  it('admin vendor create refuses a URL that is not one (exit 2, a clear line); admin follows the exit-code table', async () => {
     const res = await cli(
       'server/src/cli/admin.ts',
       ['vendor', 'create', '--name', 'Shop', '--url', 'notaurl'],
@@ -130,5 +130,13 @@ describe('vendor developer, first hour', () => {
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/Invalid url 'notaurl': must be an http\(s\) URL/);
     expect(res.stderr).not.toMatch(/\n\s+at /);
+    // the one exit-code table (docs/cli.md): a missing option is bad usage, an unreachable database a failure
+    expect((await cli('server/src/cli/admin.ts', ['vendor', 'create'], env)).code).toBe(2);
+    const down = await cli('server/src/cli/admin.ts', ['vendor', 'list'], {
+      ...env,
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+    });
+    expect(down.code).toBe(1);
+    expect(down.stderr).not.toMatch(/\n\s+at /);
   });
 });

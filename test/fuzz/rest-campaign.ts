@@ -1,7 +1,7 @@
 import { errorBodySchema } from '@palmid/shared/envelope.ts';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
-import { RateLimits } from '../../server/src/plugins/app/rate-limit.ts';
+import { RateLimits } from '../../server/src/lib/rate-limits.ts';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../server/src/testing.ts';
 import { fromSchema, hostile, hostileScalar, mutate } from './arbitraries.ts';
 import { enumerateRoutes, type RouteInfo } from './routes.ts';
@@ -254,18 +254,31 @@ export async function withFuzzApp<T>(fn: (t: TestApp, creds: () => Credentials) 
     pvs: [big],
     session: [big],
     credentials: [big],
+    enrol: [big],
   });
   try {
     const vendor = await seedVendor(t.ctx, 'Fuzz Vendor', ['auth', 'users']);
     const noScope = await seedVendor(t.ctx, 'No Scope', []);
     let user = await seedUser(t.ctx);
     let uses = 0;
+    // seeding runs beside the cases; every pending seed is awaited before the database closes
+    const seeding = new Set<Promise<unknown>>();
     const creds = (): Credentials => {
       // erasure routes revoke the token: a fresh user every 25 cases keeps most cases authenticated
-      if (++uses % 25 === 0) void seedUser(t.ctx).then((u) => (user = u));
+      if (++uses % 25 === 0) {
+        const p = seedUser(t.ctx).then((u) => {
+          user = u;
+        });
+        seeding.add(p);
+        void p.finally(() => seeding.delete(p));
+      }
       return { vendorKey: vendor.api_key, userToken: user.token, noScopeKey: noScope.api_key };
     };
-    return await fn(t, creds);
+    try {
+      return await fn(t, creds);
+    } finally {
+      await Promise.allSettled([...seeding]);
+    }
   } finally {
     await t.close();
   }

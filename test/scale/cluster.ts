@@ -18,6 +18,8 @@ export interface Cluster {
   bases: string[];
   store: 'postgres' | 'sqlite';
   redisUrl: string;
+  /** The environment every instance was started with (for CLI processes on the same store). */
+  env: Record<string, string>;
   stop(): Promise<void>;
 }
 
@@ -25,7 +27,7 @@ export function clusterUnavailable(): string | null {
   return redisUnavailable();
 }
 
-export async function startCluster(n = 2): Promise<Cluster> {
+export async function startCluster(n = 2, extraEnv: Record<string, string> = {}): Promise<Cluster> {
   const redis: TestRedis = await startRedis();
   let pg: TestPostgres | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'palmid-cluster-'));
@@ -40,6 +42,7 @@ export async function startCluster(n = 2): Promise<Cluster> {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redis.url,
     PALMID_MASTER_KEY: randomBytes(32).toString('hex'),
+    ...extraEnv,
   };
   // Started together, as a deployment would: migrations must not race.
   const instances = await Promise.all(Array.from({ length: n }, () => createTestApp(env)));
@@ -53,6 +56,7 @@ export async function startCluster(n = 2): Promise<Cluster> {
     bases,
     store: pg ? 'postgres' : 'sqlite',
     redisUrl: redis.url,
+    env,
     async stop() {
       for (const t of instances) await t.close();
       await pg?.stop();

@@ -98,13 +98,23 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     expect(held(0)).toBe(1);
     expect(held(1)).toBe(1);
 
-    // A second palm added on B reaches A, still without duplicates.
-    await B().app.inject({
+    // A second palm added on B (with the user's confirmation code) reaches A, still without duplicates.
+    const confirm = await B().app.inject({
+      method: 'POST',
+      url: '/v1/palms/confirm',
+      headers: { authorization: `Bearer ${created.json().data.user_token}` },
+    });
+    const updated = await B().app.inject({
       method: 'POST',
       url: '/api/v1/mpc/users/update',
       headers,
-      payload: { user_id: userId, palms: [{ hand: 'right', template: tpl('multi-right') }] },
+      payload: {
+        user_id: userId,
+        palms: [{ hand: 'right', template: tpl('multi-right') }],
+        confirmation_code: confirm.json().data.confirmation_code,
+      },
     });
+    expect(updated.statusCode).toBe(200);
     await eventually(() => held(0) === 2);
     expect(held(1)).toBe(2);
 

@@ -1,9 +1,9 @@
 import { errorBodySchema } from '@palmid/shared/envelope.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { RATE_LIMITS, RateLimits } from '../../server/src/lib/rate-limits.ts';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { RATE_LIMITS, RateLimits } from '../../server/src/plugins/app/rate-limit.ts';
 import { createTestApp, type TestApp } from '../../server/src/testing.ts';
 
 /**

@@ -19,6 +19,19 @@ function list(names: string[]): string {
   return `${w.slice(0, -1).join(', ')} and ${w.at(-1)}`;
 }
 
+/** The audit name of a palm change or a refused attempt on the user's palm (docs/security.md). */
+const PALM = 'palm_registered';
+
+/** A palm change in words: who registered a palm, or who tried and was refused. */
+function palmSentence(r: AuditRecord): string {
+  const who = r.vendor_id ? vendorName(r.vendor_id) : 'A kiosk';
+  if (r.result === 'SUCCESS')
+    return r.vendor_id
+      ? `${who} registered a palm to your account`
+      : 'A palm was registered to your account at a kiosk';
+  return `${who} tried to register a palm involving your account without your confirmation and was refused`;
+}
+
 const AGE_CHECK = /^age_over_(\d+)$/;
 
 /**
@@ -36,6 +49,7 @@ function ageSentence(who: string, r: AuditRecord, ages: string[], rest: string):
 
 /** One audit group as a sentence: "Cafe X read your email and phone number". */
 export function sentence(r: AuditRecord, names: string[]): string {
+  if (r.attribute_name === PALM) return palmSentence(r);
   const ages = names.filter((n) => AGE_CHECK.test(n));
   if (r.vendor_id && ages.length > 0 && r.operation === 'READ') {
     const others = names.filter((n) => !AGE_CHECK.test(n));
@@ -68,6 +82,8 @@ function group(records: AuditRecord[]) {
     const last = groups.at(-1);
     if (
       last &&
+      r.attribute_name !== PALM &&
+      last.first.attribute_name !== PALM &&
       last.first.timestamp === r.timestamp &&
       last.first.vendor_id === r.vendor_id &&
       last.first.operation === r.operation &&
@@ -139,4 +155,14 @@ export async function downloadExport(): Promise<void> {
   } catch (err) {
     status.textContent = err instanceof ApiError ? err.message : 'The export failed. Try again.';
   }
+}
+
+/** A one-time code that lets a kiosk or the user's vendor add a palm (docs/security.md). */
+export async function showPalmCode(): Promise<void> {
+  const status = document.getElementById('palm-status')!;
+  const { data } = await userApi<{ confirmation_code: string; expires_at: string }>('/v1/palms/confirm', {
+    method: 'POST',
+  });
+  status.textContent = `Your code: ${data.confirmation_code} (valid until ${when(data.expires_at)}, once).`;
+  announce(status.textContent);
 }

@@ -2,7 +2,7 @@ import type { VendorPublic } from '@palmid/shared/api/vendors.ts';
 import { announce, replace, setFieldError } from '../lib/dom.ts';
 import { when } from '../lib/format.ts';
 import { ApiError, call } from '../lib/http.ts';
-import { downloadExport, renderAudit } from './activity.ts';
+import { downloadExport, renderAudit, showPalmCode } from './activity.ts';
 import { renderAttributes } from './attributes.ts';
 import { fillGrantForm, renderConsents, wireGrantForm } from './consents.ts';
 import { onSessionExpired, rememberVendors, signedIn, signIn, signOut, userApi } from './session.ts';
@@ -128,6 +128,9 @@ function wireData(): void {
       renderAudit().then(() => announce('Activity refreshed.')),
       'Refreshing the activity',
     );
+  });
+  byId('palm-code').addEventListener('click', () => {
+    background(showPalmCode(), 'Getting a code');
   });
   byId('export').addEventListener('click', () => {
     background(

@@ -159,6 +159,24 @@ describe('technician CLI', () => {
     });
   });
 
+  it('capture --check runs the palm pipeline under the configured sensor profile', async () => {
+    const out = join(dir, 'checked.png');
+    const r = await cli(['capture', '--device', 'sim', '--out', out, '--json', '--check'], {
+      PALMID_SENSOR: 'grey-dark',
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const check = JSON.parse(r.stdout).check;
+    expect(check.sensor).toBe('grey-dark');
+    // the simulated scanner's live palm passes the camera profile's gates
+    expect(check).toMatchObject({ ok: true });
+    expect(['left', 'right']).toContain(check.hand);
+    const help = await cli(['config', '--help']);
+    expect(help.stdout).toMatch(/Sensor profiles[\s\S]*grey-dark[\s\S]*detects:/);
+    const bad = await cli(['config', 'set', 'sensor', 'webcam']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/sensor: must be one of/);
+  }, 60_000);
+
   it('capture refuses an output it cannot write in the asked format', async () => {
     const r = await cli(['capture', '--device', 'sim', '--out', join(dir, 'palm.jpg')]);
     expect(r.code).toBe(2);

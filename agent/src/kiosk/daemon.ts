@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
 import { LED } from '@palmid/shared/wire/messages.ts';
 import type { ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import { type pvsMethods, scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
@@ -163,7 +164,7 @@ export class KioskDaemon extends EventEmitter {
             template: Buffer.from(verdict.best.template).toString('base64'),
             hand: verdict.best.hand,
             quality: toUnit(verdict.best.quality),
-            liveness: toUnit(verdict.liveness),
+            liveness: livenessToWire(verdict.liveness),
           });
         }
         if (!processed.ok) {

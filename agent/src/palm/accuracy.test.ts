@@ -3,7 +3,7 @@ import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
 import { packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { describe, expect, it } from 'vitest';
-import { errorRates } from './metrics.ts';
+import { errorRates } from './eval/metrics.ts';
 import { processCapture } from './pipeline.ts';
 import { extractRoiTemplate } from './roi-template.ts';
 

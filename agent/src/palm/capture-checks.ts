@@ -137,14 +137,17 @@ export function measureFrame(
   let edgeN = 0;
   let inner = 0;
   let innerN = 0;
-  // bands relative to the palm radius (chamfer units are px × 3), so the measure is scale-free
-  const edgeLo = Math.max(3, g.radius * 0.07);
-  const edgeHi = Math.max(edgeLo + 3, g.radius * 0.21);
-  const innerLo = g.radius * 0.84;
-  const innerHi = g.radius * 1.4;
-  for (let i = 0; i < data.length; i++) {
+  // bands relative to the palm radius (chamfer units are px × 3), so the measure is scale-free;
+  // the mask and the distances are those of the image the hand was located on (g.work)
+  const rw = g.radius / g.scale;
+  const edgeLo = Math.max(3, rw * 0.07);
+  const edgeHi = Math.max(edgeLo + 3, rw * 0.21);
+  const innerLo = rw * 0.84;
+  const innerHi = rw * 1.4;
+  const work = g.work.data;
+  for (let i = 0; i < work.length; i++) {
     if (!g.mask[i]) continue;
-    const v = data[i]!;
+    const v = work[i]!;
     sum += v;
     count++;
     if (v >= 250) sat++;
@@ -157,8 +160,9 @@ export function measureFrame(
       innerN++;
     }
   }
-  // fine residual of the central palm patch, in frame pixels (no resampling, which would blur it)
-  const half = Math.max(4, Math.floor(g.radius * 0.7));
+  // fine residual of the central palm patch, in frame pixels (no resampling, which would blur it);
+  // at most 129 px square, so the cost does not grow with the camera's resolution
+  const half = Math.max(4, Math.floor(Math.min(g.radius * 0.7, 64)));
   const x0 = Math.max(1, Math.round(g.cx - half));
   const y0 = Math.max(1, Math.round(g.cy - half));
   const x1 = Math.min(w - 2, Math.round(g.cx + half));
@@ -166,7 +170,7 @@ export function measureFrame(
   const pw = x1 - x0;
   const ph = y1 - y0;
   let periodicity = 0;
-  const veinContrast = veinScaleContrast(frame, g, half);
+  const veinContrast = veinScaleContrast(frame, g, Math.max(4, Math.floor(g.radius * 0.7)));
   if (pw > 12 && ph > 12) {
     const res = new Float32Array(pw * ph);
     for (let y = 0; y < ph; y++) {

@@ -1,6 +1,12 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Attack, renderPalm } from '@palmid/firmware-sim/synth/index.ts';
+import {
+  type Attack,
+  renderPalm,
+  SENSOR_DESCRIPTIONS,
+  SENSORS,
+  type Sensor,
+} from '@palmid/firmware-sim/synth/index.ts';
 import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import {
@@ -13,17 +19,21 @@ import {
 import { decodeTemplate, TEMPLATE_MAGIC } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
-import { SingleBar } from 'cli-progress';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import sharp from 'sharp';
-import { listDataset } from './dataset.ts';
-import { writeDetPlot } from './det-plot.ts';
-import { evaluate } from './evaluate.ts';
+import { angleList, evalCommand } from './eval/command.ts';
+import { evaluatePad } from './eval/pad-eval.ts';
 import { readImage } from './image-io.ts';
-import { evaluatePad } from './pad-eval.ts';
 import { processCapture } from './pipeline.ts';
+import { progressBar } from './progress.ts';
+import { roiCommand } from './roi-export.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES, rotationTolerantDistance } from './roi-rotation.ts';
 import { extractRoiTemplate, extractRoiTemplates } from './roi-template.ts';
+import { type SensorName, sensorArg, sensorHelp } from './sensor-profiles.ts';
+import { extractTemplate } from './template-file.ts';
+
+/** Exit codes of every palmid CLI (docs/cli.md): 0 ok, 1 a negative result or a failure, 2 bad usage. */
+export const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
 
 function int(name: string, min: number, max: number) {
   return (v: string) => {
@@ -50,14 +60,6 @@ async function templateFrom(path: string, roi: boolean): Promise<Uint8Array> {
   return extractTemplate(path, roi);
 }
 
-/** `--rotations` value: probe angles in degrees, 0° first ("0" turns the rotation search off). */
-function angleList(v: string): number[] {
-  const a = v.split(',').map((x) => Number(x.trim()));
-  if (a.length === 0 || a.some((x) => !Number.isFinite(x) || Math.abs(x) > 45))
-    throw new InvalidArgumentError('--rotations must be comma-separated angles in [-45, 45]');
-  return [0, ...new Set(a.filter((x) => x !== 0))];
-}
-
 /** Packs templates back to back (probe variants for `rotationTolerantDistance`). */
 function packAll(templates: Uint8Array[]): Uint32Array {
   const words = templates.map((t) => packTemplate(decodeTemplate(t)));
@@ -70,28 +72,19 @@ function packAll(templates: Uint8Array[]): Uint32Array {
   return out;
 }
 
-async function extractTemplate(path: string, roi: boolean): Promise<Uint8Array> {
-  const image = await readImage(path);
-  if (roi) return extractRoiTemplate(image);
-  const r = await processCapture(image);
-  if (!r.ok)
-    throw new AppError('INVALID_REQUEST', `${path}: ${r.message} (${r.reason})`, {
-      field: 'image',
-      reason: r.reason,
-    });
-  return r.template;
-}
-
 export function buildCli(): Command {
   const program = new Command('palm')
     .description('palmid palm pipeline tools: synthesise, extract, match and evaluate')
-    .showHelpAfterError();
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 ok, 1 a negative result (no match, capture refused) or a failure, 2 bad usage.',
+    );
 
   program
     .command('synth')
-    .description(
-      'render synthetic NIR hand frames as <out>/<identity>_<hand>/<capture>.png (an eval dataset)',
-    )
+    .description('render synthetic hand frames as <out>/<identity>_<hand>/<capture>.png (an eval dataset)')
     .argument('[out]', 'output directory', 'synth-palms')
     .option('--identities <n>', 'number of identities', int('identities', 1, 100000), 20)
     .option('--captures <n>', 'captures per hand', int('captures', 1, 1000), 5)
@@ -100,6 +93,14 @@ export function buildCli(): Command {
     .option('--width <px>', 'frame width', int('width', 32, 2000), 320)
     .option('--height <px>', 'frame height', int('height', 32, 2000), 240)
     .option('--seed <prefix>', 'identity name prefix', 'id')
+    .addOption(
+      new Option(
+        '--sensor <profile>',
+        `what the frames look like: ${SENSORS.map((k) => `${k}: ${SENSOR_DESCRIPTIONS[k]}`).join('; ')}`,
+      )
+        .choices(SENSORS)
+        .default('simulator'),
+    )
     .action(
       async (
         out: string,
@@ -111,6 +112,7 @@ export function buildCli(): Command {
           width: number;
           height: number;
           seed: string;
+          sensor: Sensor;
         },
       ) => {
         if (!['left', 'right', 'both'].includes(o.hand))
@@ -120,29 +122,32 @@ export function buildCli(): Command {
         const hands =
           o.hand === 'both' ? (['left', 'right'] as const) : ([o.hand] as Array<'left' | 'right'>);
         const total = o.identities * hands.length * o.captures;
-        const bar = progress(total);
+        const bar = progressBar(total, 'rendering');
         for (let i = 0; i < o.identities; i++) {
           for (const hand of hands) {
             const identity = `${o.seed}${String(i + 1).padStart(4, '0')}`;
             const dir = join(out, `${identity}_${hand}`);
             await mkdir(dir, { recursive: true });
             for (let c = 1; c <= o.captures; c++) {
-              const spec = { identity, hand, capture: c, width: o.width, height: o.height };
+              const spec = { identity, hand, capture: c, width: o.width, height: o.height, sensor: o.sensor };
               const f = await renderPalm(o.attack ? { ...spec, attack: o.attack as Attack } : spec);
-              await sharp(f.data, { raw: { width: f.width, height: f.height, channels: 1 } })
+              await sharp(f.rgb ?? f.data, {
+                raw: { width: f.width, height: f.height, channels: f.rgb ? 3 : 1 },
+              })
                 .png()
                 .toFile(join(dir, `${c}.png`));
-              bar?.increment();
+              bar.increment();
             }
           }
         }
-        bar?.stop();
+        bar.stop();
         console.log(
           JSON.stringify({
             out,
             identities: o.identities,
             hands: hands.length,
             captures: o.captures,
+            sensor: o.sensor,
             images: total,
           }),
         );
@@ -154,8 +159,13 @@ export function buildCli(): Command {
     .description('extract a template from a whole-hand frame (or an already-cropped ROI with --roi)')
     .argument('<image>', 'BMP, PNG, JPEG or PGM file')
     .option('--roi', 'the image is an already-cropped palm ROI')
+    .option(
+      '--sensor <profile>',
+      `the capture's sensor profile (default simulator):\n${sensorHelp()}`,
+      sensorArg,
+    )
     .option('-o, --out <file>', 'write the binary template to a file')
-    .action(async (image: string, o: { roi?: boolean; out?: string }) => {
+    .action(async (image: string, o: { roi?: boolean; out?: string; sensor?: SensorName }) => {
       const img = await readImage(image);
       let result: Record<string, unknown>;
       let template: Uint8Array;
@@ -163,10 +173,10 @@ export function buildCli(): Command {
         template = await extractRoiTemplate(img);
         result = { ok: true, bytes: template.length };
       } else {
-        const r = await processCapture(img);
+        const r = await processCapture(img, o.sensor ? { sensor: o.sensor } : {});
         if (!r.ok) {
           console.log(JSON.stringify({ ok: false, reason: r.reason, message: r.message }));
-          process.exitCode = 2;
+          process.exitCode = EXIT.FAILED;
           return;
         }
         template = r.template;
@@ -219,76 +229,10 @@ export function buildCli(): Command {
           threshold,
         }),
       );
+      if (score < threshold) process.exitCode = EXIT.FAILED;
     });
 
-  program
-    .command('eval')
-    .description('verification accuracy over <dir>/<subject>/<image>: EER, FRR at FAR 1e-3 / 1e-4, timings')
-    .argument('<dir>', 'dataset directory')
-    .option('--roi', 'images are already-cropped palm ROIs (any size)')
-    .option(
-      '--rotations <deg>',
-      'with --roi: angles the later image of a pair is coded at, minimum distance kept ("0": off)',
-      angleList,
-      [...ROI_ROTATION_ANGLES],
-    )
-    .option('--json', 'print only the JSON report')
-    .option('--plot <png>', 'write the DET curve to a PNG file')
-    .option(
-      '--max-impostors <n>',
-      'cap on impostor comparisons (sampled evenly beyond it)',
-      int('max-impostors', 1, 1e9),
-      5_000_000,
-    )
-    .action(
-      async (
-        dir: string,
-        o: { roi?: boolean; rotations: number[]; json?: boolean; plot?: string; maxImpostors: number },
-      ) => {
-        const dataset = await listDataset(dir);
-        const total = dataset.subjects.reduce((n, s) => n + s.files.length, 0);
-        const bar = o.json ? null : progress(total);
-        let stage = 'extract';
-        const { report, extra } = await evaluate(
-          dataset,
-          async (file) => {
-            try {
-              if (o.roi && o.rotations.length > 1) {
-                const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
-                return { template: template!, variants };
-              }
-              return { template: await extractTemplate(file, o.roi ?? false) };
-            } catch (err) {
-              if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
-              throw err;
-            }
-          },
-          {
-            maxImpostorPairs: o.maxImpostors,
-            onProgress: (s, done, all) => {
-              if (!bar) return;
-              if (s !== stage) {
-                stage = s;
-                bar.start(all, 0);
-              }
-              bar.update(done);
-            },
-          },
-        );
-        bar?.stop();
-        if (o.plot) await writeDetPlot(o.plot, [{ label: dir, points: extra.det, eer: report.eer }]);
-        // stderr even with --json: stdout stays pure JSON, and excluded images must never go unnoticed
-        if (extra.failures.length > 0) {
-          console.error(
-            `${extra.failures.length} image(s) failed to enrol (excluded): ${extra.failures
-              .slice(0, 5)
-              .map((f) => `${f.file}: ${f.reason}`)
-              .join('; ')}`,
-          );
-        }
-        console.log(JSON.stringify(report, null, o.json ? undefined : 2));
-      },
-    );
+  program.addCommand(evalCommand());
   program
     .command('pad')
     .description('presentation-attack detection on synthetic captures: APCER / BPCER (ISO/IEC 30107-3)')
@@ -301,43 +245,36 @@ export function buildCli(): Command {
     .option('--seed <prefix>', 'identity name prefix (another prefix is an independent data set)', 'pad')
     .option('--offset <n>', 'index of the first identity', int('offset', 0, 1e9), 0)
     .action(async (o: { identities: number; seed: string; offset: number }) => {
-      const bar = progress(o.identities * 3);
+      const bar = progressBar(o.identities * 3, 'rendering and checking');
       const report = await evaluatePad(o.identities, {
         seed: o.seed,
         offset: o.offset,
-        onProgress: (done) => bar?.update(done),
+        onProgress: (done) => bar.update(done),
       });
-      bar?.stop();
+      bar.stop();
       console.log(JSON.stringify(report, null, 2));
     });
+  program.addCommand(roiCommand());
   program.addCommand(verifyProofCommand());
+  // bad usage anywhere reaches main() as a CommanderError (exit code 2), never process.exit(1)
+  for (const c of program.commands) c.exitOverride().showHelpAfterError('(run with --help for usage)');
   return program;
-}
-
-function progress(total: number): SingleBar | null {
-  if (!process.stderr.isTTY) return null;
-  const bar = new SingleBar({
-    stream: process.stderr,
-    format: '{bar} {value}/{total} {eta_formatted}',
-    clearOnComplete: true,
-  });
-  bar.start(total, 0);
-  return bar;
 }
 
 export async function main(argv: string[]): Promise<void> {
   try {
     await buildCli().parseAsync(argv);
   } catch (err) {
-    if (err instanceof AppError) {
+    if (err instanceof InvalidArgumentError) {
+      // thrown by an action (commander prints those of option parsers itself)
       console.error(`error: ${err.message}`);
-      process.exitCode = 1;
-    } else if (err instanceof InvalidArgumentError) {
-      console.error(`error: ${err.message}`);
-      process.exitCode = 1;
+      process.exitCode = EXIT.USAGE;
+    } else if (err instanceof CommanderError) {
+      // commander printed the message (or the help); --help and --version are not errors
+      process.exitCode = err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     } else {
       console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
-      process.exitCode = 1;
+      process.exitCode = EXIT.FAILED;
     }
   }
 }

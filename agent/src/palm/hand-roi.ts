@@ -8,13 +8,13 @@ export const ROI_SIDE_PER_RADIUS = 1.5;
 
 /**
  * Rotation- and scale-normalised palm square: fingers up, thumb side right (left hands are
- * mirrored so both hands share one code layout), ROI_SIZE² floats.
+ * mirrored so both hands share one code layout, unless `mirrorLeft` is false), ROI_SIZE² floats.
  */
-export function cropPalm(frame: GrayImage, g: HandGeometry): Float32Array {
+export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): Float32Array {
   const up = g.roi?.up ?? g.up ?? -Math.PI / 2;
   const ux = Math.cos(up);
   const uy = Math.sin(up);
-  const mirror = g.hand === 'left' ? -1 : 1;
+  const mirror = mirrorLeft && g.hand === 'left' ? -1 : 1;
   const rx = -uy * mirror;
   const ry = ux * mirror;
   // the square placed from the finger valleys, or else around the inscribed circle, a little

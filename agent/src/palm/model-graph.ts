@@ -8,9 +8,12 @@ export const ROI_SIZE = 128;
 export const FEATURE_GRID = 32;
 export const FEATURE_CHANNELS = SCALES.length * ORIENTATIONS;
 export const MODEL_VERSION = 'palm-features-1';
-/** Window (px of the 64 × 64 working image) and floor of the local contrast normalisation. */
-const NORM_WINDOW = 15;
-const NORM_FLOOR = 64; // variance floor, in grey levels²: flat skin is not amplified into noise
+/**
+ * Window (px of the 64 × 64 working image) and floor of the local contrast normalisation; other
+ * values only for studies (docs/palm-pipeline.md, "Matcher on real palm crops").
+ */
+const DEFAULT_NORM_WINDOW = 15;
+const DEFAULT_NORM_FLOOR = 64; // variance floor, in grey levels²: flat skin is not amplified into noise
 
 function floatTensor(name: string, dims: number[], values: ArrayLike<number>) {
   return onnx.TensorProto.create({
@@ -33,11 +36,17 @@ function int(name: string, value: number) {
  * ((x − local mean) / local std, a CLAHE-like equaliser) → Gabor bank (2 scales × 6 orientations,
  * stride 2) → responses N×12×32×32.
  */
-export function buildFeatureModel(scales: readonly GaborScale[] = SCALES, kernel = KERNEL_SIZE): Uint8Array {
+export function buildFeatureModel(
+  scales: readonly GaborScale[] = SCALES,
+  kernel = KERNEL_SIZE,
+  norm: { window?: number; floor?: number } = {},
+): Uint8Array {
+  const normWindow = norm.window ?? DEFAULT_NORM_WINDOW;
+  const normFloor = norm.floor ?? DEFAULT_NORM_FLOOR;
   const bank = filterBank(scales, kernel);
   const weights = new Float32Array(bank.length * kernel * kernel);
   for (const [i, k] of bank.entries()) weights.set(k, i * k.length);
-  const pad = (NORM_WINDOW - 1) / 2;
+  const pad = (normWindow - 1) / 2;
   const nodes = [
     onnx.NodeProto.create({
       opType: 'AveragePool',
@@ -50,7 +59,7 @@ export function buildFeatureModel(scales: readonly GaborScale[] = SCALES, kernel
       input: ['x'],
       output: ['mean'],
       attribute: [
-        ints('kernel_shape', [NORM_WINDOW, NORM_WINDOW]),
+        ints('kernel_shape', [normWindow, normWindow]),
         ints('pads', [pad, pad, pad, pad]),
         int('count_include_pad', 0),
       ],
@@ -61,7 +70,7 @@ export function buildFeatureModel(scales: readonly GaborScale[] = SCALES, kernel
       input: ['x2'],
       output: ['mean2'],
       attribute: [
-        ints('kernel_shape', [NORM_WINDOW, NORM_WINDOW]),
+        ints('kernel_shape', [normWindow, normWindow]),
         ints('pads', [pad, pad, pad, pad]),
         int('count_include_pad', 0),
       ],
@@ -90,7 +99,7 @@ export function buildFeatureModel(scales: readonly GaborScale[] = SCALES, kernel
     node: nodes,
     initializer: [
       floatTensor('gabor', [bank.length, 1, kernel, kernel], weights),
-      floatTensor('floor', [1], [NORM_FLOOR]),
+      floatTensor('floor', [1], [normFloor]),
     ],
     input: [valueInfo('roi', ['N', 1, ROI_SIZE, ROI_SIZE])],
     output: [valueInfo('responses', ['N', FEATURE_CHANNELS, FEATURE_GRID, FEATURE_GRID])],

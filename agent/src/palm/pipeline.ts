@@ -8,6 +8,7 @@ import { cropPalm } from './hand-roi.ts';
 import type { GrayImage } from './image-io.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { FEATURE_GRID } from './model-graph.ts';
+import { type SensorName, type SensorProfile, sensorProfile } from './sensor-profiles.ts';
 
 export { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 
@@ -31,23 +32,31 @@ export type CaptureResult =
       liveness: number;
       hand: 'left' | 'right';
       measures: CaptureMeasures;
+      /** the 128 × 128 palm ROI (grey levels), with `keepRoi` */
+      roi?: Float32Array;
     }
-  | { ok: false; reason: CaptureRejection; message: string; measures?: Partial<CaptureMeasures> };
+  | {
+      ok: false;
+      reason: CaptureRejection;
+      message: string;
+      measures?: Partial<CaptureMeasures>;
+      /** the ROI when the geometry found one before the capture was refused, with `keepRoi` */
+      roi?: Float32Array;
+    };
+
+export interface CaptureOptions {
+  /** the sensor profile (quality limits and liveness cues); default `simulator` */
+  sensor?: SensorName | SensorProfile;
+  /** return the ROI crop with the result */
+  keepRoi?: boolean;
+}
 
 /**
- * Decision thresholds, calibrated on synthetic captures (see docs/palm-pipeline.md); every
- * measure is scale- and gain-free so they do not depend on the frame size.
+ * Decision thresholds of the simulator profile, calibrated on synthetic captures (see
+ * docs/palm-pipeline.md); every measure is scale- and gain-free so they do not depend on the frame
+ * size. Other sensors have their own (`sensor-profiles.ts`).
  */
-export const LIMITS = {
-  minCoverage: 0.03,
-  minHandMean: 60,
-  maxSaturated: 0.25,
-  minRelativeRadius: 0.13,
-  maxAnisotropy: 3.2,
-  minSharpness: 0.3,
-  /** below minSharpness, a directional smear means motion rather than defocus */
-  motionAnisotropy: 1.9,
-} as const;
+export const LIMITS = sensorProfile('simulator').limits;
 
 const MESSAGES: Record<CaptureRejection, string> = {
   no_hand: 'No hand in view',
@@ -60,40 +69,50 @@ const MESSAGES: Record<CaptureRejection, string> = {
   liveness_failed: 'Presentation attack suspected',
 };
 
-function reject(reason: CaptureRejection, measures?: Partial<CaptureMeasures>): CaptureResult {
-  return measures
-    ? { ok: false, reason, message: MESSAGES[reason], measures }
-    : { ok: false, reason, message: MESSAGES[reason] };
+function reject(
+  reason: CaptureRejection,
+  measures?: Partial<CaptureMeasures>,
+  roi?: Float32Array,
+): CaptureResult {
+  const r: CaptureResult = { ok: false, reason, message: MESSAGES[reason] };
+  if (measures) r.measures = measures;
+  if (roi) r.roi = roi;
+  return r;
 }
 
-/** Whole NIR frame → quality gate → ROI → liveness → template. */
-export async function processCapture(frame: GrayImage): Promise<CaptureResult> {
+/** Whole frame → quality gate → ROI → liveness → template, under a sensor profile. */
+export async function processCapture(frame: GrayImage, options: CaptureOptions = {}): Promise<CaptureResult> {
+  const profile = sensorProfile(options.sensor);
+  const limits = profile.limits;
   if (frame.width < 32 || frame.height < 32 || frame.data.length !== frame.width * frame.height) {
     return reject('no_hand');
   }
-  const g = locateHand(frame);
-  if (g.coverage < LIMITS.minCoverage || g.radius < 6) return reject('no_hand');
+  const g = locateHand(frame, profile.roi, profile.darkHand ? { darkHand: true } : {});
+  if (g.coverage < limits.minCoverage || g.radius < 6) return reject('no_hand');
   const fm = measureFrame(frame, g);
-  if (fm.handMean < LIMITS.minHandMean) return reject('underexposed', fm);
-  if (fm.saturated > LIMITS.maxSaturated) return reject('overexposed', fm);
-  if (fm.relativeRadius < LIMITS.minRelativeRadius) return reject('too_far', fm);
-  const roi = cropPalm(frame, g);
+  if (fm.handMean < limits.minHandMean) return reject('underexposed', fm);
+  if (fm.saturated > limits.maxSaturated) return reject('overexposed', fm);
+  if (fm.relativeRadius < limits.minRelativeRadius) return reject('too_far', fm);
+  const roi = cropPalm(frame, g, profile.roi.mirrorLeft === true);
+  const kept = options.keepRoi ? roi : undefined;
   const { anisotropy } = measureRoi(roi);
-  if (anisotropy > LIMITS.maxAnisotropy) return reject('moved', { ...fm, anisotropy });
+  if (anisotropy > limits.maxAnisotropy) return reject('moved', { ...fm, anisotropy }, kept);
   if (g.up === null || g.hand === null || g.touchesEdge) return reject('partial', { ...fm, anisotropy });
   const extractor = await sharedExtractor();
   const responses = await extractor.responses([roi]);
   const sharpness = scaleEnergyRatio(responses);
   const measures: CaptureMeasures = { ...fm, anisotropy, sharpness };
-  if (sharpness < LIMITS.minSharpness) {
-    return reject(anisotropy > LIMITS.motionAnisotropy ? 'moved' : 'blurred', measures);
+  if (sharpness < limits.minSharpness) {
+    return reject(anisotropy > limits.motionAnisotropy ? 'moved' : 'blurred', measures, kept);
   }
-  const liveness = livenessScore(measures);
-  if (liveness < LIVENESS_THRESHOLD) return reject('liveness_failed', measures);
-  const quality = qualityScore(measures);
+  const liveness = livenessScore(measures, profile.cues, profile.centres);
+  if (liveness < LIVENESS_THRESHOLD) return reject('liveness_failed', measures, kept);
+  const quality = qualityScore(measures, limits);
   const code = encodeResponses(responses);
   const template = encodeTemplate({ version: 1, hand: g.hand, quality, liveness, ...code });
-  return { ok: true, template, quality, liveness, hand: g.hand, measures };
+  const r: CaptureResult = { ok: true, template, quality, liveness, hand: g.hand, measures };
+  if (kept) r.roi = kept;
+  return r;
 }
 
 /** Fine over coarse Gabor energy: defocus removes the fine scale first. */
@@ -109,14 +128,14 @@ export function scaleEnergyRatio(responses: Float32Array): number {
 }
 
 /** 0–100: how far each measure sits inside its acceptance limit (the weakest one counts most). */
-export function qualityScore(m: CaptureMeasures): number {
+export function qualityScore(m: CaptureMeasures, limits: SensorProfile['limits'] = LIMITS): number {
   const margin = (v: number, lo: number, good: number) => Math.max(0, Math.min(1, (v - lo) / (good - lo)));
   const parts = [
-    margin(m.handMean, LIMITS.minHandMean, 120),
-    margin(1 - m.saturated, 1 - LIMITS.maxSaturated, 0.99),
-    margin(m.relativeRadius, LIMITS.minRelativeRadius, 0.17),
-    margin(-m.anisotropy, -LIMITS.maxAnisotropy, -1.6),
-    margin(m.sharpness, LIMITS.minSharpness, LIMITS.minSharpness * 1.8),
+    margin(m.handMean, limits.minHandMean, 120),
+    margin(1 - m.saturated, 1 - limits.maxSaturated, 0.99),
+    margin(m.relativeRadius, limits.minRelativeRadius, limits.minRelativeRadius + 0.04),
+    margin(-m.anisotropy, -limits.maxAnisotropy, -1.6),
+    margin(m.sharpness, limits.minSharpness, limits.minSharpness * 1.8),
   ];
   const min = Math.min(...parts);
   const mean = parts.reduce((a, b) => a + b, 0) / parts.length;

@@ -2,15 +2,17 @@ import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
 import { distanceToScore, packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { describe, expect, it } from 'vitest';
-import type { Dataset } from './dataset.ts';
-import { evaluate } from './evaluate.ts';
+import type { Dataset } from './eval/dataset.ts';
+import { evaluate } from './eval/evaluate.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
 import {
   ROI_MATCH_THRESHOLD,
   ROI_ROTATION_ANGLES,
+  ROI_SCALE_VARIANTS,
   rotateRoi,
   rotationTolerantDistance,
+  scaleRoi,
 } from './roi-rotation.ts';
 import { extractRoiTemplate, extractRoiTemplates } from './roi-template.ts';
 
@@ -19,6 +21,16 @@ function ramp(n: number): Float32Array {
   for (let y = 0; y < n; y++)
     for (let x = 0; x < n; x++) out[y * n + x] = 3 * x + 0.5 * y * y + Math.sin(x * y);
   return out;
+}
+
+/** An 8-bit image magnified by `zoom` about its centre (the convention of `scaleRoi`). */
+function zoomImage(img: GrayImage, zoom: number): GrayImage {
+  const c = (img.width - 1) / 2;
+  const data = new Uint8Array(img.width * img.height);
+  for (let y = 0; y < img.height; y++)
+    for (let x = 0; x < img.width; x++)
+      data[y * img.width + x] = Math.round(bilinear(img, c + (x - c) / zoom, c + (y - c) / zoom));
+  return { width: img.width, height: img.height, data };
 }
 
 /** An 8-bit image rotated by `deg` about its centre (the same convention as `rotateRoi`). */
@@ -73,11 +85,30 @@ describe('rotateRoi', () => {
   });
 });
 
+describe('scaleRoi', () => {
+  it('is the identity at zoom 1 (a copy)', () => {
+    const roi = ramp(16);
+    const r = scaleRoi(roi, 1, 16);
+    expect(r).toEqual(roi);
+    expect(r).not.toBe(roi);
+  });
+
+  it('magnifies about the centre: a linear ramp keeps its centre and steepens by the zoom', () => {
+    const n = 33;
+    const roi = new Float32Array(n * n);
+    for (let y = 0; y < n; y++) for (let x = 0; x < n; x++) roi[y * n + x] = 10 * x;
+    const z = scaleRoi(roi, 1.25, n);
+    expect(z[16 * n + 16]).toBeCloseTo(160, 3);
+    expect(z[16 * n + 20]! - z[16 * n + 12]!).toBeCloseTo((80 / 1.25) * 1, 3);
+  });
+});
+
 describe('rotation-tolerant ROI matching', () => {
   it('codes the 0° variant like extractRoiTemplate, in one batch of ROI_ROTATION_ANGLES', async () => {
     const img = renderRoi({ identity: 'rot-a', style: 'contactless', session: 1, sample: 0 });
     const ts = await extractRoiTemplates(img);
-    expect(ts).toHaveLength(ROI_ROTATION_ANGLES.length);
+    expect(ts).toHaveLength(ROI_ROTATION_ANGLES.length + ROI_SCALE_VARIANTS.length);
+    expect(await extractRoiTemplates(img, [0])).toHaveLength(1);
     expect(ROI_ROTATION_ANGLES[0]).toBe(0);
     const plain = packTemplate(decodeTemplate(await extractRoiTemplate(img)));
     const first = packTemplate(decodeTemplate(ts[0]!));
@@ -96,6 +127,26 @@ describe('rotation-tolerant ROI matching', () => {
       // never above the plain distance: the 0° variant is one of the candidates
       expect(tolerant).toBeLessThanOrEqual(plain);
     }
+  });
+
+  it('a magnified ROI matches the original better with the zoom variant than without', async () => {
+    const img = renderRoi({ identity: 'rot-z', style: 'contactless', session: 1, sample: 0 });
+    const gallery = pack([await extractRoiTemplate(img)]);
+    const zoomed = zoomImage(img, ROI_SCALE_VARIANTS[0]!);
+    const withZoom = await extractRoiTemplates(zoomed);
+    const rotationsOnly = await extractRoiTemplates(zoomed, ROI_ROTATION_ANGLES, {}, []);
+    const a = rotationTolerantDistance(gallery, 0, pack(rotationsOnly), 0, rotationsOnly.length);
+    // the gallery's own zoom variant against the zoomed probe: both directions, as eval scores
+    const galleryVariants = pack(await extractRoiTemplates(img));
+    const reverse = packedDistance(
+      galleryVariants,
+      ROI_ROTATION_ANGLES.length * gallery.length,
+      pack([await extractRoiTemplate(zoomed)]),
+      0,
+    );
+    const b = rotationTolerantDistance(gallery, 0, pack(withZoom), 0, withZoom.length);
+    expect(b).toBeLessThanOrEqual(a);
+    expect(Math.min(b, reverse)).toBeLessThan(a - 0.02);
   });
 
   it('keeps different palms apart', async () => {

@@ -12,32 +12,43 @@ import { ROI_SIZE } from './model-graph.ts';
 export const ROI_ROTATION_ANGLES: readonly number[] = [0, -8, 8];
 
 /**
- * Decision threshold on the similarity score (1 − 2 × distance) for the rotation-tolerant ROI
- * distance. `tsx agent/scripts/calibrate-threshold.ts /tmp/big-contact /tmp/big-contactless
- * /tmp/big-vein` (8 400 genuine, 950 400 impostor pairs, both directions as in `eval --roi`)
- * puts FMR 1e-4 at score 0.491; at 0.49 FMR is 1.1e-4 and FNMR 1.95 % (at 0.50: 3.7e-5, 2.3 %).
- * The plain distance has FMR 1e-4 at 0.480 (FNMR 5.8 %). The minimum over variants lowers
- * impostor distances too, hence a constant of its own rather than moving the server's
- * whole-frame MATCH_THRESHOLD.
+ * Zoom factors of the extra probe variants coded after the rotated ones whenever the rotation
+ * search is on: real crops vary in scale (the ROI side follows a measured palm width or valley
+ * spacing), and a pair scored in both directions covers 1/1.08 as well. Chosen with data on
+ * real and synthetic crops, see docs/palm-pipeline.md ("Scale variant").
  */
-export const ROI_MATCH_THRESHOLD = 0.49;
+export const ROI_SCALE_VARIANTS: readonly number[] = [1.08];
 
-interface RotationMap {
+/**
+ * Decision threshold on the similarity score (1 − 2 × distance) for the variant-tolerant ROI
+ * distance (rotations and zoom). `tsx agent/scripts/calibrate-threshold.ts /tmp/big-contact
+ * /tmp/big-contactless /tmp/big-vein` (8 400 genuine, 950 400 impostor pairs, both directions as in
+ * `eval --roi`) puts FMR 1e-4 at score 0.494 (FNMR 1.8 %); at 0.50 FMR is 5.6e-5 and FNMR 1.9 %
+ * (at 0.49: 1.5e-4 and 1.6 %). The plain distance has FMR 1e-4 at 0.480 (FNMR 5.8 %). The minimum
+ * over variants lowers impostor distances too, hence a constant of its own rather than moving the
+ * server's whole-frame MATCH_THRESHOLD.
+ */
+export const ROI_MATCH_THRESHOLD = 0.5;
+
+interface SamplingMap {
   /** Top-left source index per output pixel, and the bilinear fractions. */
   index: Int32Array;
   fx: Float32Array;
   fy: Float32Array;
 }
-const maps = new Map<string, RotationMap>();
+const maps = new Map<string, SamplingMap>();
 
-/** Sampling map of a rotation, computed once per (angle, size): the probe angles are fixed. */
-function rotationMap(deg: number, n: number): RotationMap {
-  const key = `${deg}:${n}`;
+/**
+ * Sampling map of a rotation by `deg` and a zoom by `zoom` about the centre, computed once per
+ * (angle, zoom, size): the probe variants are fixed.
+ */
+function samplingMap(deg: number, n: number, zoom = 1): SamplingMap {
+  const key = `${deg}:${zoom}:${n}`;
   let m = maps.get(key);
   if (m) return m;
   const a = (deg * Math.PI) / 180;
-  const cos = Math.cos(a);
-  const sin = Math.sin(a);
+  const cos = Math.cos(a) / zoom;
+  const sin = Math.sin(a) / zoom;
   const c = (n - 1) / 2;
   const max = n - 1;
   m = { index: new Int32Array(n * n), fx: new Float32Array(n * n), fy: new Float32Array(n * n) };
@@ -64,8 +75,20 @@ function rotationMap(deg: number, n: number): RotationMap {
  * its centre with bilinear sampling; samples outside the ROI take the nearest edge value.
  */
 export function rotateRoi(roi: Float32Array, deg: number, n = ROI_SIZE): Float32Array {
-  if (deg === 0) return Float32Array.from(roi);
-  const { index, fx, fy } = rotationMap(deg, n);
+  return warpRoi(roi, deg, 1, n);
+}
+
+/**
+ * Magnifies an n × n ROI by `zoom` about its centre (bilinear; 1.08 shows the central 1/1.08 of
+ * the side at full size), edge samples replicated.
+ */
+export function scaleRoi(roi: Float32Array, zoom: number, n = ROI_SIZE): Float32Array {
+  return warpRoi(roi, 0, zoom, n);
+}
+
+function warpRoi(roi: Float32Array, deg: number, zoom: number, n: number): Float32Array {
+  if (deg === 0 && zoom === 1) return Float32Array.from(roi);
+  const { index, fx, fy } = samplingMap(deg, n, zoom);
   const out = new Float32Array(n * n);
   for (let p = 0; p < n * n; p++) {
     const i = index[p]!;

@@ -4,7 +4,7 @@ import { sharedExtractor } from './extractor.ts';
 import type { GrayImage } from './image-io.ts';
 import { FEATURE_CHANNELS, FEATURE_GRID } from './model-graph.ts';
 import { roiInput } from './roi-input.ts';
-import { ROI_ROTATION_ANGLES, rotateRoi } from './roi-rotation.ts';
+import { ROI_ROTATION_ANGLES, ROI_SCALE_VARIANTS, rotateRoi, scaleRoi } from './roi-rotation.ts';
 
 export interface RoiTemplateOptions {
   hand?: TemplateHand;
@@ -32,17 +32,22 @@ export async function extractRoiTemplate(
 
 /**
  * An already-cropped palm ROI → one template per angle of `angles` (degrees, default
- * ROI_ROTATION_ANGLES, 0° first): the normalised 128² ROI is rotated about its centre (bilinear)
- * and all variants go through the feature graph in one ONNX batch. The 0° template equals
- * `extractRoiTemplate(image)`.
+ * ROI_ROTATION_ANGLES, 0° first), then one per zoom of `scales` (default ROI_SCALE_VARIANTS when
+ * `angles` searches rotation at all, none for `[0]`): the normalised 128² ROI is rotated or
+ * magnified about its centre (bilinear) and all variants go through the feature graph in one
+ * ONNX batch. The 0° template equals `extractRoiTemplate(image)`.
  */
 export async function extractRoiTemplates(
   image: GrayImage,
   angles: readonly number[] = ROI_ROTATION_ANGLES,
   options: RoiTemplateOptions = {},
+  scales: readonly number[] = angles.length > 1 ? ROI_SCALE_VARIANTS : [],
 ): Promise<Uint8Array[]> {
   const roi = roiInput(image);
-  const codes = await codesFromRois(angles.map((a) => rotateRoi(roi, a)));
+  const codes = await codesFromRois([
+    ...angles.map((a) => rotateRoi(roi, a)),
+    ...scales.map((z) => scaleRoi(roi, z)),
+  ]);
   return codes.map((c) => templateOf(c, options));
 }
 

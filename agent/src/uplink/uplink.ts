@@ -46,6 +46,7 @@ export interface Rejection {
  */
 const PERMANENT_CLOSE_REASONS: Record<string, string> = {
   unauthorized: 'the server refused the device token (wrong, revoked, or from another server)',
+  revoked: 'the server revoked this kiosk (admin pvs revoke)',
 };
 
 /**
@@ -156,7 +157,11 @@ export class Uplink<M extends MethodMap = PvsMethods> extends EventEmitter {
           this.emit('refused', rpcErrorOf(f.error));
           // A hello the server refuses as forbidden (pvs_id of another kiosk) fails the same way next time.
           if (f.error.code === 'FORBIDDEN' || f.error.code === 'UNAUTHORIZED')
-            this.#rejection = { code: f.error.code, reason: f.error.code.toLowerCase(), message: f.error.message };
+            this.#rejection = {
+              code: f.error.code,
+              reason: f.error.code.toLowerCase(),
+              message: f.error.message,
+            };
           ws.close(1000);
           return;
         }

@@ -24,7 +24,8 @@ const Y0 = -1.8;
 const W = Math.round(2.9 / UNIT);
 const H = Math.round(3.6 / UNIT);
 
-function segDistance(px: number, py: number, a: Point, b: Point): number {
+/** Distance from p to the segment ab, and where along it (0 at a, 1 at b) the nearest point is. */
+function segNearest(px: number, py: number, a: Point, b: Point): { d: number; t: number } {
   const vx = b.x - a.x;
   const vy = b.y - a.y;
   const len2 = vx * vx + vy * vy;
@@ -32,7 +33,11 @@ function segDistance(px: number, py: number, a: Point, b: Point): number {
   t = Math.max(0, Math.min(1, t));
   const dx = px - (a.x + t * vx);
   const dy = py - (a.y + t * vy);
-  return Math.sqrt(dx * dx + dy * dy);
+  return { d: Math.sqrt(dx * dx + dy * dy), t };
+}
+
+function segDistance(px: number, py: number, a: Point, b: Point): number {
+  return segNearest(px, py, a, b).d;
 }
 
 function strokeInto(layer: Float32Array, stroke: Stroke): void {
@@ -58,11 +63,20 @@ function strokeInto(layer: Float32Array, stroke: Stroke): void {
   }
 }
 
+function capsuleDepth(c: Capsule, x: number, y: number): number {
+  if (c.tipRadius === undefined) return c.radius - segDistance(x, y, c.a, c.b);
+  const n = segNearest(x, y, c.a, c.b);
+  return c.radius + (c.tipRadius - c.radius) * n.t - n.d;
+}
+
 /** Signed inward depth (hand units) of a point: > 0 inside the hand. */
 function inwardDepth(model: HandModel, x: number, y: number): number {
-  const cap = (c: Capsule) => c.radius - segDistance(x, y, c.a, c.b);
-  let depth = cap(model.wrist);
-  for (const f of model.fingers) depth = Math.max(depth, cap(f));
+  let depth = capsuleDepth(model.wrist, x, y);
+  for (const f of model.fingers) depth = Math.max(depth, capsuleDepth(f, x, y));
+  for (const p of model.pads ?? []) {
+    const q = Math.hypot((x - p.c.x) / p.rx, (y - p.c.y) / p.ry);
+    depth = Math.max(depth, (1 - q) * Math.min(p.rx, p.ry));
+  }
   // palm: rounded box
   const qx = Math.abs(x) - (model.palmHalfWidth - 0.22);
   const qy = Math.abs(y) - (model.palmHalfHeight - 0.22);
@@ -70,11 +84,14 @@ function inwardDepth(model: HandModel, x: number, y: number): number {
   return Math.max(depth, 0.22 - outside);
 }
 
-function valueNoise(seed: string, spacing: number): (x: number, y: number) => number {
+/** Smooth random field in hand units (bilinear value noise on a 256² lattice of `spacing`). */
+export function valueNoise(seed: string, spacing: number): (x: number, y: number) => number {
   const rng = createRng(seed);
   const n = 256;
   const grid = new Float32Array(n * n);
   for (let i = 0; i < grid.length; i++) grid[i] = rng() * 2 - 1;
+  const m = n - 1;
+  // no closure per call: tsx names every closure it creates (slow in a per-pixel loop)
   return (x, y) => {
     const gx = (x - X0) / spacing;
     const gy = (y - Y0) / spacing;
@@ -82,9 +99,12 @@ function valueNoise(seed: string, spacing: number): (x: number, y: number) => nu
     const iy = Math.floor(gy);
     const fx = gx - ix;
     const fy = gy - iy;
-    const at = (i: number, j: number) => grid[(((j % n) + n) % n) * n + (((i % n) + n) % n)]!;
-    const top = at(ix, iy) * (1 - fx) + at(ix + 1, iy) * fx;
-    const bottom = at(ix, iy + 1) * (1 - fx) + at(ix + 1, iy + 1) * fx;
+    const x0 = ix & m;
+    const x1 = (ix + 1) & m;
+    const r0 = (iy & m) * n;
+    const r1 = ((iy + 1) & m) * n;
+    const top = grid[r0 + x0]! * (1 - fx) + grid[r0 + x1]! * fx;
+    const bottom = grid[r1 + x0]! * (1 - fx) + grid[r1 + x1]! * fx;
     return top * (1 - fy) + bottom * fy;
   };
 }
@@ -114,4 +134,19 @@ export function rasterise(model: HandModel): CanonicalHand {
     }
   }
   return { width: W, height: H, unit: UNIT, x0: X0, y0: Y0, mask, shade, skin, veins };
+}
+
+/** Bilinear sample of one layer at hand coordinates (x, y); 0 outside the raster. */
+export function sampleLayer(hand: CanonicalHand, layer: Float32Array, x: number, y: number): number {
+  const gx = (x - hand.x0) / hand.unit;
+  const gy = (y - hand.y0) / hand.unit;
+  const ix = Math.floor(gx);
+  const iy = Math.floor(gy);
+  if (ix < 0 || iy < 0 || ix >= hand.width - 1 || iy >= hand.height - 1) return 0;
+  const fx = gx - ix;
+  const fy = gy - iy;
+  const i = iy * hand.width + ix;
+  const top = layer[i]! * (1 - fx) + layer[i + 1]! * fx;
+  const bottom = layer[i + hand.width]! * (1 - fx) + layer[i + hand.width + 1]! * fx;
+  return top * (1 - fy) + bottom * fy;
 }

@@ -14,6 +14,15 @@ export interface Capsule {
   a: Point;
   b: Point;
   radius: number;
+  /** Radius at `b` when the capsule tapers (a finger towards its tip); `radius` otherwise. */
+  tipRadius?: number;
+}
+
+/** A soft elliptic pad added to the palm outline (thenar and hypothenar eminences). */
+export interface Pad {
+  c: Point;
+  rx: number;
+  ry: number;
 }
 
 export interface Stroke {
@@ -27,6 +36,7 @@ export interface HandModel {
   palmHalfHeight: number;
   fingers: Capsule[];
   wrist: Capsule;
+  pads?: Pad[];
   lines: Stroke[];
   veins: Stroke[];
   textureSeed: string;

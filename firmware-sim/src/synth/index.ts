@@ -1,7 +1,11 @@
 import sharp from 'sharp';
-import { type CanonicalHand, rasterise } from './canonical.ts';
+import { type CanonicalHand, rasterise, sampleLayer } from './canonical.ts';
 import { handModel } from './hand-model.ts';
+import { renderRealistic } from './realistic.ts';
 import { createRng, gaussian, type Rng, uniform } from './rng.ts';
+import type { Sensor } from './sensors.ts';
+
+export { SENSOR_DESCRIPTIONS, SENSORS, type Sensor } from './sensors.ts';
 
 export type Hand = 'left' | 'right';
 export type Attack = 'print' | 'screen';
@@ -24,12 +28,16 @@ export interface PalmSpec {
   width?: number;
   height?: number;
   condition?: CaptureCondition;
+  /** What the capture looks like (sensors.ts); `simulator`, the simulated kiosk sensor, by default. */
+  sensor?: Sensor;
 }
 
 export interface GrayFrame {
   width: number;
   height: number;
   data: Uint8Array;
+  /** Interleaved RGB of the same frame, from a colour sensor only (`data` is then its luma). */
+  rgb?: Uint8Array;
 }
 
 const cache = new Map<string, CanonicalHand>();
@@ -47,20 +55,6 @@ function canonical(identity: string, hand: Hand): CanonicalHand {
   cache.set(key, raster);
   if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
   return raster;
-}
-
-function sample(layer: Float32Array, hand: CanonicalHand, x: number, y: number): number {
-  const gx = (x - hand.x0) / hand.unit;
-  const gy = (y - hand.y0) / hand.unit;
-  const ix = Math.floor(gx);
-  const iy = Math.floor(gy);
-  if (ix < 0 || iy < 0 || ix >= hand.width - 1 || iy >= hand.height - 1) return 0;
-  const fx = gx - ix;
-  const fy = gy - iy;
-  const i = iy * hand.width + ix;
-  const top = layer[i]! * (1 - fx) + layer[i + 1]! * fx;
-  const bottom = layer[i + hand.width]! * (1 - fx) + layer[i + hand.width + 1]! * fx;
-  return top * (1 - fy) + bottom * fy;
 }
 
 interface Pose {
@@ -92,7 +86,10 @@ function pose(rng: Rng, width: number, height: number, condition: CaptureConditi
   return { scale, angle, cx, cy, warp };
 }
 
-/** Renders one 8-bit NIR frame of a whole hand; deterministic per (identity, hand, capture). */
+/**
+ * Renders one 8-bit frame of a whole hand, deterministic per (identity, hand, capture, sensor):
+ * the simulated NIR kiosk sensor by default, or a realistic capture of another sensor (realistic.ts).
+ */
 export async function renderPalm(spec: PalmSpec): Promise<GrayFrame> {
   const width = spec.width ?? 320;
   const height = spec.height ?? 240;
@@ -106,6 +103,20 @@ export async function renderPalm(spec: PalmSpec): Promise<GrayFrame> {
     throw new RangeError('renderPalm: width and height must be integers in [32, 2000]');
   }
   const condition = spec.condition ?? 'good';
+  if (spec.sensor !== undefined && spec.sensor !== 'simulator') {
+    return renderRealistic(
+      {
+        identity: spec.identity,
+        hand: spec.hand,
+        capture: spec.capture,
+        width,
+        height,
+        condition,
+        ...(spec.attack ? { attack: spec.attack } : {}),
+      },
+      spec.sensor,
+    );
+  }
   const rng = createRng(`capture:${spec.identity}:${spec.hand}:${spec.capture}:${spec.attack ?? 'live'}`);
   const hand = canonical(spec.identity, spec.hand);
   const p = pose(rng, width, height, condition);
@@ -138,15 +149,15 @@ export async function renderPalm(spec: PalmSpec): Promise<GrayFrame> {
         hx += w.ax * s;
         hy += w.ay * s;
       }
-      const mask = sample(hand.mask, hand, hx, hy);
+      const mask = sampleLayer(hand, hand.mask, hx, hy);
       const nx = col / width - 0.5;
       const ny = row / height - 0.5;
       const light = gain * (1 + gradX * nx + gradY * ny) * (1 - 0.35 * (nx * nx + ny * ny));
       let value = background;
       if (mask > 0) {
-        const skin = sample(hand.skin, hand, hx, hy);
-        const shade = sample(hand.shade, hand, hx, hy);
-        const veins = sample(hand.veins, hand, hx, hy);
+        const skin = sampleLayer(hand, hand.skin, hx, hy);
+        const shade = sampleLayer(hand, hand.shade, hx, hy);
+        const veins = sampleLayer(hand, hand.veins, hx, hy);
         if (attack === undefined) {
           value += mask * light * 0.82 * shade * skin * (1 - veins);
         } else if (attack === 'print') {

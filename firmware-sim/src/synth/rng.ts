@@ -1,3 +1,5 @@
+import { seededRandom } from '../rng.ts';
+
 /** Deterministic PRNG seeded from strings, so every palm and capture is reproducible. */
 export type Rng = () => number;
 
@@ -13,16 +15,9 @@ export function hashString(text: string): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+/** The simulator's one generator (mulberry32, ../rng.ts) seeded by the hash of a string. */
 export function createRng(seed: string): Rng {
-  let a = hashString(seed);
-  // mulberry32
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return seededRandom(hashString(seed));
 }
 
 export function uniform(rng: Rng, lo: number, hi: number): number {

@@ -1,4 +1,4 @@
-import { type CanonicalHand, rasterise } from './canonical.ts';
+import { type CanonicalHand, rasterise, sampleLayer } from './canonical.ts';
 import { handModel } from './hand-model.ts';
 import { createRng, gaussian, uniform } from './rng.ts';
 
@@ -86,21 +86,6 @@ export function renderRoi(spec: RoiSpec): { width: number; height: number; data:
     out[i] = Math.max(0, Math.min(255, Math.round(g)));
   }
   return { width: size, height: size, data: out };
-}
-
-function sampleLayer(hand: CanonicalHand, layer: Float32Array, x: number, y: number): number {
-  const gx = (x - hand.x0) / hand.unit;
-  const gy = (y - hand.y0) / hand.unit;
-  const ix = Math.floor(gx);
-  const iy = Math.floor(gy);
-  if (ix < 0 || iy < 0 || ix >= hand.width - 1 || iy >= hand.height - 1) return 0;
-  const fx = gx - ix;
-  const fy = gy - iy;
-  const i = iy * hand.width + ix;
-  return (
-    (layer[i]! * (1 - fx) + layer[i + 1]! * fx) * (1 - fy) +
-    (layer[i + hand.width]! * (1 - fx) + layer[i + hand.width + 1]! * fx) * fy
-  );
 }
 
 function blur(src: Float32Array, n: number, sigma: number): Float32Array {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { Keyring, loadMasterKey } from '../crypto/keyring.ts';
 import { type Database, openDatabase } from '../db/index.ts';
@@ -15,6 +15,7 @@ import {
 } from '../modules/audit/anchor.ts';
 import { verifyAuditChain } from '../modules/audit/service.ts';
 import { createPvs, listPvs, revokePvs } from '../modules/pvs/service.ts';
+import { announceRevocation } from '../modules/revocation/watcher.ts';
 import { issueUserToken, requireUser } from '../modules/users/service.ts';
 import {
   createVendor,
@@ -57,7 +58,9 @@ const program = new Command('admin')
     'database URL (sqlite:<path> or postgres://…); default DATABASE_URL or sqlite:./data/palmid.db',
   )
   .option('--json', 'print JSON on stdout')
-  .showHelpAfterError('(run with --help for usage)');
+  .exitOverride()
+  .showHelpAfterError('(run with --help for usage)')
+  .addHelpText('after', '\nExit codes (docs/cli.md): 0 ok, 1 a failure or a negative result, 2 bad usage.');
 
 function globals(): Globals {
   return program.opts<Globals>();
@@ -113,18 +116,26 @@ vendor
   });
 vendor
   .command('rotate-key')
-  .description('issue a new API key and revoke the old ones at once')
+  .description('issue a new API key and revoke the old ones at once (their open sockets close within 1 s)')
   .argument('<vendor_id>')
   .action(async (id: string) => {
-    const res = await withStore((s) => rotateKey(s.database.db, id));
+    const res = await withStore(async (s) => {
+      const out = await rotateKey(s.database.db, id);
+      await announceRevocation(s.config.REDIS_URL, { kind: 'vendor', id });
+      return out;
+    });
     print(res, (r: typeof res) => `new api key: ${r.api_key}\nrevoked ${r.revoked} old key(s)`);
   });
 vendor
   .command('revoke-key')
-  .description('revoke every API key of a vendor')
+  .description('revoke every API key of a vendor (their open sockets close within 1 s)')
   .argument('<vendor_id>')
   .action(async (id: string) => {
-    const res = await withStore((s) => revokeKeys(s.database.db, id));
+    const res = await withStore(async (s) => {
+      const out = await revokeKeys(s.database.db, id);
+      await announceRevocation(s.config.REDIS_URL, { kind: 'vendor', id });
+      return out;
+    });
     print(res, (r: typeof res) => `revoked ${r.revoked} key(s) of ${r.vendor_id}`);
   });
 vendor
@@ -185,10 +196,14 @@ pvs
   });
 pvs
   .command('revoke')
-  .description('revoke a kiosk device token')
+  .description('revoke a kiosk device token (its open sockets close within 1 s)')
   .argument('<pvs_id>')
   .action(async (id: string) => {
-    const res = await withStore((s) => revokePvs(s.database.db, id));
+    const res = await withStore(async (s) => {
+      const out = await revokePvs(s.database.db, id);
+      await announceRevocation(s.config.REDIS_URL, { kind: 'pvs', id });
+      return out;
+    });
     print(res, () => `kiosk ${id} revoked`);
   });
 
@@ -336,13 +351,22 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (err) {
+    if (err instanceof CommanderError) {
+      // Commander already printed the message or the help (docs/cli.md: bad usage is 2).
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
     const message =
       err instanceof ConfigError || err instanceof AppError
         ? err.message
         : `error: ${(err as Error).message}`;
     if (globals().json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
     process.stderr.write(`${message}\n`);
-    process.exitCode = 2;
+    // A wrong value or id is bad usage; anything else (an unreachable database, a failed write) a failure.
+    const usage =
+      err instanceof ConfigError ||
+      (err instanceof AppError && ['INVALID_REQUEST', 'NOT_FOUND', 'FORBIDDEN'].includes(err.code));
+    process.exitCode = usage ? 2 : 1;
   }
 }
 

@@ -274,7 +274,25 @@ function migrations(kind: DbKind): Record<string, Migration> {
         }
       },
     },
-    '0006_ledger_owner': {
+    '0006_palm_confirmations': {
+      // A palm is added to an existing user only with the user's one-time code (docs/security.md).
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('palm_confirmations')
+          .addColumn('code_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .addColumn('used_at', 'bigint')
+          .execute();
+        await db.schema
+          .createIndex('palm_confirmations_user')
+          .on('palm_confirmations')
+          .column('user_id')
+          .execute();
+      },
+    },
+    '0007_ledger_owner': {
       // Ledger ids are per vendor (docs/vendor-api.md, "Ledger"): `ledger_user_id` holds the id the vendor
       // sees, `owner_id` the user's internal id (export, erasure, loyalty tier). Older rows keep theirs.
       async up(db: Kysely<unknown>) {
@@ -283,7 +301,7 @@ function migrations(kind: DbKind): Record<string, Migration> {
         await db.schema.createIndex('ledger_owner').on('ledger').columns(['owner_id', 'timestamp']).execute();
       },
     },
-    '0007_idempotency_owner': {
+    '0008_idempotency_owner': {
       // Kiosk answers about a user are sealed under that user's data key and erased with the user
       // (modules/kiosk-link/idempotency.ts); expired ones are pruned by age.
       async up(db: Kysely<unknown>) {
@@ -292,13 +310,13 @@ function migrations(kind: DbKind): Record<string, Migration> {
         await db.schema.createIndex('idempotency_age').on('idempotency').column('created_at').execute();
       },
     },
-    '0008_minimum_age_source': {
+    '0009_minimum_age_source': {
       // A context may accept only a verified birth date for its age check (docs/zk-proofs.md).
       async up(db: Kysely<unknown>) {
         await db.schema.alterTable('auth_contexts').addColumn('minimum_age_source', 'text').execute();
       },
     },
-    '0009_oidc_binding': {
+    '0010_oidc_binding': {
       // Identity-provider import (modules/verification/service.ts): single-use server nonces, and each
       // (issuer, subject) bound to the one user who imported it first.
       async up(db: Kysely<unknown>) {

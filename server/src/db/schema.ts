@@ -48,6 +48,15 @@ export interface ClaimCodesTable {
   used_at: number | null;
 }
 
+/** One-time codes a user gets at `POST /v1/palms/confirm` to let a palm be added (docs/security.md). */
+export interface PalmConfirmationsTable {
+  code_hash: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
 export interface PalmsTable {
   id: string;
   user_id: string;
@@ -116,7 +125,7 @@ export interface OidcSubjectsTable {
 export interface LedgerTable {
   id: string;
   ledger_user_id: string;
-  /** The user's internal ledger id (`users.ledger_id`), never disclosed; null only before migration 0006. */
+  /** The user's internal ledger id (`users.ledger_id`), never disclosed; null only before migration 0007. */
   owner_id: string | null;
   vendor_id: string;
   context_id: string;
@@ -235,6 +244,7 @@ export interface DB {
   zk_openings: ZkOpeningsTable;
   attestations: AttestationsTable;
   auth_context_predicates: AuthContextPredicatesTable;
+  palm_confirmations: PalmConfirmationsTable;
 }
 
 /** A database handle or an open transaction: services accept either. */

@@ -10,6 +10,8 @@ export interface HubEvents {
   'scan.request': { vendorId: string; pvsId: string | null; authId: string };
   'scan.cancel': { vendorId: string; pvsId: string | null; authId: string };
   'gallery.changed': { userId: string; action: 'add' | 'remove' };
+  /** A kiosk (`pvs`, by pvs id) or a vendor's keys (`vendor`, by vendor id) were revoked (admin CLI). */
+  'credential.revoked': { kind: 'pvs' | 'vendor'; id: string };
 }
 
 export const HUB_TOPICS = [
@@ -17,6 +19,7 @@ export const HUB_TOPICS = [
   'scan.request',
   'scan.cancel',
   'gallery.changed',
+  'credential.revoked',
 ] as const satisfies readonly (keyof HubEvents)[];
 
 /** Where an event came from: the `instanceId` of the publishing hub (this one, or another server instance). */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
+import { palmConfirmationCodeSchema } from './palms.ts';
 
 /** Vendor-side user management (docs/vendor-api.md, "User management": /api/v1/mpc/users/*). */
 const attributesMap = z
@@ -11,7 +12,13 @@ export const mpcCreateBodySchema = z
   .object({ attributes: attributesMap.optional(), palms: palms.optional() })
   .strict();
 export const mpcUpdateBodySchema = z
-  .object({ user_id: uuidSchema, attributes: attributesMap.optional(), palms: palms.optional() })
+  .object({
+    user_id: uuidSchema,
+    attributes: attributesMap.optional(),
+    palms: palms.optional(),
+    /** Required with `palms`: the user's one-time code from `POST /v1/palms/confirm`. */
+    confirmation_code: palmConfirmationCodeSchema.optional(),
+  })
   .strict();
 export const mpcUserRefSchema = z.object({ user_id: uuidSchema }).strict();
 

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { authResultSchema } from '../api/auth-contexts.ts';
 import { handSchema, templateB64Schema, uuidSchema } from '../api/common.ts';
+import { palmConfirmationCodeSchema } from '../api/palms.ts';
+import { passesLiveness } from '../palm/liveness.ts';
 
 /** /ws/pvs: kiosk agent ↔ server (docs/websocket.md). */
 const sample = z.object({
@@ -31,8 +33,21 @@ export const pvsMethods = {
   },
   enroll: {
     /** One sample, plus optional further samples (both hands, several captures) enrolled together. */
-    params: sample.extend({ samples: z.array(sample).max(9).optional() }).strict(),
-    result: z.object({ user_id: z.string(), claim_code: z.string(), expires_at: z.string() }),
+    params: sample
+      .extend({
+        samples: z.array(sample).max(9).optional(),
+        /**
+         * The user's one-time code from `POST /v1/palms/confirm`: the palm is added to that user, at any
+         * kiosk. Without it a new user is enrolled (kiosks without a vendor only).
+         */
+        confirmation_code: palmConfirmationCodeSchema.optional(),
+      })
+      .strict(),
+    /** A new user: `{user_id, claim_code, expires_at}`; palms added with a code: `{added, hands}`. */
+    result: z.union([
+      z.object({ user_id: z.string(), claim_code: z.string(), expires_at: z.string() }),
+      z.object({ added: z.literal(true), hands: z.array(handSchema) }),
+    ]),
   },
   identify: {
     /**
@@ -42,7 +57,7 @@ export const pvsMethods = {
     params: sample
       .extend({ auth_id: uuidSchema, template: templateB64Schema.optional() })
       .strict()
-      .refine((p) => p.template !== undefined || p.liveness < 0.5, {
+      .refine((p) => p.template !== undefined || !passesLiveness(p.liveness), {
         path: ['template'],
         message: 'template is required unless liveness is below 0.5',
       }),

@@ -3,6 +3,7 @@ import { access, stat, writeFile } from 'node:fs/promises';
 import { dirname, extname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CaptureProgress } from '../../driver/scanner-driver.ts';
+import { processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
 
 async function savePng(
@@ -76,8 +77,15 @@ export function registerCapture(program: Command, ctx: CliContext): void {
     .option('--timeout <s>', 'seconds to wait for a palm and the capture', (v) => Number(v))
     .option('--no-progress', 'no progress bar')
     .option('--json', 'print the result as JSON')
+    .option(
+      '--check',
+      "also run the palm pipeline under the configured sensor profile (config key 'sensor') and report its verdict",
+    )
     .action(
-      async (opts: { out: string; timeout?: number; progress: boolean; json?: boolean }, cmd: Command) => {
+      async (
+        opts: { out: string; timeout?: number; progress: boolean; json?: boolean; check?: boolean },
+        cmd: Command,
+      ) => {
         if (opts.timeout !== undefined && !(opts.timeout > 0))
           throw new CliError('--timeout must be a positive number of seconds', EXIT.USAGE);
         const ext = extname(opts.out).toLowerCase();
@@ -109,14 +117,28 @@ export function registerCapture(program: Command, ctx: CliContext): void {
             const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
             throw new CliError(`cannot write ${out}: ${first}`, EXIT.FAILED);
           }
+          let check: Record<string, unknown> | undefined;
+          if (opts.check) {
+            const sensor = loaded.config.sensor;
+            const r = await processCapture(img, { sensor });
+            check = r.ok
+              ? { sensor, ok: true, hand: r.hand, quality: r.quality, liveness: r.liveness }
+              : { sensor, ok: false, reason: r.reason, message: r.message };
+          }
           if (opts.json) {
             ctx.io.out(
-              `${JSON.stringify({ file: out, width: img.width, height: img.height, captureId: img.captureId, durationMs: img.durationMs })}\n`,
+              `${JSON.stringify({ file: out, width: img.width, height: img.height, captureId: img.captureId, durationMs: img.durationMs, ...(check ? { check } : {}) })}\n`,
             );
           } else {
             ctx.io.out(
               `saved ${out} (${img.width}×${img.height}, 8-bit gray, ${(img.durationMs / 1000).toFixed(1)} s)\n`,
             );
+            if (check)
+              ctx.io.out(
+                check.ok
+                  ? `palm pipeline (sensor ${check.sensor}): ok, ${check.hand} hand, quality ${check.quality}, liveness ${check.liveness}\n`
+                  : `palm pipeline (sensor ${check.sensor}): refused, ${check.message} (${check.reason})\n`,
+              );
           }
         } finally {
           reporter.stop();

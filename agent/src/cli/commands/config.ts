@@ -8,7 +8,22 @@ import {
   parseConfigValue,
   writeConfigKey,
 } from '../../config.ts';
+import { SENSOR_NAMES, SENSOR_PROFILES } from '../../palm/sensor-profiles.ts';
 import type { CliContext } from '../context.ts';
+
+/** `agent config --help`: the sensor profiles and what each one's liveness check detects. */
+export function sensorProfilesHelp(): string {
+  const lines = ['', 'Sensor profiles (agent config set sensor <profile>; docs/palm-pipeline.md):'];
+  for (const n of SENSOR_NAMES) {
+    const p = SENSOR_PROFILES[n];
+    lines.push(
+      `  ${n}: ${p.summary}`,
+      `    liveness cues: ${p.cues.join(', ')}`,
+      `    detects: ${p.detects}`,
+    );
+  }
+  return lines.join('\n');
+}
 
 const SECRET_KEYS: ConfigKey[] = ['deviceToken'];
 
@@ -28,7 +43,8 @@ function assertKey(key: string): ConfigKey {
 export function registerConfig(program: Command, ctx: CliContext): void {
   const config = program
     .command('config')
-    .description('show or change the agent configuration (defaults → file → PALMID_* env → flags)');
+    .description('show or change the agent configuration (defaults → file → PALMID_* env → flags)')
+    .addHelpText('after', sensorProfilesHelp());
 
   config
     .command('show')

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
 import type { Command } from 'commander';
 import { processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
@@ -28,14 +29,21 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
   program
     .command('enroll')
     .description(
-      'enrol a new user at this kiosk: capture palms, then show a one-time claim code (redeem at POST /v1/session)',
+      'enrol a new user at this kiosk: capture palms, then show a one-time claim code (redeem at POST /v1/session); with --code, add the palms to the user who gave the code',
     )
     .option('--hands <list>', 'hands to capture, in order', 'right,left')
     .option('--samples <n>', 'captures per hand', (v) => Number(v), 2)
     .option('--max-attempts <n>', 'captures per sample before giving up', (v) => Number(v), 6)
+    .option(
+      '--code <confirmation_code>',
+      "add the palms to an existing user: the user's one-time code from POST /v1/palms/confirm (any kiosk)",
+    )
     .option('--json', 'print the result as JSON')
     .action(
-      async (opts: { hands: string; samples: number; maxAttempts: number; json?: boolean }, cmd: Command) => {
+      async (
+        opts: { hands: string; samples: number; maxAttempts: number; code?: string; json?: boolean },
+        cmd: Command,
+      ) => {
         const hands = parseHands(opts.hands);
         if (!Number.isInteger(opts.samples) || opts.samples < 1 || opts.samples * hands.length > 10) {
           throw new CliError('--samples must be a positive integer (at most 10 captures in all)', EXIT.USAGE);
@@ -45,7 +53,8 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         const log = (line: string) => ctx.io.err(`${line}\n`);
         const stop = new AbortController();
         process.once('SIGINT', () => stop.abort());
-        // The server first: a refused token or a kiosk bound to a vendor is told before anyone holds a palm.
+        // The server first: a refused token, or a kiosk bound to a vendor without --code, is told before anyone
+        // holds a palm.
         const uplink = kioskUplink(loaded, id, undefined, () => undefined, 'enrol');
         let hello: { vendor_id: string | null };
         try {
@@ -54,10 +63,10 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
           await uplink.stop();
           throw err;
         }
-        if (hello.vendor_id !== null) {
+        if (hello.vendor_id !== null && !opts.code) {
           await uplink.stop();
           throw new CliError(
-            `this kiosk is bound to vendor ${hello.vendor_id}: only kiosks without a vendor enrol users (docs/kiosk-install.md)`,
+            `this kiosk is bound to vendor ${hello.vendor_id}: only kiosks without a vendor enrol new users; add a palm to an existing user with --code (docs/kiosk-install.md)`,
             EXIT.USAGE,
           );
         }
@@ -74,7 +83,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
               let got: Sample | undefined;
               for (let attempt = 1; attempt <= opts.maxAttempts && !got; attempt++) {
                 const frame = await driver.capture({ signal: stop.signal });
-                const p = await processCapture(frame);
+                const p = await processCapture(frame, { sensor: loaded.config.sensor });
                 if (!p.ok) {
                   log(`  ${p.message}; again please.`);
                   if (p.reason === 'liveness_failed')
@@ -89,7 +98,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                   template: Buffer.from(p.template).toString('base64'),
                   hand: p.hand,
                   quality: p.quality / 100,
-                  liveness: p.liveness / 100,
+                  liveness: livenessToWire(p.liveness),
                 };
               }
               if (!got)
@@ -112,11 +121,17 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
           // One request id for the whole enrolment: a retry after a dropped link cannot create two users.
           const res = await uplink.call(
             'enroll',
-            { ...first, ...(rest.length > 0 ? { samples: rest } : {}) },
+            {
+              ...first,
+              ...(rest.length > 0 ? { samples: rest } : {}),
+              ...(opts.code ? { confirmation_code: opts.code } : {}),
+            },
             { id: `enroll:${randomUUID()}`, timeoutMs: 30_000 },
           );
           if (opts.json) ctx.io.out(`${JSON.stringify(res)}\n`);
-          else {
+          else if ('added' in res) {
+            ctx.io.out(`\n  Your ${res.hands.join(' and ')} palm is now registered to your account.\n\n`);
+          } else {
             ctx.io.out(`\n  Your claim code:  ${res.claim_code}\n\n`);
             ctx.io.out(
               `  Redeem it within 15 minutes in the palmid portal (or POST /v1/session) to manage your data.\n`,

@@ -132,7 +132,9 @@ export function registerRun(program: Command, ctx: CliContext): void {
         ctx.exitCode = EXIT.USAGE;
         stop.abort();
       });
-      const daemon = new KioskDaemon(driver, processCapture, uplink, {
+      const sensor = loaded.config.sensor;
+      log(`sensor profile ${sensor}`);
+      const daemon = new KioskDaemon(driver, (frame) => processCapture(frame, { sensor }), uplink, {
         maxAttempts: opts.maxAttempts,
         display: (line) => ctx.io.out(`[kiosk] ${line}\n`),
       });

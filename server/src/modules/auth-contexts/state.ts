@@ -10,6 +10,7 @@ import {
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext, VendorPrincipal } from '../../context.ts';
 import { Keyring, open, seal } from '../../crypto/keyring.ts';
+import { inBatches } from '../../db/batches.ts';
 import type { Db } from '../../db/index.ts';
 import { findKiosk } from '../pvs/service.ts';
 import { savePredicates } from '../verification/zk.ts';
@@ -272,24 +273,21 @@ export async function resealResults(
 ): Promise<{ resealed: number; already: number }> {
   const report = { resealed: 0, already: 0 };
   const [old, next] = [{ keyring: from }, { keyring: to }];
-  for (let after = ''; ; ) {
-    const rows = await authContextStore(db).sealedResultsAfter(after, batch);
-    if (rows.length === 0) break;
-    await db.transaction().execute(async (trx) => {
-      const store = authContextStore(trx);
-      for (const r of rows) {
-        if (Keyring.opens(() => openResult(next, r.id, r.resultEnc))) {
-          report.already++;
-          continue;
-        }
-        const sealed = sealResult(next, r.id, openResult(old, r.id, r.resultEnc));
-        openResult(next, r.id, sealed); // prove the new seal before writing it
-        await store.replaceSealedResult(r.id, r.resultEnc, sealed);
-        report.resealed++;
+  await inBatches(db, {
+    batch,
+    page: (after, limit) => authContextStore(db).sealedResultsAfter(after, limit),
+    key: (r) => r.id,
+    progress: (done) => progress('auth results', done),
+    each: async (trx, r) => {
+      if (Keyring.opens(() => openResult(next, r.id, r.resultEnc))) {
+        report.already++;
+        return;
       }
-    });
-    after = rows.at(-1)!.id;
-    progress('auth results', report.resealed + report.already);
-  }
+      const sealed = sealResult(next, r.id, openResult(old, r.id, r.resultEnc));
+      openResult(next, r.id, sealed); // prove the new seal before writing it
+      await authContextStore(trx).replaceSealedResult(r.id, r.resultEnc, sealed);
+      report.resealed++;
+    },
+  });
   return report;
 }

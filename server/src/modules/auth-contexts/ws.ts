@@ -1,3 +1,4 @@
+import { AppError } from '@palmid/shared/errors.ts';
 import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
 import { VENDOR_AUTH_DEADLINE_MS, vendorAuthMethod, vendorMethods } from '@palmid/shared/ws/vendor.ts';
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
@@ -5,49 +6,73 @@ import type { RawData, WebSocket } from 'ws';
 import type { AppContext, VendorPrincipal } from '../../context.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
+import { guardHandlers } from '../revocation/watcher.ts';
 import { authenticateVendor } from '../vendors/service.ts';
 import { currentState, loadVendorContext } from './state.ts';
 
 type KeyCheck = { vendor: VendorPrincipal } | { refused: 'invalid' | 'too_many_failures' };
 
-/** A valid key with the `auth` scope; failures count against the client IP (CredentialGuard). */
+/**
+ * A valid key with the `auth` scope. A valid key is always served; failures count against (client IP,
+ * key prefix) and past the budget are refused as too_many_failures (CredentialGuard).
+ */
 async function vendorForKey(ctx: AppContext, ip: string, apiKey: unknown): Promise<KeyCheck> {
   const guard = new CredentialGuard(ctx);
-  if ((await guard.blockedFor(ip)) > 0) return { refused: 'too_many_failures' };
   const vendor = await authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV).catch(
     () => undefined,
   );
   if (!vendor) {
-    await guard.failed(ip);
-    return { refused: 'invalid' };
+    return { refused: (await guard.failed(ip, apiKey)) > 0 ? 'too_many_failures' : 'invalid' };
   }
   return vendor.scopes.includes('auth') ? { vendor } : { refused: 'invalid' };
 }
 
+/**
+ * Serves an authenticated vendor socket. Its key must still be active before anything is sent on it
+ * (docs/security.md, "Revocation is immediate"); `subscribe` counts against the key's auth-route limit.
+ */
 function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal, log: FastifyBaseLogger) {
+  const live = () => ctx.revocations.isLive('api_key', vendor.keyId);
   const rpc = serveRpc(
     socket,
     vendorMethods,
-    {
-      subscribe: async ({ auth_id }) => {
-        const c = await loadVendorContext(ctx.database.db, vendor.id, auth_id);
-        const { status, result } = currentState(ctx, c);
-        return { auth_id: c.id, status, ...(result ? { auth_result: result } : {}) };
+    guardHandlers(
+      {
+        subscribe: async ({ auth_id }) => {
+          const limit = await ctx.rateLimits.consume('auth', vendor.keyId);
+          if (!limit.allowed) {
+            throw new AppError('RATE_LIMITED', 'Too many requests', {
+              reason: 'rate_limited',
+              retry_after_s: limit.retryAfterS,
+            });
+          }
+          const c = await loadVendorContext(ctx.database.db, vendor.id, auth_id);
+          const { status, result } = currentState(ctx, c);
+          return { auth_id: c.id, status, ...(result ? { auth_result: result } : {}) };
+        },
+        ping: async () => ({ pong: true as const, time: new Date(ctx.now()).toISOString() }),
       },
-      ping: async () => ({ pong: true as const, time: new Date(ctx.now()).toISOString() }),
-    },
+      live,
+    ),
     log,
   );
+  // Notifications keep their order: each waits for the previous one's credential check.
+  let delivered: Promise<void> = Promise.resolve();
   const off = ctx.events.subscribe('auth.updated', (e) => {
     if (e.vendorId !== vendor.id) return;
-    rpc.send({
-      method: 'auth.updated',
-      params: {
-        auth_id: e.authId,
-        status: e.status,
-        ...(e.auth_result ? { auth_result: e.auth_result } : {}),
-      },
-    });
+    delivered = delivered
+      .then(async () => {
+        if (socket.readyState !== socket.OPEN || !(await live())) return;
+        rpc.send({
+          method: 'auth.updated',
+          params: {
+            auth_id: e.authId,
+            status: e.status,
+            ...(e.auth_result ? { auth_result: e.auth_result } : {}),
+          },
+        });
+      })
+      .catch((err: unknown) => log.error({ err }, 'auth.updated delivery failed'));
   });
   socket.on('close', off);
 }
@@ -107,6 +132,7 @@ function awaitAuthFrame(ctx: AppContext, socket: WebSocket, ip: string, log: Fas
       const vendor = check.vendor;
       if (socket.readyState !== socket.OPEN) return;
       socket.off('message', onMessage);
+      if (!ctx.sockets.admit('api_key', vendor.keyId, socket)) return;
       send({ id: frame.id, result: { vendor_id: vendor.id, name: vendor.name, mode: vendor.mode } });
       serveVendor(ctx, socket, vendor, log);
       for (const [d, b] of early) socket.emit('message', d, b);
@@ -139,7 +165,8 @@ export const vendorSocketRoutes: FastifyPluginAsync = async (app) => {
         );
         return;
       }
-      serveVendor(ctx, socket, check.vendor, request.log);
+      if (ctx.sockets.admit('api_key', check.vendor.keyId, socket))
+        serveVendor(ctx, socket, check.vendor, request.log);
       return;
     }
     awaitAuthFrame(ctx, socket, request.ip, request.log);

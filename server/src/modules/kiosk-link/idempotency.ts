@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.ts';
 import { type Keyring, open, seal } from '../../crypto/keyring.ts';
+import { inBatches } from '../../db/batches.ts';
 import type { Db } from '../../db/index.ts';
 import { dataKeyOf } from '../users/service.ts';
 
@@ -85,34 +86,33 @@ export async function resealAnswers(
     .executeTakeFirst();
   report.expired = Number(dropped.numDeletedRows);
   const ctxAt = (keyring: Keyring) => ({ keyring, now: () => now }) as AppContext;
-  for (let after = ''; ; ) {
-    const rows = await db
-      .selectFrom('idempotency')
-      .selectAll()
-      .where('key', '>', after)
-      .where('user_id', 'is', null)
-      .orderBy('key')
-      .limit(batch)
-      .execute();
-    if (rows.length === 0) break;
-    await db.transaction().execute(async (trx) => {
-      for (const r of rows) {
-        if (await recallAnswer(ctxAt(to), trx, r.key).catch(() => undefined)) {
-          report.already++;
-          continue;
-        }
-        const answer = await recallAnswer(ctxAt(from), trx, r.key);
-        const sealed = seal(to.derive('idempotency'), Buffer.from(JSON.stringify(answer), 'utf8'), r.key);
-        await trx
-          .updateTable('idempotency')
-          .set({ response: sealed.toString('base64') })
-          .where('key', '=', r.key)
-          .where('response', '=', r.response)
-          .execute();
-        report.resealed++;
+  await inBatches(db, {
+    batch,
+    page: (after, limit) =>
+      db
+        .selectFrom('idempotency')
+        .selectAll()
+        .where('key', '>', after)
+        .where('user_id', 'is', null)
+        .orderBy('key')
+        .limit(limit)
+        .execute(),
+    key: (r) => r.key,
+    each: async (trx, r) => {
+      if (await recallAnswer(ctxAt(to), trx, r.key).catch(() => undefined)) {
+        report.already++;
+        return;
       }
-    });
-    after = rows.at(-1)!.key;
-  }
+      const answer = await recallAnswer(ctxAt(from), trx, r.key);
+      const sealed = seal(to.derive('idempotency'), Buffer.from(JSON.stringify(answer), 'utf8'), r.key);
+      await trx
+        .updateTable('idempotency')
+        .set({ response: sealed.toString('base64') })
+        .where('key', '=', r.key)
+        .where('response', '=', r.response)
+        .execute();
+      report.resealed++;
+    },
+  });
   return report;
 }

@@ -1,8 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { redisUnavailable, startRedis, type TestRedis } from '../../../../test/support/redis.ts';
 import { createTestApp, type TestApp } from '../../testing.ts';
 import { KioskLockout, LOCK_MS, MAX_FAILURES, WINDOW_MS } from './lockout.ts';
 
-/** The lock is stored, not remembered: another instance (or the same one after a restart) sees it. */
+/**
+ * The lock is stored, not remembered: another instance (or the same one after a restart) sees it. The
+ * failures are counted by rate-limiter-flexible (Redis-backed when REDIS_URL is set).
+ */
 describe('kiosk lockout', () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -30,14 +35,22 @@ describe('kiosk lockout', () => {
   });
 
   it('failures outside the window and a success in between reset the count', async () => {
-    const l = new KioskLockout(t.ctx.database.db);
-    let now = 5_000_000;
-    for (let i = 0; i < MAX_FAILURES - 1; i++) await attempt(l, 'k3', true, now);
-    now += WINDOW_MS + 1;
-    for (let i = 0; i < MAX_FAILURES - 1; i++) expect(await attempt(l, 'k3', true, now)).toBe(0);
-    await attempt(l, 'k3', false, now);
-    for (let i = 0; i < MAX_FAILURES - 1; i++) expect(await attempt(l, 'k3', true, now)).toBe(0);
-    expect(await l.lockedFor('k3', now)).toBe(0);
+    // The failure window is rate-limiter-flexible's, on the system clock: move it with `now`.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const l = new KioskLockout(t.ctx.database.db);
+      let now = 5_000_000;
+      vi.setSystemTime(now);
+      for (let i = 0; i < MAX_FAILURES - 1; i++) await attempt(l, 'k3', true, now);
+      now += WINDOW_MS + 1;
+      vi.setSystemTime(now);
+      for (let i = 0; i < MAX_FAILURES - 1; i++) expect(await attempt(l, 'k3', true, now)).toBe(0);
+      await attempt(l, 'k3', false, now);
+      for (let i = 0; i < MAX_FAILURES - 1; i++) expect(await attempt(l, 'k3', true, now)).toBe(0);
+      expect(await l.lockedFor('k3', now)).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('parallel attempts cannot slip past the limit', async () => {
@@ -47,5 +60,40 @@ describe('kiosk lockout', () => {
     expect(waits.filter((w) => w === 0)).toHaveLength(MAX_FAILURES);
     await Promise.all(waits.filter((w) => w === 0).map(() => l.settle('k4', true, now)));
     expect(await l.lockedFor('k4', now)).toBe(LOCK_MS);
+  });
+});
+
+const noRedis = redisUnavailable();
+(noRedis ? describe.skip : describe)(`kiosk lockout with Redis${noRedis ? ` (${noRedis})` : ''}`, () => {
+  let t: TestApp;
+  let redis: TestRedis;
+  const clients: Redis[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    for (const c of clients) await c.quit();
+    await t?.close();
+    await redis?.stop();
+  });
+
+  it('instances sharing Redis count the failures together', async () => {
+    const instance = async () => {
+      const client = new Redis(redis.url);
+      clients.push(client);
+      await new Promise((ready) => client.once('ready', ready));
+      return new KioskLockout(t.ctx.database.db, client);
+    };
+    const [a, b] = [await instance(), await instance()];
+    const now = Date.now();
+    for (let i = 0; i < MAX_FAILURES - 1; i++) {
+      expect(await a.admit('kr', now)).toBe(0);
+      await a.settle('kr', true, now);
+    }
+    expect(await b.admit('kr', now)).toBe(0);
+    await b.settle('kr', true, now);
+    expect(await a.lockedFor('kr', now)).toBe(LOCK_MS);
+    expect(await b.admit('kr', now + 1)).toBe(LOCK_MS - 1);
   });
 });

@@ -1,28 +1,39 @@
+import {
+  type RateLimiterAbstract,
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+} from 'rate-limiter-flexible';
 import type { Db } from '../../db/index.ts';
 
 /**
- * Repeated failed palm matches on one kiosk lock it out for a while (brute-force presentation defence):
- * MAX_FAILURES failures (no_match or liveness_failed) within WINDOW_MS lock the kiosk for LOCK_MS.
+ * Repeated failed palm matches on one kiosk lock it out for a while (brute-force presentation defence,
+ * docs/reliability.md): MAX_FAILURES failures (no_match or liveness_failed) within WINDOW_MS lock the
+ * kiosk for LOCK_MS.
  *
- * The failures and the lock live in the database (`kiosk_lockouts`), so neither a server restart nor a
- * reconnect to another instance clears them. Attempts in flight are counted in memory: a kiosk has one
- * socket, to one instance.
+ * The failures are counted by rate-limiter-flexible: in Redis when REDIS_URL is set, so every instance
+ * counts together, else in this process. The lock itself is stored in the database (`kiosk_lockouts`),
+ * so neither a server restart nor a reconnect to another instance clears it. Attempts in flight are
+ * counted in memory: a kiosk has one socket, to one instance.
  */
 export const MAX_FAILURES = 5;
 export const WINDOW_MS = 60_000;
 export const LOCK_MS = 120_000;
 
-interface LockState {
-  failures: number[];
-  lockedUntil: number;
-}
-
 export class KioskLockout {
   readonly #inFlight = new Map<string, number>();
-  /** Serialises the read-modify-write of one kiosk's row within this process. */
-  readonly #queue = new Map<string, Promise<unknown>>();
+  readonly #failures: RateLimiterAbstract;
 
-  constructor(private readonly db: Db) {}
+  /** `redis`: the ioredis client of the process (AppContext.redis), when there is one. */
+  constructor(
+    private readonly db: Db,
+    redis?: unknown,
+  ) {
+    const opts = { points: MAX_FAILURES, duration: WINDOW_MS / 1000, keyPrefix: 'palmid:kiosk-failures' };
+    this.#failures = redis
+      ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true })
+      : new RateLimiterMemory(opts);
+  }
 
   /**
    * Admits one attempt, or returns how many ms to wait. Attempts still in flight count as possible failures,
@@ -33,15 +44,16 @@ export class KioskLockout {
     const inFlight = this.#inFlight.get(pvsId) ?? 0;
     // reserve the slot before the first await, so parallel calls see each other
     this.#inFlight.set(pvsId, inFlight + 1);
-    const state = await this.#load(pvsId);
-    const wait =
-      state.lockedUntil > now
-        ? state.lockedUntil - now
-        : state.failures.filter((t) => t > now - WINDOW_MS).length + inFlight >= MAX_FAILURES
-          ? 1000
-          : 0;
-    if (wait > 0) this.#release(pvsId);
-    return wait;
+    try {
+      const lockedUntil = await this.#lockedUntil(pvsId);
+      const failures = (await this.#failures.get(pvsId))?.consumedPoints ?? 0;
+      const wait = lockedUntil > now ? lockedUntil - now : failures + inFlight >= MAX_FAILURES ? 1000 : 0;
+      if (wait > 0) this.#release(pvsId);
+      return wait;
+    } catch (err) {
+      this.#release(pvsId);
+      throw err;
+    }
   }
 
   /** Ends an admitted attempt: `failed` true/false records the outcome, undefined records nothing. */
@@ -54,27 +66,23 @@ export class KioskLockout {
   }
 
   async lockedFor(pvsId: string, now: number): Promise<number> {
-    const { lockedUntil } = await this.#load(pvsId);
+    const lockedUntil = await this.#lockedUntil(pvsId);
     return lockedUntil > now ? lockedUntil - now : 0;
   }
 
-  record(pvsId: string, failed: boolean, now: number): Promise<void> {
-    return this.#serial(pvsId, async () => {
-      const state = await this.#load(pvsId);
-      if (!failed) {
-        if (state.failures.length > 0)
-          await this.#save(pvsId, { failures: [], lockedUntil: state.lockedUntil });
-        return;
-      }
-      const recent = state.failures.filter((t) => t > now - WINDOW_MS);
-      recent.push(now);
-      await this.#save(
-        pvsId,
-        recent.length >= MAX_FAILURES
-          ? { failures: [], lockedUntil: now + LOCK_MS }
-          : { failures: recent, lockedUntil: state.lockedUntil },
-      );
+  /** A success clears the count; the failure that reaches MAX_FAILURES locks the kiosk. */
+  async record(pvsId: string, failed: boolean, now: number): Promise<void> {
+    if (!failed) {
+      await this.#failures.delete(pvsId);
+      return;
+    }
+    const res = await this.#failures.consume(pvsId).catch((rejected: unknown) => {
+      if (rejected instanceof RateLimiterRes) return rejected; // over the limit: lock again
+      throw rejected;
     });
+    if (res.consumedPoints < MAX_FAILURES) return;
+    await this.#lock(pvsId, now + LOCK_MS);
+    await this.#failures.delete(pvsId);
   }
 
   #release(pvsId: string): void {
@@ -83,30 +91,17 @@ export class KioskLockout {
     else this.#inFlight.delete(pvsId);
   }
 
-  async #serial<T>(pvsId: string, fn: () => Promise<T>): Promise<T> {
-    const before = this.#queue.get(pvsId) ?? Promise.resolve();
-    const run = before.then(fn, fn);
-    const tail = run.catch(() => undefined);
-    this.#queue.set(pvsId, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.#queue.get(pvsId) === tail) this.#queue.delete(pvsId);
-    }
-  }
-
-  async #load(pvsId: string): Promise<LockState> {
+  async #lockedUntil(pvsId: string): Promise<number> {
     const row = await this.db
       .selectFrom('kiosk_lockouts')
-      .select(['failures', 'locked_until'])
+      .select('locked_until')
       .where('pvs_id', '=', pvsId)
       .executeTakeFirst();
-    if (!row) return { failures: [], lockedUntil: 0 };
-    return { failures: JSON.parse(row.failures) as number[], lockedUntil: Number(row.locked_until) };
+    return row ? Number(row.locked_until) : 0;
   }
 
-  async #save(pvsId: string, s: LockState): Promise<void> {
-    const values = { failures: JSON.stringify(s.failures), locked_until: s.lockedUntil };
+  async #lock(pvsId: string, until: number): Promise<void> {
+    const values = { failures: '[]', locked_until: until };
     await this.db
       .insertInto('kiosk_lockouts')
       .values({ pvs_id: pvsId, ...values })

@@ -1,5 +1,4 @@
 import { AppError } from '@palmid/shared/errors.ts';
-import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
 import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
 import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import type { FastifyPluginAsync } from 'fastify';
@@ -11,7 +10,8 @@ import { loadContext, markScanning, openContexts, publishUpdate } from '../auth-
 import type { AuthContext } from '../auth-contexts/store.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { authenticatePvs, type PvsPrincipal, touchPvs } from '../pvs/service.ts';
-import { addPalm, createClaimCode, createUser } from '../users/service.ts';
+import { guardHandlers } from '../revocation/watcher.ts';
+import { enrolAtKiosk } from './enrol.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 import { KioskLockout } from './lockout.ts';
 
@@ -33,20 +33,19 @@ function servesContext(pvs: PvsPrincipal, c: Pick<AuthContext, 'vendorId' | 'pvs
 
 export const pvsRoutes: FastifyPluginAsync = async (app) => {
   const ctx = app.ctx;
-  const lockout = new KioskLockout(ctx.database.db);
+  const lockout = new KioskLockout(ctx.database.db, ctx.redis);
 
   const guard = new CredentialGuard(ctx);
   const principals = new WeakMap<object, PvsPrincipal | 'too_many_failures'>();
   // Authentication happens before the upgrade completes, so the socket handler can attach its message
   // listener synchronously and no early frame (the agent's hello) is lost. Failures count per client IP.
+  // A valid token is always served; a failing one counts against (IP, prefix) and, past the budget, is
+  // refused as too_many_failures instead of unauthorized (docs/security.md).
   const preValidation = async (request: { headers: Record<string, unknown>; raw: object; ip: string }) => {
-    if ((await guard.blockedFor(request.ip)) > 0) {
-      principals.set(request.raw, 'too_many_failures');
-      return;
-    }
-    const pvs = await authenticatePvs(ctx.database.db, request.headers.authorization).catch(() => undefined);
+    const header = request.headers.authorization;
+    const pvs = await authenticatePvs(ctx.database.db, header).catch(() => undefined);
     if (pvs) principals.set(request.raw, pvs);
-    else await guard.failed(request.ip);
+    else if ((await guard.failed(request.ip, header)) > 0) principals.set(request.raw, 'too_many_failures');
   };
 
   app.get('/ws/pvs', { websocket: true, preValidation, schema: { hide: true } }, (socket, request) => {
@@ -55,12 +54,16 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
       socket.close(CLOSE_POLICY, pvs ?? 'unauthorized');
       return;
     }
+    // At most two sockets per kiosk; all of them close when the kiosk is revoked (docs/security.md).
+    if (!ctx.sockets.admit('pvs', pvs.id, socket)) return;
+    const live = () => ctx.revocations.isLive('pvs', pvs.id);
     const log = request.log.child({ pvs_id: pvs.id });
     const caller = callerOf(request);
     let unregister: (() => void) | undefined;
     const unsubscribers: (() => void)[] = [];
 
     const push = async (c: AuthContext) => {
+      if (!(await live())) return;
       const scanning = await markScanning(ctx, ctx.database.db, c);
       if (!scanning) return;
       if (scanning.status !== c.status) publishUpdate(ctx, scanning);
@@ -78,147 +81,111 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
     const rpc = serveRpc(
       socket,
       pvsMethods,
-      {
-        hello: async (params) => {
-          if (params.pvs_id !== pvs.id)
-            throw new AppError('FORBIDDEN', 'pvs_id does not match the device token', {
-              field: 'pvs_id',
-              reason: 'mismatch',
-            });
-          await touchPvs(ctx.database.db, pvs.id, ctx.now());
-          if (!unregister && params.mode !== 'enrol') {
-            unregister = ctx.kiosks.register({
-              pvsId: pvs.id,
-              vendorId: pvs.vendorId,
-              send: (m) => rpc.send(m),
-            });
-            unsubscribers.push(
-              ctx.events.subscribe('scan.request', (e) => {
-                if (!servesContext(pvs, e)) return;
-                void loadContext(ctx.database.db, e.authId)
-                  .then((row) => (row ? push(row) : undefined))
-                  .catch((err: unknown) => log.error({ err }, 'scan.request push failed'));
-              }),
-              ctx.events.subscribe('scan.cancel', (e) => {
-                if (servesContext(pvs, e)) {
-                  rpc.send({ method: 'scan.cancel', params: { auth_id: e.authId } });
-                }
-              }),
-            );
-            // Contexts created while the kiosk was away are delivered now.
-            setImmediate(() => {
-              void openContexts(ctx, pvs.vendorId, (c) => servesContext(pvs, c))
-                .then(async (rows) => {
-                  for (const row of rows) await push(row);
-                })
-                .catch((err: unknown) => log.error({ err }, 'backlog push failed'));
-            });
-          }
-          log.info({ agent_version: params.agent_version, firmware: params.firmware }, 'kiosk connected');
-          return {
-            pvs_id: pvs.id,
-            vendor_id: pvs.vendorId,
-            server_version: ctx.version,
-            time: new Date(ctx.now()).toISOString(),
-          };
-        },
-
-        heartbeat: async () => {
-          await touchPvs(ctx.database.db, pvs.id, ctx.now());
-          return { time: new Date(ctx.now()).toISOString() };
-        },
-
-        enroll: async (params, id) => {
-          if (pvs.vendorId !== null) {
-            throw new AppError('FORBIDDEN', 'Only kiosks without a vendor enrol users', {
-              reason: 'vendor_kiosk',
-            });
-          }
-          const samples = [params, ...(params.samples ?? [])];
-          for (const s of samples) {
-            if (!passesLiveness(s.liveness))
-              throw new AppError('INVALID_REQUEST', 'A sample failed the liveness check', {
-                field: 'liveness',
-                reason: 'liveness_failed',
+      guardHandlers(
+        {
+          hello: async (params) => {
+            if (params.pvs_id !== pvs.id)
+              throw new AppError('FORBIDDEN', 'pvs_id does not match the device token', {
+                field: 'pvs_id',
+                reason: 'mismatch',
               });
-          }
-          const templates = samples.map((s) => ({
-            hand: s.hand,
-            template: templateBytesFromBase64(s.template),
-          }));
-          for (const t of templates) ctx.matcher.validate(t.template);
-          const key = `pvs:${pvs.id}:enroll:${id}`;
-          const { answer, added } = await ctx.database.db.transaction().execute(async (trx) => {
-            const previous = await recallAnswer(ctx, trx, key);
-            if (previous)
-              return {
-                answer: previous as { user_id: string; claim_code: string; expires_at: string },
-                added: [],
-              };
-            const user = await createUser(ctx, trx, null);
-            const palms = [];
-            for (const t of templates)
-              palms.push({ ...t, palmId: await addPalm(ctx, trx, user.id, user.dataKey, t) });
-            const code = await createClaimCode(ctx, trx, user.id);
-            const out = { user_id: user.id, claim_code: code.claim_code, expires_at: code.expires_at };
-            await rememberAnswer(ctx, trx, key, out, { userId: user.id, dataKey: user.dataKey });
-            return { answer: out, added: palms.map((p) => ({ ...p, userId: user.id })) };
-          });
-          for (const p of added) ctx.gallery.add(p);
-          if (added.length > 0)
-            ctx.events.publish('gallery.changed', { userId: answer.user_id, action: 'add' });
-          return answer;
-        },
+            await touchPvs(ctx.database.db, pvs.id, ctx.now());
+            if (!unregister && params.mode !== 'enrol') {
+              unregister = ctx.kiosks.register({
+                pvsId: pvs.id,
+                vendorId: pvs.vendorId,
+                send: (m) => rpc.send(m),
+              });
+              unsubscribers.push(
+                ctx.events.subscribe('scan.request', (e) => {
+                  if (!servesContext(pvs, e)) return;
+                  void loadContext(ctx.database.db, e.authId)
+                    .then((row) => (row ? push(row) : undefined))
+                    .catch((err: unknown) => log.error({ err }, 'scan.request push failed'));
+                }),
+                ctx.events.subscribe('scan.cancel', (e) => {
+                  if (!servesContext(pvs, e)) return;
+                  void live()
+                    .then((ok) => ok && rpc.send({ method: 'scan.cancel', params: { auth_id: e.authId } }))
+                    .catch((err: unknown) => log.error({ err }, 'scan.cancel push failed'));
+                }),
+              );
+              // Contexts created while the kiosk was away are delivered now.
+              setImmediate(() => {
+                void openContexts(ctx, pvs.vendorId, (c) => servesContext(pvs, c))
+                  .then(async (rows) => {
+                    for (const row of rows) await push(row);
+                  })
+                  .catch((err: unknown) => log.error({ err }, 'backlog push failed'));
+              });
+            }
+            log.info({ agent_version: params.agent_version, firmware: params.firmware }, 'kiosk connected');
+            return {
+              pvs_id: pvs.id,
+              vendor_id: pvs.vendorId,
+              server_version: ctx.version,
+              time: new Date(ctx.now()).toISOString(),
+            };
+          },
 
-        identify: async (params, id) => {
-          const now = ctx.now();
-          const locked = await lockout.admit(pvs.id, now);
-          if (locked > 0) {
-            throw new AppError('RATE_LIMITED', 'This kiosk is locked after repeated failed matches', {
-              reason: 'kiosk_locked',
-              retry_after_s: Math.ceil(locked / 1000),
-            });
-          }
-          // An admitted attempt counts as in flight until settled, so parallel identifies cannot outrun the lock.
-          let failed: boolean | undefined;
-          try {
-            const key = `pvs:${pvs.id}:identify:${id}`;
-            const previous = await recallAnswer(ctx, ctx.database.db, key);
-            if (previous) return previous as { status: string; auth_result: never };
-            const template =
-              params.template === undefined ? undefined : templateBytesFromBase64(params.template);
-            const { context: c, result } = await resolve(ctx, {
-              palm: { template, hand: params.hand, liveness: params.liveness },
-              caller,
-              context: async () => {
-                const c = await loadContext(ctx.database.db, params.auth_id);
-                if (!c || !servesContext(pvs, c)) {
-                  throw new AppError('NOT_FOUND', 'Authentication context not found', {
-                    field: 'auth_id',
-                    reason: 'unknown',
-                  });
-                }
-                return c;
-              },
-              alsoWrite: (trx, res) =>
-                rememberAnswer(
-                  ctx,
-                  trx,
-                  key,
-                  { status: res.context.status, auth_result: res.result },
-                  res.context.userId ? { userId: res.context.userId } : null,
-                ),
-              withdrawFromKiosks: true,
-            });
-            failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
-            return { status: c.status, auth_result: result };
-          } finally {
-            await lockout
-              .settle(pvs.id, failed, now)
-              .catch((err: unknown) => log.warn({ err }, 'kiosk lockout not recorded'));
-          }
+          heartbeat: async () => {
+            await touchPvs(ctx.database.db, pvs.id, ctx.now());
+            return { time: new Date(ctx.now()).toISOString() };
+          },
+
+          enroll: (params, id) => enrolAtKiosk(ctx, pvs, params, id, caller),
+
+          identify: async (params, id) => {
+            const now = ctx.now();
+            const locked = await lockout.admit(pvs.id, now);
+            if (locked > 0) {
+              throw new AppError('RATE_LIMITED', 'This kiosk is locked after repeated failed matches', {
+                reason: 'kiosk_locked',
+                retry_after_s: Math.ceil(locked / 1000),
+              });
+            }
+            // An admitted attempt counts as in flight until settled, so parallel identifies cannot outrun the lock.
+            let failed: boolean | undefined;
+            try {
+              const key = `pvs:${pvs.id}:identify:${id}`;
+              const previous = await recallAnswer(ctx, ctx.database.db, key);
+              if (previous) return previous as { status: string; auth_result: never };
+              const template =
+                params.template === undefined ? undefined : templateBytesFromBase64(params.template);
+              const { context: c, result } = await resolve(ctx, {
+                palm: { template, hand: params.hand, liveness: params.liveness },
+                caller,
+                context: async () => {
+                  const c = await loadContext(ctx.database.db, params.auth_id);
+                  if (!c || !servesContext(pvs, c)) {
+                    throw new AppError('NOT_FOUND', 'Authentication context not found', {
+                      field: 'auth_id',
+                      reason: 'unknown',
+                    });
+                  }
+                  return c;
+                },
+                alsoWrite: (trx, res) =>
+                  rememberAnswer(
+                    ctx,
+                    trx,
+                    key,
+                    { status: res.context.status, auth_result: res.result },
+                    res.context.userId ? { userId: res.context.userId } : null,
+                  ),
+                withdrawFromKiosks: true,
+              });
+              failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
+              return { status: c.status, auth_result: result };
+            } finally {
+              await lockout
+                .settle(pvs.id, failed, now)
+                .catch((err: unknown) => log.warn({ err }, 'kiosk lockout not recorded'));
+            }
+          },
         },
-      },
+        live,
+      ),
       log,
     );
 

@@ -52,7 +52,7 @@ describe('/api/v1/mpc/users', () => {
   });
 
   it('read returns only consented attributes; update and delete are owner-only', async () => {
-    const { user_id } = (
+    const { user_id, user_token } = (
       await call('create', { attributes: { email: 'carol@example.com', phone: '+33612345678' } })
     ).json().data;
     let read = (await call('read', { user_id })).json().data;
@@ -72,11 +72,22 @@ describe('/api/v1/mpc/users', () => {
     ).toBe(403);
     expect((await call('delete', { user_id }, b.api_key)).statusCode).toBe(403);
 
-    const upd = await call('update', {
+    const change = {
       user_id,
       attributes: { email: 'carol@new.example' },
       palms: [{ hand: 'right', template: tpl('carol-right') }],
+    };
+    // palms need the user's one-time code (docs/security.md)
+    const unconfirmed = await call('update', change);
+    expect(unconfirmed.statusCode).toBe(400);
+    expect(unconfirmed.json().error.details).toMatchObject({ reason: 'palm_confirmation_required' });
+    const confirm = await t.app.inject({
+      method: 'POST',
+      url: '/v1/palms/confirm',
+      headers: { authorization: `Bearer ${user_token}` },
     });
+    expect(confirm.statusCode).toBe(201);
+    const upd = await call('update', { ...change, confirmation_code: confirm.json().data.confirmation_code });
     expect(upd.json().data).toEqual({ user_id, updated: ['email'] });
     read = (await call('read', { user_id })).json().data;
     expect(read.attributes.email).toBe('carol@new.example');

@@ -23,6 +23,14 @@ import { eraseUser } from '../gdpr/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { forgetPalms } from '../users/gallery.ts';
 import {
+  auditPalm,
+  auditRefusedPalm,
+  confirmationRequired,
+  consumePalmConfirmation,
+  gateVendorPalms,
+  serialiseEnrolment,
+} from '../users/palms.ts';
+import {
   addPalm,
   createUser,
   dataKeyOf,
@@ -84,6 +92,7 @@ async function applyChanges(
       });
     }
   }
+  if (palmIds.length > 0) await auditPalm(ctx, db, caller, userId, vendor.id, 'SUCCESS');
   await appendAudit(
     db,
     ctx.keyring,
@@ -127,14 +136,29 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const vendor = vendorOf(request);
       const { attributes, palms } = request.body;
-      const out = await ctx.database.db.transaction().execute(async (trx) => {
-        const user = await createUser(ctx, trx, vendor.id);
-        const changes = await applyChanges(ctx, trx, vendor, callerOf(request), user.id, attributes, palms);
-        const token = vendor.mode === 'test' ? await issueUserToken(ctx, trx, user.id) : undefined;
-        const ledgerId = ledgerIdFor(ctx, await requireUser(trx, user.id), vendor.id);
-        return { user, changes, token, ledgerId };
-      });
-      publishPalms(ctx, out.user.id, out.changes.palmIds);
+      const create = async () => {
+        // Palms of a new user: the device budget and the 1:N check first (docs/security.md). Capture
+        // attestation (palms from a capture device of this vendor) belongs to this gate as well.
+        if (palms?.length) {
+          const templates = palms.map((p) => templateBytesFromBase64(p.template));
+          await gateVendorPalms(ctx, {
+            vendorId: vendor.id,
+            caller: callerOf(request),
+            templates,
+            owner: null,
+          });
+        }
+        const out = await ctx.database.db.transaction().execute(async (trx) => {
+          const user = await createUser(ctx, trx, vendor.id);
+          const changes = await applyChanges(ctx, trx, vendor, callerOf(request), user.id, attributes, palms);
+          const token = vendor.mode === 'test' ? await issueUserToken(ctx, trx, user.id) : undefined;
+          const ledgerId = ledgerIdFor(ctx, await requireUser(trx, user.id), vendor.id);
+          return { user, changes, token, ledgerId };
+        });
+        publishPalms(ctx, out.user.id, out.changes.palmIds);
+        return out;
+      };
+      const out = palms?.length ? await serialiseEnrolment(ctx, create) : await create();
       return ok(
         reply,
         {
@@ -154,7 +178,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
       config: vendorRoute,
       schema: {
         tags: ['users'],
-        summary: 'Update attributes or add palms of a user you created',
+        summary: "Update attributes of a user you created, or add palms with the user's confirmation code",
         security,
         body: mpcUpdateBodySchema,
         response: { 200: successSchema(mpcUpdatedSchema), ...vendorErrors(400, 401, 403, 404, 429) },
@@ -162,12 +186,30 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      const { user_id, attributes, palms } = request.body;
-      const changes = await ctx.database.db.transaction().execute(async (trx) => {
-        await ownedUser(trx, vendor, user_id);
-        return applyChanges(ctx, trx, vendor, callerOf(request), user_id, attributes, palms);
-      });
-      publishPalms(ctx, user_id, changes.palmIds);
+      const { user_id, attributes, palms, confirmation_code } = request.body;
+      const caller = callerOf(request);
+      // Palms are added to an existing user only with the user's one-time code (docs/security.md).
+      if (palms?.length && confirmation_code === undefined) {
+        await ownedUser(ctx.database.db, vendor, user_id);
+        await auditRefusedPalm(ctx, caller, user_id, vendor.id);
+        throw confirmationRequired();
+      }
+      const update = async () => {
+        if (palms?.length) {
+          await ownedUser(ctx.database.db, vendor, user_id);
+          const templates = palms.map((p) => templateBytesFromBase64(p.template));
+          await gateVendorPalms(ctx, { vendorId: vendor.id, caller, templates, owner: user_id });
+        }
+        const changes = await ctx.database.db.transaction().execute(async (trx) => {
+          await ownedUser(trx, vendor, user_id);
+          if (palms?.length && confirmation_code !== undefined)
+            await consumePalmConfirmation(ctx, trx, confirmation_code, user_id);
+          return applyChanges(ctx, trx, vendor, caller, user_id, attributes, palms);
+        });
+        publishPalms(ctx, user_id, changes.palmIds);
+        return changes;
+      };
+      const changes = palms?.length ? await serialiseEnrolment(ctx, update) : await update();
       return ok(reply, { user_id, updated: changes.updated });
     },
   );

@@ -76,6 +76,25 @@ export async function touchPvs(db: Db, id: string, now: number): Promise<void> {
   await db.updateTable('pvs').set({ last_seen: now }).where('id', '=', id).execute();
 }
 
+/** Whether the kiosk may still act: known and not revoked. */
+export async function pvsActive(db: Db, id: string): Promise<boolean> {
+  const row = await db.selectFrom('pvs').select('revoked_at').where('id', '=', id).executeTakeFirst();
+  return row !== undefined && row.revoked_at === null;
+}
+
+/** Those of `ids` that are revoked (or gone): the revocation watcher closes their sockets. */
+export async function revokedPvsAmong(db: Db, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('pvs')
+    .select('id')
+    .where('id', 'in', ids)
+    .where('revoked_at', 'is', null)
+    .execute();
+  const active = new Set(rows.map((r) => r.id));
+  return ids.filter((id) => !active.has(id));
+}
+
 /** A kiosk's addressing facts (an auth context may name it), or undefined if there is no such kiosk. */
 export async function findKiosk(
   db: Db,

@@ -10,6 +10,7 @@ import {
   normaliseClaimCode,
   safeEqualHex,
 } from '../../crypto/secrets.ts';
+import { inBatches } from '../../db/batches.ts';
 import type { Db } from '../../db/index.ts';
 
 const DAY_MS = 86_400_000;
@@ -210,7 +211,7 @@ export async function addPalm(
 
 /**
  * The users module's part of an erasure (GDPR art. 17; the whole of it is `eraseUser` in modules/gdpr): the
- * wrapped data key is destroyed first (crypto-shredding), then templates, tokens and claim codes are deleted.
+ * wrapped data key is destroyed first (crypto-shredding), then templates, tokens, claim codes and palm confirmation codes are deleted.
  * Returns the erased user's ledger identifier, for the ledger's part.
  */
 export async function eraseUserRecord(db: Db, userId: string, now: number): Promise<{ ledgerId: string }> {
@@ -223,6 +224,7 @@ export async function eraseUserRecord(db: Db, userId: string, now: number): Prom
   await db.deleteFrom('palms').where('user_id', '=', userId).execute();
   await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
   await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
+  await db.deleteFrom('palm_confirmations').where('user_id', '=', userId).execute();
   return { ledgerId: user.ledger_id };
 }
 
@@ -243,40 +245,39 @@ export async function rewrapDataKeys(
   progress: RotationProgress,
 ): Promise<{ rewrapped: number; already: number; erased: number }> {
   const report = { rewrapped: 0, already: 0, erased: 0 };
-  for (let after = ''; ; ) {
-    const rows = await db
-      .selectFrom('users')
-      .select(['id', 'wrapped_key'])
-      .where('id', '>', after)
-      .orderBy('id')
-      .limit(batch)
-      .execute();
-    if (rows.length === 0) break;
-    await db.transaction().execute(async (trx) => {
-      for (const r of rows) {
-        if (!r.wrapped_key) {
-          report.erased++;
-          continue;
-        }
-        if (Keyring.opens(() => to.unwrap(r.id, r.wrapped_key!))) {
-          report.already++;
-          continue;
-        }
-        const wrapped = to.wrap(r.id, from.unwrap(r.id, r.wrapped_key));
-        to.unwrap(r.id, wrapped); // prove the new wrapping before writing it
-        const res = await trx
-          .updateTable('users')
-          .set({ wrapped_key: wrapped })
-          .where('id', '=', r.id)
-          .where('wrapped_key', '=', r.wrapped_key)
-          .executeTakeFirst();
-        if (Number(res.numUpdatedRows) === 1) report.rewrapped++;
-        else report.erased++;
+  await inBatches(db, {
+    batch,
+    page: (after, limit) =>
+      db
+        .selectFrom('users')
+        .select(['id', 'wrapped_key'])
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(limit)
+        .execute(),
+    key: (r) => r.id,
+    progress: (done) => progress('users', done),
+    each: async (trx, r) => {
+      if (!r.wrapped_key) {
+        report.erased++;
+        return;
       }
-    });
-    after = rows.at(-1)!.id;
-    progress('users', report.rewrapped + report.already + report.erased);
-  }
+      if (Keyring.opens(() => to.unwrap(r.id, r.wrapped_key!))) {
+        report.already++;
+        return;
+      }
+      const wrapped = to.wrap(r.id, from.unwrap(r.id, r.wrapped_key));
+      to.unwrap(r.id, wrapped); // prove the new wrapping before writing it
+      const res = await trx
+        .updateTable('users')
+        .set({ wrapped_key: wrapped })
+        .where('id', '=', r.id)
+        .where('wrapped_key', '=', r.wrapped_key)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) === 1) report.rewrapped++;
+      else report.erased++;
+    },
+  });
   return report;
 }
 

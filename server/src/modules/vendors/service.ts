@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { Environment } from '../../config.ts';
-import type { VendorPrincipal } from '../../context.ts';
+import { VENDOR_SCOPES, type VendorPrincipal, type VendorScope } from '../../context.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 
-export const VENDOR_SCOPES = ['auth', 'users'] as const;
-export type VendorScope = (typeof VENDOR_SCOPES)[number];
+export { VENDOR_SCOPES, type VendorScope };
+
 const API_KEY = /^sk_(test|live)_[A-Za-z0-9_-]{43}$/;
 
 export interface NewVendor {
@@ -186,6 +186,25 @@ export async function authenticateVendor(
     scopes: row.scopes.split(',').filter(Boolean),
     keyId: row.key_id,
   };
+}
+
+/** Whether an API key (by key id) is still active. */
+export async function apiKeyActive(db: Db, keyId: string): Promise<boolean> {
+  const row = await db.selectFrom('api_keys').select('status').where('id', '=', keyId).executeTakeFirst();
+  return row?.status === 'active';
+}
+
+/** Those of the key ids that are no longer active: the revocation watcher closes their sockets. */
+export async function revokedKeysAmong(db: Db, keyIds: string[]): Promise<string[]> {
+  if (keyIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('id', 'in', keyIds)
+    .where('status', '=', 'active')
+    .execute();
+  const active = new Set(rows.map((r) => r.id));
+  return keyIds.filter((id) => !active.has(id));
 }
 
 export async function findVendorByName(db: Db, name: string) {

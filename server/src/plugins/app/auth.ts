@@ -1,11 +1,9 @@
 import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext, Caller, UserPrincipal, VendorPrincipal } from '../../context.ts';
-import { authenticateUser } from '../../modules/users/service.ts';
-import { authenticateVendor, type VendorScope } from '../../modules/vendors/service.ts';
+import type { AppContext, Caller, UserPrincipal, VendorPrincipal, VendorScope } from '../../context.ts';
+import { applyRateDecision, type RateBucket } from '../../lib/rate-limits.ts';
 import { CredentialGuard } from './credential-guard.ts';
 import { VerifiedKeyCache } from './key-cache.ts';
-import { applyRateDecision, type RateBucket } from './rate-limit.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -47,9 +45,14 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   const guard = new CredentialGuard(ctx);
   const keys = new VerifiedKeyCache(ctx.database.credentials);
   app.decorate('verifiedKeys', keys);
-  const checked = async <T>(request: FastifyRequest, reply: FastifyReply, attempt: () => Promise<T>) => {
+  const checked = async <T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    credential: unknown,
+    attempt: () => Promise<T>,
+  ) => {
     try {
-      return (await guard.check(request.ip, attempt)) as T;
+      return await guard.check(request.ip, credential, attempt);
     } catch (err) {
       if (err instanceof AppError && err.code === 'RATE_LIMITED') {
         reply.header('Retry-After', String((err.details as { retry_after_s: number }).retry_after_s));
@@ -61,8 +64,8 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
     const cfg = request.routeOptions.config;
     if (cfg.auth === 'vendor') {
       const apiKey = request.headers['x-api-key'];
-      const vendor = await checked(request, reply, () =>
-        keys.authenticate(apiKey, () => authenticateVendor(ctx.database.db, apiKey, ctx.config.PALMID_ENV)),
+      const vendor = await checked(request, reply, apiKey, () =>
+        keys.authenticate(apiKey, () => ctx.credentials.vendor(apiKey)),
       );
       request.vendor = vendor;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, vendor.keyId));
@@ -73,7 +76,8 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
         });
       }
     } else if (cfg.auth === 'user') {
-      const user = await checked(request, reply, () => authenticateUser(ctx, request.headers.authorization));
+      const bearer = request.headers.authorization;
+      const user = await checked(request, reply, bearer, () => ctx.credentials.user(bearer));
       request.user = user;
       if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, user.tokenId));
     } else if (cfg.rate) {

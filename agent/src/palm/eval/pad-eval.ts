@@ -1,8 +1,8 @@
 import { type Attack, renderPalm } from '@palmid/firmware-sim/synth/index.ts';
-import { measureFrame } from './capture-checks.ts';
-import { locateHand } from './hand-geometry.ts';
-import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
-import { processCapture } from './pipeline.ts';
+import { measureFrame } from '../capture-checks.ts';
+import { locateHand } from '../hand-geometry.ts';
+import { LIVENESS_THRESHOLD, livenessScore } from '../liveness.ts';
+import { processCapture } from '../pipeline.ts';
 
 const ATTACKS: Attack[] = ['print', 'screen'];
 

@@ -27,7 +27,26 @@ export const RATE_LIMITS = {
    * invalid-key flood costs neither database lookups nor hashing.
    */
   credentials: [{ points: 30, duration: 60 }],
+  /**
+   * Enrolments per capture device (docs/security.md); `PALMID_ENROL_PER_MIN` and `PALMID_ENROL_PER_DAY`
+   * override these defaults (`enrolmentLimits`).
+   */
+  enrol: [
+    { points: 10, duration: 60 },
+    { points: 200, duration: 86_400 },
+  ],
 } as const;
+
+/** The limits with the configured enrolment budget. */
+export function enrolmentLimits(perMinute: number, perDay: number) {
+  return {
+    ...RATE_LIMITS,
+    enrol: [
+      { points: perMinute, duration: 60 },
+      { points: perDay, duration: 86_400 },
+    ],
+  };
+}
 
 export type RateBucket = keyof typeof RATE_LIMITS;
 

@@ -1,9 +1,10 @@
+import { shiftedDistance } from '@palmid/shared/palm/match.ts';
 import { encodeTemplate, GRID } from '@palmid/shared/palm/template.ts';
-import { signatureOf } from './coding.ts';
-import { gaborKernel, ORIENTATIONS } from './gabor.ts';
-import type { GrayImage } from './image-io.ts';
-import { ROI_SIZE } from './model-graph.ts';
-import { roiFromImage } from './roi-input.ts';
+import { signatureOf } from '../coding.ts';
+import { gaborKernel, ORIENTATIONS } from '../gabor.ts';
+import type { GrayImage } from '../image-io.ts';
+import { ROI_SIZE } from '../model-graph.ts';
+import { roiFromImage } from '../roi-input.ts';
 
 /**
  * The classic competitive code (Kong & Zhang, ICPR 2004) as the reference to beat: raw 128 × 128
@@ -63,4 +64,15 @@ export function baselineTemplate(image: GrayImage): Uint8Array {
     mask,
     signature: signatureOf(winners, mask),
   });
+}
+
+/** The baseline's matcher: the minimum over a global translation search of ±4 cells. */
+export function baselineDistance(a: Uint32Array, ao: number, b: Uint32Array, bo: number): number {
+  let best = 1;
+  for (let dy = -4; dy <= 4; dy++)
+    for (let dx = -4; dx <= 4; dx++) {
+      const d = shiftedDistance(a, ao, b, bo, dx, dy, 1);
+      if (d < best) best = d;
+    }
+  return best;
 }

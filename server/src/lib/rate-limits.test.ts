@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
-import { RATE_LIMITS, RateLimits } from './rate-limit.ts';
+import { createTestApp, seedUser, seedVendor, type TestApp } from '../testing.ts';
+import { RATE_LIMITS, RateLimits } from './rate-limits.ts';
 
 describe('RateLimits', () => {
   it('reports the window closest to exhaustion and refuses when any window is spent', async () => {

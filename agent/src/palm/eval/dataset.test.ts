@@ -2,9 +2,9 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { readImage } from '../image-io.ts';
+import { encodeBmp8 } from '../image-write.ts';
 import { listDataset } from './dataset.ts';
-import { readImage } from './image-io.ts';
-import { encodeBmp8 } from './image-write.ts';
 
 const dirs: string[] = [];
 afterAll(async () => {

@@ -1,17 +1,36 @@
+import { seededRandom } from '@palmid/firmware-sim/rng.ts';
 import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
+import { variantMatcher } from '../roi-rotation.ts';
 import type { Dataset } from './dataset.ts';
-import { errorRates, percentile } from './metrics.ts';
-import { variantMatcher } from './roi-rotation.ts';
+import { errorRates, percentile, subjectBootstrap } from './metrics.ts';
 
+/**
+ * The `palm eval --json` report. Rates are fractions; a rate is null when the set gives no
+ * genuine or no impostor pair (too few images enrolled), so a bad set still gets a report.
+ */
 export interface EvalReport {
   subjects: number;
   images: number;
+  /** images that gave a template */
+  enrolled: number;
+  /** failure to acquire (= to enrol): (images − enrolled) / images */
+  fta: number;
+  /** why the other images gave no template: {reason: count} */
+  failure_reasons: Record<string, number>;
   genuine_pairs: number;
   impostor_pairs: number;
-  eer: number;
-  frr_at_far_1e3: number;
-  frr_at_far_1e4: number;
+  eer: number | null;
+  frr_at_far_1e3: number | null;
+  frr_at_far_1e4: number | null;
+  /** 95 % confidence intervals [lo, hi], subject bootstrap (metrics.ts `subjectBootstrap`) */
+  eer_ci95: [number, number] | null;
+  frr_at_far_1e3_ci95: [number, number] | null;
+  frr_at_far_1e4_ci95: [number, number] | null;
+  /** the lowest FAR this set measures, 1 / impostor_pairs: rates at a lower FAR are not measured */
+  min_far: number | null;
+  /** FAR and FRR at the deployed decision threshold (a similarity score), when one was given */
+  operating_point: { threshold: number; far: number; frr: number } | null;
   extract_ms_p50: number;
   match_us_p50: number;
 }
@@ -40,6 +59,10 @@ export interface EvalOptions {
   maxImpostorPairs?: number;
   distance?: (a: Uint32Array, ao: number, b: Uint32Array, bo: number) => number;
   onProgress?: (stage: 'extract' | 'match', done: number, total: number) => void;
+  /** The deployed decision threshold on the similarity score (score = 1 − 2 × distance). */
+  operatingThreshold?: number;
+  /** Seeds the bootstrap of the confidence intervals (deterministic reports). */
+  seed?: number;
 }
 
 /**
@@ -90,6 +113,8 @@ export async function evaluate(
         probes.set(k === 0 ? p.words : (p.variants[k - 1] ?? p.words), (i * per + k) * PACKED_WORDS);
   const genuine: number[] = [];
   const impostor: number[] = [];
+  const genuineSubject: number[] = [];
+  const impostorSubject: number[] = [];
   const totalPairs = (n * (n - 1)) / 2;
   const maxImp = options.maxImpostorPairs ?? 5_000_000;
   let impostorTotal = 0;
@@ -115,34 +140,65 @@ export async function evaluate(
       for (const m of reverse) d = Math.min(d, m(all, j * PACKED_WORDS));
       matches++;
       (same ? genuine : impostor).push(d);
+      (same ? genuineSubject : impostorSubject).push(packed[i]!.subject);
     }
     done += n - i - 1;
     options.onProgress?.('match', done, totalPairs);
   }
   const matchUs = ((cpuMs() - matchStart) * 1000) / Math.max(1, matches);
-  if (genuine.length === 0 || impostor.length === 0) {
-    throw new Error('not enough templates for genuine and impostor pairs');
-  }
-  const rates = errorRates(genuine, impostor);
   const round = (x: number, d = 6) => Number(x.toFixed(d));
-  return {
-    report: {
-      subjects: dataset.subjects.length,
-      images: files.length,
-      genuine_pairs: genuine.length,
-      impostor_pairs: impostor.length,
-      eer: round(rates.eer),
-      frr_at_far_1e3: round(rates.frrAtFar(1e-3)),
-      frr_at_far_1e4: round(rates.frrAtFar(1e-4)),
-      extract_ms_p50: round(percentile(extractMs, 0.5), 3),
-      match_us_p50: round(matchUs, 3),
-    },
-    extra: {
-      failures,
-      det: rates.det,
-      thresholdAtFar1e4: rates.thresholdAtFar(1e-4),
-      genuine: Float64Array.from(genuine),
-      impostor: Float64Array.from(impostor),
-    },
+  const reasons: Record<string, number> = {};
+  for (const f of failures) reasons[f.reason] = (reasons[f.reason] ?? 0) + 1;
+  const report: EvalReport = {
+    subjects: dataset.subjects.length,
+    images: files.length,
+    enrolled: n,
+    fta: files.length === 0 ? 0 : round(failures.length / files.length),
+    failure_reasons: Object.fromEntries(Object.entries(reasons).sort((a, b) => b[1] - a[1])),
+    genuine_pairs: genuine.length,
+    impostor_pairs: impostor.length,
+    eer: null,
+    frr_at_far_1e3: null,
+    frr_at_far_1e4: null,
+    eer_ci95: null,
+    frr_at_far_1e3_ci95: null,
+    frr_at_far_1e4_ci95: null,
+    min_far: impostor.length === 0 ? null : round(1 / impostor.length, 9),
+    operating_point: null,
+    extract_ms_p50: extractMs.length === 0 ? 0 : round(percentile(extractMs, 0.5), 3),
+    match_us_p50: round(matchUs, 3),
   };
+  const extra: EvalExtra = {
+    failures,
+    det: [],
+    thresholdAtFar1e4: Number.NaN,
+    genuine: Float64Array.from(genuine),
+    impostor: Float64Array.from(impostor),
+  };
+  if (genuine.length === 0 || impostor.length === 0) return { report, extra };
+  const rates = errorRates(genuine, impostor);
+  const pairs = { genuine, genuineSubject, impostor, impostorSubject };
+  const random = seededRandom(options.seed ?? 19795);
+  const ci = (threshold: number, which: 'frr' | 'mean'): [number, number] => {
+    const i = subjectBootstrap(pairs, threshold, random)[which];
+    return [round(i.lo), round(i.hi)];
+  };
+  report.eer = round(rates.eer);
+  report.frr_at_far_1e3 = round(rates.frrAtFar(1e-3));
+  report.frr_at_far_1e4 = round(rates.frrAtFar(1e-4));
+  report.eer_ci95 = ci(rates.eerThreshold, 'mean');
+  report.frr_at_far_1e3_ci95 = ci(rates.thresholdAtFar(1e-3), 'frr');
+  report.frr_at_far_1e4_ci95 = ci(rates.thresholdAtFar(1e-4), 'frr');
+  if (options.operatingThreshold !== undefined) {
+    // accept when score ≥ threshold, i.e. distance ≤ (1 − threshold) / 2
+    const t = (1 - options.operatingThreshold) / 2 + 1e-12;
+    report.operating_point = {
+      threshold: options.operatingThreshold,
+      far: round(impostor.filter((d) => d < t).length / impostor.length),
+      frr: round(genuine.filter((d) => d >= t).length / genuine.length),
+    };
+  }
+  extra.det = rates.det;
+  extra.thresholdAtFar1e4 = rates.thresholdAtFar(1e-4);
+  return { report, extra };
 }

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import {
+  convexityDefects,
+  indexSide,
+  largestComponent,
+  outlineValleys,
+  traceOutline,
+} from './hand-contour.ts';
+
+const W = 320;
+const H = 240;
+
+/**
+ * A hand mask with its fingers pointing left and cut by the left edge of the frame, the palm cut
+ * by the right edge, the thumb (on top) out of the frame: the framing of the grey-camera
+ * development set. Finger widths run 26 / 24 / 22 / 18 px from the top (index) to the little.
+ */
+function cutHand(): Uint8Array {
+  const m = new Uint8Array(W * H);
+  const set = (x: number, y: number) => {
+    if (x >= 0 && y >= 0 && x < W && y < H) m[y * W + x] = 1;
+  };
+  // palm
+  for (let y = 40; y < 200; y++) for (let x = 150; x < W; x++) set(x, y);
+  // fingers: rounded roots so the valleys are curves, as on a hand
+  const fingers = [
+    { y: 48, w: 26 },
+    { y: 88, w: 24 },
+    { y: 128, w: 22 },
+    { y: 166, w: 18 },
+  ];
+  for (const f of fingers) {
+    for (let x = 0; x < 160; x++) for (let y = f.y - f.w / 2; y < f.y + f.w / 2; y++) set(x, Math.round(y));
+  }
+  // a speck of noise that is not the hand
+  for (let y = 5; y < 8; y++) for (let x = 300; x < 303; x++) set(x, y);
+  return m;
+}
+
+describe('outline valleys', () => {
+  it('keeps the largest component and traces a closed outline around it', () => {
+    const { comp, size } = largestComponent(cutHand(), W, H);
+    expect(comp[6 * W + 301]).toBe(0);
+    expect(size).toBeGreaterThan(160 * 170);
+    const outline = traceOutline(comp, W, H);
+    expect(outline.length).toBeGreaterThan(500);
+    for (let i = 1; i < outline.length; i++) {
+      const p = outline[i - 1]!;
+      const q = outline[i]!;
+      expect(Math.max(Math.abs(p.x - q.x), Math.abs(p.y - q.y))).toBe(1);
+    }
+  });
+
+  it('finds the three finger valleys of a hand cut by the frame, fingers-up and the index side', () => {
+    const { comp } = largestComponent(cutHand(), W, H);
+    expect(convexityDefects(traceOutline(comp, W, H)).length).toBeGreaterThanOrEqual(3);
+    const r = outlineValleys(comp, W, H, 235, 120, 80);
+    expect(r).not.toBeNull();
+    const ys = r!.valleys.map((v) => v.y).sort((a, b) => a - b);
+    // the gaps between the fingers lie at y ≈ 68, 108, 147, at the palm's edge (x ≈ 150)
+    expect(ys[0]).toBeGreaterThan(60);
+    expect(ys[0]).toBeLessThan(78);
+    expect(ys[1]).toBeGreaterThan(100);
+    expect(ys[1]).toBeLessThan(116);
+    expect(ys[2]).toBeGreaterThan(139);
+    expect(ys[2]).toBeLessThan(156);
+    for (const v of r!.valleys) expect(Math.abs(v.x - 150)).toBeLessThan(4);
+    // fingers up is towards −x
+    expect(Math.cos(r!.up)).toBeLessThan(-0.95);
+    // the widest outer finger (index, top, y small) lies on the right of "up" (pointing −x, image y down)
+    const side = indexSide(comp, W, H, r!.valleys, r!.up);
+    expect(side?.side).toBe(1);
+  });
+
+  it('finds no valleys on a blob without fingers', () => {
+    const m = new Uint8Array(W * H);
+    for (let y = 60; y < 180; y++) for (let x = 100; x < 220; x++) m[y * W + x] = 1;
+    expect(outlineValleys(m, W, H, 160, 120, 60)).toBeNull();
+  });
+});

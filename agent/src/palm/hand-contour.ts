@@ -1,0 +1,351 @@
+/**
+ * Finger valleys from the hand's outline: the largest foreground component is traced (Moore
+ * neighbour tracing), its convex hull taken, and each stretch of outline between two hull
+ * vertices gives a convexity defect (the outline point deepest below the hull edge). The three
+ * valleys between the four fingers are the run of three consecutive deep defects that are about
+ * evenly spaced and in proportion to the palm; the thumb web is the deepest defect left over.
+ * This works whether or not the whole hand is in the frame (real cameras often cut the wrist,
+ * the thumb or the fingertips): outline pixels on the frame border never count as valleys.
+ * See docs/palm-pipeline.md ("Capture path on real hands").
+ */
+
+export interface Point {
+  x: number;
+  y: number;
+}
+
+/** Largest 8-connected foreground component (1) of `mask`, everything else 0. */
+export function largestComponent(mask: Uint8Array, w: number, h: number): { comp: Uint8Array; size: number } {
+  const label = new Int32Array(w * h);
+  const stack = new Int32Array(w * h);
+  let best = 0;
+  let bestLabel = 0;
+  let next = 0;
+  for (let s = 0; s < mask.length; s++) {
+    if (!mask[s] || label[s]) continue;
+    next++;
+    let top = 0;
+    stack[top++] = s;
+    label[s] = next;
+    let size = 0;
+    while (top > 0) {
+      const i = stack[--top]!;
+      size++;
+      const x = i % w;
+      const y = (i - x) / w;
+      for (let dy = -1; dy <= 1; dy++) {
+        const ny = y + dy;
+        if (ny < 0 || ny >= h) continue;
+        for (let dx = -1; dx <= 1; dx++) {
+          const nx = x + dx;
+          if (nx < 0 || nx >= w) continue;
+          const j = ny * w + nx;
+          if (mask[j] && !label[j]) {
+            label[j] = next;
+            stack[top++] = j;
+          }
+        }
+      }
+    }
+    if (size > best) {
+      best = size;
+      bestLabel = next;
+    }
+  }
+  const comp = new Uint8Array(w * h);
+  for (let i = 0; i < comp.length; i++) comp[i] = label[i] === bestLabel && bestLabel ? 1 : 0;
+  return { comp, size: best };
+}
+
+const DIRS: ReadonlyArray<readonly [number, number]> = [
+  [1, 0],
+  [1, 1],
+  [0, 1],
+  [-1, 1],
+  [-1, 0],
+  [-1, -1],
+  [0, -1],
+  [1, -1],
+];
+
+/** Outer boundary of a component (Moore neighbour tracing), in order; outside the frame is background. */
+export function traceOutline(comp: Uint8Array, w: number, h: number): Point[] {
+  let start = -1;
+  for (let i = 0; i < comp.length; i++) {
+    if (comp[i]) {
+      start = i;
+      break;
+    }
+  }
+  if (start < 0) return [];
+  const at = (x: number, y: number) => x >= 0 && y >= 0 && x < w && y < h && comp[y * w + x] === 1;
+  const sx = start % w;
+  const sy = (start - sx) / w;
+  const out: Point[] = [{ x: sx, y: sy }];
+  let x = sx;
+  let y = sy;
+  // the pixel above the first one (scan order) is background: start searching from there
+  let dir = 6;
+  const limit = 4 * comp.length;
+  for (let step = 0; step < limit; step++) {
+    let found = false;
+    for (let k = 0; k < 8; k++) {
+      const d = (dir + 6 + k) % 8;
+      const nx = x + DIRS[d]![0];
+      const ny = y + DIRS[d]![1];
+      if (at(nx, ny)) {
+        x = nx;
+        y = ny;
+        dir = d;
+        found = true;
+        break;
+      }
+    }
+    if (!found) break;
+    if (x === sx && y === sy) break;
+    out.push({ x, y });
+  }
+  return out;
+}
+
+/**
+ * Indices (into `pts`, increasing) of the convex hull's vertices (monotone chain). Collinear
+ * points stay: fingers cut by the frame end on one straight hull edge, and each gap between
+ * them must be a stretch of its own.
+ */
+function hullIndices(pts: Point[]): number[] {
+  const idx = pts.map((_, i) => i).sort((a, b) => pts[a]!.x - pts[b]!.x || pts[a]!.y - pts[b]!.y);
+  const cross = (o: Point, a: Point, b: Point) => (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x);
+  const lower: number[] = [];
+  for (const i of idx) {
+    while (
+      lower.length >= 2 &&
+      cross(pts[lower[lower.length - 2]!]!, pts[lower[lower.length - 1]!]!, pts[i]!) < 0
+    )
+      lower.pop();
+    lower.push(i);
+  }
+  const upper: number[] = [];
+  for (let k = idx.length - 1; k >= 0; k--) {
+    const i = idx[k]!;
+    while (
+      upper.length >= 2 &&
+      cross(pts[upper[upper.length - 2]!]!, pts[upper[upper.length - 1]!]!, pts[i]!) < 0
+    )
+      upper.pop();
+    upper.push(i);
+  }
+  return [...new Set([...lower, ...upper])].sort((a, b) => a - b);
+}
+
+export interface Defect {
+  /** index into the outline */
+  index: number;
+  point: Point;
+  /** distance below the hull edge, px */
+  depth: number;
+}
+
+/** Convexity defects of a closed outline, in outline order. */
+export function convexityDefects(outline: Point[]): Defect[] {
+  const n = outline.length;
+  if (n < 8) return [];
+  const hull = hullIndices(outline);
+  const defects: Defect[] = [];
+  for (let k = 0; k < hull.length; k++) {
+    const i0 = hull[k]!;
+    const i1 = k + 1 < hull.length ? hull[k + 1]! : hull[0]! + n;
+    if (i1 - i0 < 3) continue;
+    const a = outline[i0]!;
+    const b = outline[i1 % n]!;
+    const len = Math.hypot(b.x - a.x, b.y - a.y) || 1;
+    let best = -1;
+    let depth = 0;
+    for (let i = i0 + 1; i < i1; i++) {
+      const p = outline[i % n]!;
+      const d = Math.abs((b.x - a.x) * (a.y - p.y) - (a.x - p.x) * (b.y - a.y)) / len;
+      if (d > depth) {
+        depth = d;
+        best = i % n;
+      }
+    }
+    if (best < 0) continue;
+    // a flat valley bottom: the middle of the outline run within 1 px of the deepest point
+    const deep = (i: number) => {
+      const p = outline[i % n]!;
+      return Math.abs((b.x - a.x) * (a.y - p.y) - (a.x - p.x) * (b.y - a.y)) / len >= depth - 1;
+    };
+    let lo = best < i0 ? best + n : best;
+    let hi = lo;
+    while (lo - 1 > i0 && deep(lo - 1)) lo--;
+    while (hi + 1 < i1 && deep(hi + 1)) hi++;
+    const at = Math.round((lo + hi) / 2) % n;
+    defects.push({ index: at, point: outline[at]!, depth });
+  }
+  return defects.sort((p, q) => p.index - q.index);
+}
+
+/** Proportions a run of three finger valleys must have, relative to the palm's inscribed radius. */
+const MIN_DEPTH = 0.3;
+const MAX_VALLEY_DISTANCE = 2.6;
+const MIN_SPACING = 0.55;
+const MAX_SPACING = 1.9;
+const MIN_EVENNESS = 0.5;
+
+/**
+ * The three finger valleys (index/middle, middle/ring, ring/little, in outline order), the
+ * fingers-up angle and the thumb web when found, from the outline of the hand component.
+ */
+export function outlineValleys(
+  comp: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  radius: number,
+): { valleys: Point[]; up: number; web: Point | null } | null {
+  const defects = deepDefects(comp, w, h, cx, cy, radius);
+  if (defects.length < 3) return null;
+  const dist = (p: Point, q: Point) => Math.hypot(q.x - p.x, q.y - p.y);
+  let best: { score: number; k: number } | null = null;
+  const m = defects.length;
+  for (let k = 0; k < m; k++) {
+    const [a, b, c] = [defects[k]!, defects[(k + 1) % m]!, defects[(k + 2) % m]!];
+    if (m === 3 && k > 0) break;
+    const d1 = dist(a.point, b.point);
+    const d2 = dist(b.point, c.point);
+    const spacing = dist(a.point, c.point);
+    const evenness = Math.min(d1, d2) / Math.max(d1, d2);
+    if (evenness < MIN_EVENNESS) continue;
+    if (spacing < MIN_SPACING * radius || spacing > MAX_SPACING * radius) continue;
+    // the three valleys lie about on a line (the middle one no more than a third of the spacing off)
+    const off =
+      Math.abs(
+        (c.point.x - a.point.x) * (a.point.y - b.point.y) - (a.point.x - b.point.x) * (c.point.y - a.point.y),
+      ) / (spacing || 1);
+    if (off > spacing / 3) continue;
+    const score = evenness * Math.min(a.depth, b.depth, c.depth);
+    if (!best || score > best.score) best = { score, k };
+  }
+  if (!best) return null;
+  const triple = [0, 1, 2].map((j) => defects[(best.k + j) % m]!);
+  const valleys = triple.map((d) => d.point);
+  const [a, , c] = valleys as [Point, Point, Point];
+  // fingers up: the normal of the outer valley line pointing away from the palm centre
+  const along = Math.atan2(c.y - a.y, c.x - a.x);
+  const mx = (a.x + c.x) / 2;
+  const my = (a.y + c.y) / 2;
+  let up = along - Math.PI / 2;
+  if (Math.cos(up) * (mx - cx) + Math.sin(up) * (my - cy) < 0) up += Math.PI;
+  return { valleys, up, web: webAmong(defects, valleys) };
+}
+
+/** The deepest defect that is none of the finger valleys (and not next to one): the thumb web. */
+function webAmong(defects: Defect[], valleys: Point[]): Point | null {
+  const [a, , c] = valleys as [Point, Point, Point];
+  const spacing = Math.hypot(c.x - a.x, c.y - a.y);
+  const rest = defects.filter((d) =>
+    valleys.every((v) => Math.hypot(v.x - d.point.x, v.y - d.point.y) > 0.3 * spacing),
+  );
+  return rest.length ? rest.reduce((p, q) => (q.depth > p.depth ? q : p)).point : null;
+}
+
+/** The thumb web of a hand whose finger valleys are known (the deepest other outline defect). */
+export function thumbWeb(
+  comp: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  radius: number,
+  valleys: Point[],
+): Point | null {
+  return webAmong(deepDefects(comp, w, h, cx, cy, radius), valleys);
+}
+
+/** Convexity defects deep enough to separate fingers, off the frame border, near the palm. */
+function deepDefects(
+  comp: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  radius: number,
+): Defect[] {
+  const outline = traceOutline(comp, w, h);
+  const onBorder = (p: Point) => p.x <= 1 || p.y <= 1 || p.x >= w - 2 || p.y >= h - 2;
+  return convexityDefects(outline).filter(
+    (d) =>
+      d.depth >= MIN_DEPTH * radius &&
+      !onBorder(d.point) &&
+      Math.hypot(d.point.x - cx, d.point.y - cy) <= MAX_VALLEY_DISTANCE * radius,
+  );
+}
+
+/**
+ * Hand side from the fingers: the little finger is the thinnest of the four and the index the
+ * widest of the outer two, the middle finger wider than the ring finger. Each finger's width is
+ * measured along the valley line, a third of the valley spacing above it. Returns the side of the
+ * index finger across "up" (+1: the right of up, −1: the left) with a confidence (relative width
+ * difference), or null when a finger cannot be measured.
+ */
+export function indexSide(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  valleys: Point[],
+  up: number,
+): { side: 1 | -1; margin: number } | null {
+  const [a, b, c] = valleys as [Point, Point, Point];
+  const spacing = Math.hypot(c.x - a.x, c.y - a.y);
+  const lx = (c.x - a.x) / spacing;
+  const ly = (c.y - a.y) / spacing;
+  const ux = Math.cos(up);
+  const uy = Math.sin(up);
+  const at = (x: number, y: number) => {
+    const X = Math.round(x);
+    const Y = Math.round(y);
+    return X >= 0 && Y >= 0 && X < w && Y < h && mask[Y * w + X] === 1;
+  };
+  const width = (p: Point, hgt: number) => {
+    const x = p.x + ux * hgt;
+    const y = p.y + uy * hgt;
+    if (!at(x, y)) return Number.NaN;
+    let lo = 0;
+    let hi = 0;
+    const max = spacing;
+    while (lo < max && at(x - lx * (lo + 1), y - ly * (lo + 1))) lo++;
+    while (hi < max && at(x + lx * (hi + 1), y + ly * (hi + 1))) hi++;
+    if (lo >= max || hi >= max) return Number.NaN;
+    return lo + hi + 1;
+  };
+  const mid = (p: Point, q: Point) => ({ x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 });
+  const outA = { x: a.x - (b.x - a.x) / 2, y: a.y - (b.y - a.y) / 2 };
+  const outC = { x: c.x + (c.x - b.x) / 2, y: c.y + (c.y - b.y) / 2 };
+  let z = 0;
+  let n = 0;
+  // the outer fingers (index against little, about 20 % apart) count fully, the inner ones
+  // (middle against ring, a few per cent) half; three heights above the valley line
+  for (const k of [0.25, 0.35, 0.45]) {
+    const [wa, wab, wbc, wc] = [outA, mid(a, b), mid(b, c), outC].map((p) => width(p, spacing * k)) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    if (!Number.isNaN(wa) && !Number.isNaN(wc)) {
+      z += (wa - wc) / ((wa + wc) / 2);
+      n++;
+    }
+    if (!Number.isNaN(wab) && !Number.isNaN(wbc)) {
+      z += (0.5 * (wab - wbc)) / ((wab + wbc) / 2);
+      n++;
+    }
+  }
+  z /= Math.max(1, n);
+  if (n === 0 || z === 0) return null;
+  // index on a's side when z > 0; a's side across "up"
+  const across = -(a.x - b.x) * uy + (a.y - b.y) * ux;
+  const aSide = across > 0 ? 1 : -1;
+  return { side: (z > 0 ? aSide : -aSide) as 1 | -1, margin: Math.abs(z) };
+}
