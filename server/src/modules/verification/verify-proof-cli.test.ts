@@ -90,7 +90,7 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
 
   const at = new Date(clock).toISOString();
 
-  it('VALID for the saved status response with the vendor\'s auth id', async () => {
+  it("VALID for the saved status response with the vendor's auth id", async () => {
     const res = await palm([
       'verify-proof',
       '--proof',
