@@ -23,7 +23,14 @@ const OWNERS: Record<string, readonly string[]> = {
   pvs: ['pvs'],
   'kiosk-link': ['idempotency', 'kiosk_lockouts'],
   devices: ['capture_keys', 'capture_nonces'],
-  verification: ['verifiers', 'zk_openings', 'attestations', 'auth_context_predicates'],
+  verification: [
+    'verifiers',
+    'zk_openings',
+    'attestations',
+    'auth_context_predicates',
+    'oidc_nonces',
+    'oidc_subjects',
+  ],
 };
 
 /**

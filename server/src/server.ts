@@ -9,6 +9,7 @@ import {
   readResult,
   withdrawFromKiosks,
 } from './modules/auth-contexts/state.ts';
+import { pruneAnswers } from './modules/kiosk-link/idempotency.ts';
 import { warmUpProverInBackground } from './modules/verification/zk.ts';
 
 export interface RunningServer {
@@ -67,6 +68,9 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   }
 
   let sweeping = false;
+  // Expired kiosk answers go (modules/kiosk-link/idempotency.ts), checked once a minute by the sweep.
+  const PRUNE_INTERVAL_MS = 60_000;
+  let nextPrune = 0;
   const sweep = async () => {
     if (sweeping) return;
     sweeping = true;
@@ -74,6 +78,10 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
       for (const row of await expireOverdue(ctx)) {
         publishUpdate(ctx, row, readResult(ctx, row));
         withdrawFromKiosks(ctx, row);
+      }
+      if (Date.now() >= nextPrune) {
+        nextPrune = Date.now() + PRUNE_INTERVAL_MS;
+        await pruneAnswers(ctx);
       }
     } catch (err) {
       app.log.error({ err }, 'expiry sweep failed');

@@ -208,6 +208,24 @@ describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
     await eventually(() => page.locator('#ledger-id-error').textContent()).toContain('64 hex');
   });
 
+  it('reconnects after the link drops: auth goes first again and the socket is live again', async () => {
+    await eventually(() => page.locator('#live-state').getAttribute('data-state')).toBe('live');
+    await page.evaluate(`(() => {
+      const el = document.querySelector('#live-state');
+      window.__states = [];
+      new MutationObserver(() => window.__states.push(el.getAttribute('data-state'))).observe(el, {
+        attributes: true,
+        attributeFilter: ['data-state'],
+      });
+    })()`);
+    const server = hx.t.app.websocketServer;
+    expect(server.clients.size).toBe(1);
+    for (const c of server.clients) c.terminate();
+    // a first frame other than auth would be closed with 1008 and show `refused`, never `live`
+    await eventually(() => page.evaluate('window.__states.join(",")')).toMatch(/reconnecting.*live$/);
+    expect(server.clients.size).toBe(1);
+  });
+
   it('signs out and forgets the key: the live socket closes', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     expect(await page.locator('#sign-in').isVisible()).toBe(true);

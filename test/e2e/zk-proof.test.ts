@@ -178,7 +178,16 @@ describe('zero-knowledge proofs across processes', () => {
   }, 120_000);
 
   it('npm run palm -- verify-proof: VALID for both proofs, INVALID for another auth id', async () => {
-    const age = await verifyProof(['--proof', files.status, '--key', files.key, '--minimum-age', '21']);
+    const age = await verifyProof([
+      '--proof',
+      files.status,
+      '--key',
+      files.key,
+      '--auth-id',
+      authId,
+      '--minimum-age',
+      '21',
+    ]);
     expect(age.out).toContain(`VALID: age >= 21`);
     expect(age.code).toBe(0);
     const member = await verifyProof([

@@ -1,22 +1,28 @@
-import type { AuthUpdated } from '@palmid/shared/ws/vendor.ts';
-import { authUpdatedSchema } from '@palmid/shared/ws/vendor.ts';
+import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
+import { type ParamsOf, type ResultOf, RpcClient, RpcError } from '@palmid/shared/ws/rpc.ts';
+import {
+  type AuthUpdated,
+  authUpdatedSchema,
+  type VendorMethod,
+  type vendorAuthMethod,
+  type vendorMethods,
+} from '@palmid/shared/ws/vendor.ts';
 
 export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'closed' | 'refused';
-
-interface Pending {
-  resolve: (result: unknown) => void;
-  reject: (err: Error) => void;
-}
 
 /**
  * The console's end of /ws/vendor. Browsers cannot send X-API-Key on a WebSocket, so the key goes in the
  * first frame (`auth`); the server closes with 1008 if it is wrong or late. Reconnects with exponential
  * backoff and jitter, and re-subscribes to unfinished contexts so nothing missed while away stays stale.
+ * Calls go through the shared RpcClient (typed by `vendorMethods`, docs/websocket.md); it is attached only
+ * once `auth` has succeeded, so `auth` is always the first frame on each connection.
  */
 export class LiveSocket {
   #ws: WebSocket | null = null;
   #seq = 0;
-  #pending = new Map<string, Pending>();
+  readonly #rpc = new RpcClient<typeof vendorMethods>(() => this.#nextId());
+  /** The id of the `auth` call in flight on the current connection. */
+  #authId: string | null = null;
   #attempt = 0;
   #stopped = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -38,19 +44,27 @@ export class LiveSocket {
     clearTimeout(this.#timer);
     this.#ws?.close(1000, 'signed out');
     this.#ws = null;
-    for (const p of this.#pending.values()) p.reject(new Error('closed'));
-    this.#pending.clear();
+    this.#authId = null;
+    this.#rpc.detach();
+    this.#rpc.rejectAll(new RpcError('STOPPED', 'closed'));
     this.onState('closed');
   }
 
-  request(method: string, params: Record<string, unknown>): Promise<unknown> {
+  /**
+   * A call on the open connection; rejects at once when there is none. One made while `auth` is still
+   * in flight waits in the RpcClient and goes out right after `auth` succeeds.
+   */
+  request<K extends VendorMethod>(
+    method: K,
+    params: ParamsOf<typeof vendorMethods, K>,
+  ): Promise<ResultOf<typeof vendorMethods, K>> {
     const ws = this.#ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error('not connected'));
-    const id = `c${++this.#seq}`;
-    return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      ws.send(JSON.stringify({ id, method, params }));
-    });
+    return this.#rpc.call(method, params);
+  }
+
+  #nextId(): string {
+    return `c${++this.#seq}`;
   }
 
   #open(): void {
@@ -61,54 +75,45 @@ export class LiveSocket {
     const ws = new WebSocket(`${scheme}//${location.host}/ws/vendor`);
     this.#ws = ws;
     ws.addEventListener('open', () => {
-      const id = `c${++this.#seq}`;
-      this.#pending.set(id, {
-        resolve: () => {
-          this.#attempt = 0;
-          this.onState('live');
-          for (const authId of this.resubscribe()) {
-            this.request('subscribe', { auth_id: authId }).then(
-              (r) => this.#deliver(r),
-              () => undefined,
-            );
-          }
-        },
-        reject: () => undefined,
-      });
-      ws.send(JSON.stringify({ id, method: 'auth', params: { api_key: key } }));
+      // Sent outside the RpcClient: it must be the first frame, before anything the client would resend.
+      const id = this.#nextId();
+      this.#authId = id;
+      const params: ParamsOf<{ auth: typeof vendorAuthMethod }, 'auth'> = { api_key: key };
+      ws.send(JSON.stringify({ id, method: 'auth', params }));
     });
     ws.addEventListener('message', (ev) => {
-      let frame: {
-        id?: string | null;
-        method?: string;
-        params?: unknown;
-        result?: unknown;
-        error?: { message?: string };
-      };
-      try {
-        frame = JSON.parse(String(ev.data));
-      } catch {
+      if (this.#ws !== ws) return;
+      const frame = parseFrame(String(ev.data));
+      if (frame.kind === 'notification') {
+        if (frame.frame.method === 'auth.updated') this.#deliver(frame.frame.params);
         return;
       }
-      if (frame.method === 'auth.updated') {
-        this.#deliver(frame.params);
+      if (frame.kind === 'response' && frame.id !== null && frame.id === this.#authId) {
+        this.#authId = null;
+        // A refused key: the server closes with 1008 (handled on close).
+        if (frame.error) return;
+        this.#rpc.attach((text) => ws.send(text));
+        this.#attempt = 0;
+        this.onState('live');
+        for (const authId of this.resubscribe()) {
+          this.request('subscribe', { auth_id: authId }).then(
+            (r) => this.#deliver(r),
+            () => undefined,
+          );
+        }
         return;
       }
-      if (typeof frame.id === 'string') {
-        const p = this.#pending.get(frame.id);
-        this.#pending.delete(frame.id);
-        if (!p) return;
-        if (frame.error) p.reject(new Error(frame.error.message ?? 'request failed'));
-        else p.resolve(frame.result);
-      }
+      this.#rpc.handle(frame);
     });
     ws.addEventListener('close', (ev) => {
       if (this.#ws !== ws) return;
       this.#ws = null;
-      for (const p of this.#pending.values()) p.reject(new Error('connection closed'));
-      this.#pending.clear();
+      this.#authId = null;
+      this.#rpc.detach();
+      // Nothing is resent on the next connection: `resubscribe` decides what to ask for again.
+      this.#rpc.rejectAll(new RpcError('CLOSED', 'connection closed'));
       if (this.#stopped) return;
-      if (ev.code === 1008) {
+      if (ev.code === CLOSE_POLICY) {
         this.onState('refused');
         return;
       }
@@ -119,6 +124,7 @@ export class LiveSocket {
     });
   }
 
+  /** An `auth.updated` notification or a `subscribe` result (one shape, shared/src/ws/vendor.ts). */
   #deliver(params: unknown): void {
     const parsed = authUpdatedSchema.safeParse(params);
     if (parsed.success) this.onUpdate(parsed.data);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
+import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
+import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
+import { type ParamsOf, type ResultOf, RpcClient, RpcError } from '@palmid/shared/ws/rpc.ts';
 import WebSocket from 'ws';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
@@ -166,9 +168,14 @@ const TOKEN_HINT =
 /** An open, authenticated kiosk session on /ws/pvs that one more check can use (e.g. the device key). */
 export interface KioskSession {
   /** The server's answer to hello. */
-  hello: { pvs_id: string; vendor_id: string | null; server_version?: string } & Record<string, unknown>;
-  call<T = unknown>(method: string, params: unknown, timeoutMs?: number): Promise<T>;
+  hello: ResultOf<PvsMethods, 'hello'>;
+  call<K extends keyof PvsMethods & string>(
+    method: K,
+    params: ParamsOf<PvsMethods, K>,
+    timeoutMs?: number,
+  ): Promise<ResultOf<PvsMethods, K>>;
 }
+type PvsMethods = typeof pvsMethods;
 export type SessionCheck = (session: KioskSession) => Promise<CheckResult>;
 
 /**
@@ -216,56 +223,30 @@ export async function checkKioskLogin(
     headers: { authorization: `Bearer ${creds.deviceToken}` },
     handshakeTimeout: timeoutMs,
   });
-  const pending = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  const rpc = new RpcClient<PvsMethods>(() => `doctor-${randomUUID()}`);
   let closed: { code: number; reason: string } | undefined;
   ws.on('message', (data) => {
-    let f: { id?: string; result?: unknown; error?: { code: string; message: string } };
-    try {
-      f = JSON.parse(data.toString());
-    } catch {
-      return;
-    }
-    const p = f.id === undefined ? undefined : pending.get(f.id);
-    if (!p) return;
-    pending.delete(f.id!);
-    if (f.error) p.reject(Object.assign(new Error(f.error.message), { code: f.error.code }));
-    else p.resolve(f.result);
+    rpc.handle(parseFrame(data.toString()));
   });
   ws.on('error', () => undefined);
   const closedPromise = new Promise<void>((resolve) =>
     ws.on('close', (code, reason) => {
       closed = { code, reason: reason.toString() };
-      for (const p of pending.values()) p.reject(new Error('closed'));
-      pending.clear();
+      rpc.detach();
+      rpc.rejectAll(new RpcError('CLOSED', 'closed'));
       resolve();
     }),
   );
-  const call = <T>(method: string, params: unknown, ms = timeoutMs) =>
-    new Promise<T>((resolve, reject) => {
-      const id = `doctor-${randomUUID()}`;
-      const timer = setTimeout(() => {
-        pending.delete(id);
-        reject(new Error(`${method}: no answer within ${ms} ms`));
-      }, ms);
-      pending.set(id, {
-        resolve: (v) => {
-          clearTimeout(timer);
-          resolve(v as T);
-        },
-        reject: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      });
-      ws.send(JSON.stringify({ id, method, params }));
-    });
+  const call: KioskSession['call'] = (method, params, ms = timeoutMs) =>
+    rpc.call(method, params, { timeoutMs: ms });
   try {
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('close', () => reject(new Error('closed')));
       ws.once('error', reject);
     });
-    const hello = await call<KioskSession['hello']>('hello', {
+    rpc.attach((text) => ws.send(text));
+    const hello = await call('hello', {
       agent_version: 'doctor',
       firmware: 'unknown',
       model: 'doctor',

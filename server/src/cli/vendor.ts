@@ -1,5 +1,8 @@
 #!/usr/bin/env node
 import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
+import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
+import { keepAlive, RpcClient, RpcError } from '@palmid/shared/ws/rpc.ts';
+import type { AuthUpdated, vendorMethods } from '@palmid/shared/ws/vendor.ts';
 import { Command, CommanderError } from 'commander';
 import WebSocket from 'ws';
 
@@ -16,8 +19,6 @@ installFatalHandlers('vendor');
 export const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'expired']);
-/** The server closes a socket with 1008 (policy) when the key is refused (docs/websocket.md). */
-const CLOSE_POLICY = 1008;
 
 class UsageError extends Error {}
 
@@ -47,17 +48,8 @@ function wsUrl(base: URL): string {
   return u.toString();
 }
 
-interface Update {
-  auth_id: string;
-  status: string;
-  auth_result?: {
-    success?: boolean;
-    user_id?: string;
-    attributes?: Record<string, unknown>;
-    ledger_id?: string;
-    reason?: string;
-  };
-}
+/** What `subscribe` answers and `auth.updated` carries (shared/src/ws/vendor.ts). */
+type Update = AuthUpdated;
 
 function describe(u: Update): string {
   const time = new Date().toISOString().slice(11, 19);
@@ -80,6 +72,8 @@ async function watch(o: WatchOptions, io: { out(s: string): void; err(s: string)
   const target = wsUrl(baseUrl(o.url));
   return new Promise<number>((resolve) => {
     const ws = new WebSocket(target, { headers: { 'X-API-Key': key }, handshakeTimeout: 10_000 });
+    // The server closes a socket with 1008 (policy) when the key is refused (docs/websocket.md).
+    const rpc = new RpcClient<typeof vendorMethods>();
     let opened = false;
     let done = false;
     const finish = (code: number) => {
@@ -87,6 +81,8 @@ async function watch(o: WatchOptions, io: { out(s: string): void; err(s: string)
       done = true;
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      rpc.detach();
+      rpc.rejectAll(new RpcError('STOPPED', 'the watch stopped'));
       ws.removeAllListeners('close');
       ws.on('error', () => undefined);
       ws.close();
@@ -102,26 +98,21 @@ async function watch(o: WatchOptions, io: { out(s: string): void; err(s: string)
     ws.on('open', () => {
       opened = true;
       io.err(`watching ${target} (Ctrl-C to stop)\n`);
+      keepAlive(ws);
+      rpc.attach((text) => ws.send(text));
       o.authId.forEach((id, n) => {
-        ws.send(JSON.stringify({ id: `sub-${n}`, method: 'subscribe', params: { auth_id: id } }));
+        rpc.call('subscribe', { auth_id: id }, { id: `sub-${n}` }).then(show, (e: RpcError) => {
+          if (done || e.code === 'STOPPED') return;
+          io.err(e.code === 'TIMEOUT' ? `subscribe: ${e.message}\n` : `subscribe refused: ${e.message}\n`);
+        });
       });
     });
     ws.on('message', (data) => {
-      let msg: {
-        method?: string;
-        params?: Update;
-        id?: string;
-        result?: Update;
-        error?: { message: string };
-      };
-      try {
-        msg = JSON.parse(data.toString());
-      } catch {
-        return;
-      }
-      if (msg.method === 'auth.updated' && msg.params) show(msg.params);
-      else if (msg.id?.startsWith('sub-') && msg.result) show(msg.result);
-      else if (msg.id?.startsWith('sub-') && msg.error) io.err(`subscribe refused: ${msg.error.message}\n`);
+      const frame = parseFrame(data.toString());
+      if (rpc.handle(frame)) return;
+      // --json prints the params as sent, so they are not passed through a (stripping) schema.
+      if (frame.kind === 'notification' && frame.frame.method === 'auth.updated' && frame.frame.params)
+        show(frame.frame.params as Update);
     });
     ws.on('unexpected-response', (_req, res) => {
       io.err(

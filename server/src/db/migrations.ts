@@ -292,7 +292,51 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .execute();
       },
     },
-    '0007_capture_devices': {
+    '0007_ledger_owner': {
+      // Ledger ids are per vendor (docs/vendor-api.md, "Ledger"): `ledger_user_id` holds the id the vendor
+      // sees, `owner_id` the user's internal id (export, erasure, loyalty tier). Older rows keep theirs.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('ledger').addColumn('owner_id', 'text').execute();
+        await sql`update ledger set owner_id = ledger_user_id`.execute(db);
+        await db.schema.createIndex('ledger_owner').on('ledger').columns(['owner_id', 'timestamp']).execute();
+      },
+    },
+    '0008_idempotency_owner': {
+      // Kiosk answers about a user are sealed under that user's data key and erased with the user
+      // (modules/kiosk-link/idempotency.ts); expired ones are pruned by age.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('idempotency').addColumn('user_id', 'text').execute();
+        await db.schema.createIndex('idempotency_user').on('idempotency').column('user_id').execute();
+        await db.schema.createIndex('idempotency_age').on('idempotency').column('created_at').execute();
+      },
+    },
+    '0009_minimum_age_source': {
+      // A context may accept only a verified birth date for its age check (docs/zk-proofs.md).
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('auth_contexts').addColumn('minimum_age_source', 'text').execute();
+      },
+    },
+    '0010_oidc_binding': {
+      // Identity-provider import (modules/verification/service.ts): single-use server nonces, and each
+      // (issuer, subject) bound to the one user who imported it first.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('oidc_nonces')
+          .addColumn('nonce_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('oidc_subjects')
+          .addColumn('issuer', 'text', (c) => c.notNull())
+          .addColumn('subject', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('oidc_subjects_pk', ['issuer', 'subject'])
+          .execute();
+      },
+    },
+    '0011_capture_devices': {
       // Attested captures (modules/devices, docs/security.md): each capture device's registered Ed25519
       // public key, its one-time provisioning secret (hashed) and the highest counter accepted; and the
       // single-use server nonces handed out with scan.request and enroll.begin.

@@ -96,6 +96,8 @@ export interface AuthContextsTable {
   amount: number | null;
   currency: string | null;
   minimum_age: number | null;
+  /** 'verified' or null (any source) */
+  minimum_age_source: string | null;
   attributes_required: string; // JSON array
   attributes_optional: string; // JSON array
   pvs_id: string | null;
@@ -107,9 +109,24 @@ export interface AuthContextsTable {
   updated_at: number;
 }
 
+export interface OidcNoncesTable {
+  nonce_hash: string;
+  user_id: string;
+  expires_at: number;
+}
+
+export interface OidcSubjectsTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: number;
+}
+
 export interface LedgerTable {
   id: string;
   ledger_user_id: string;
+  /** The user's internal ledger id (`users.ledger_id`), never disclosed; null only before migration 0007. */
+  owner_id: string | null;
   vendor_id: string;
   context_id: string;
   timestamp: number;
@@ -152,6 +169,8 @@ export interface IdempotencyTable {
   key: string;
   response: string;
   created_at: number;
+  /** The user the answer is about: sealed under that user's data key, erased with the user. */
+  user_id: string | null;
 }
 
 /** Kiosk lockout after repeated failed matches (modules/kiosk-link/lockout.ts), shared by instances and restarts. */
@@ -238,6 +257,8 @@ export interface DB {
   consents: ConsentsTable;
   auth_contexts: AuthContextsTable;
   ledger: LedgerTable;
+  oidc_nonces: OidcNoncesTable;
+  oidc_subjects: OidcSubjectsTable;
   audit: AuditTable;
   audit_head: AuditHeadTable;
   pvs: PvsTable;

@@ -69,6 +69,24 @@ export function attributeKind(name: string): AttributeKind {
   return catalogueEntry(name)?.kind ?? 'user';
 }
 
+/** Names the service derives per vendor or per context; never stored (docs/attributes.md, "Reserved names"). */
+export const RESERVED_NAMES = ['pseudonym', 'payment', 'ledger_id', 'age_proof'] as const;
+
+/**
+ * True for a service-derived name nobody may store: the reserved names, `age_over_<N>`, `<name>_in_set`,
+ * `is_<name>`, and every system or computed catalogue name. Verified names are stored, by trusted writers only.
+ */
+export function isReservedName(name: string): boolean {
+  const kind = catalogueEntry(name)?.kind;
+  if (kind === 'system' || kind === 'computed') return true;
+  return (
+    (RESERVED_NAMES as readonly string[]).includes(name) ||
+    /^age_over_\d+$/.test(name) ||
+    /^[a-z][a-z0-9_]*_in_set$/.test(name) ||
+    /^is_[a-z0-9_]+$/.test(name)
+  );
+}
+
 export function isStoredKind(kind: AttributeKind): kind is 'user' | 'verified' {
   return kind === 'user' || kind === 'verified';
 }

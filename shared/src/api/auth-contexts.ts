@@ -71,6 +71,13 @@ export const authContextInputSchema = z
       .describe(
         'Entrance only: the result says whether the person is at least this old, never the birth date',
       ),
+    minimum_age_source: z
+      .enum(['any', 'verified'])
+      .optional()
+      .describe(
+        'With minimum_age: `verified` accepts only a birth date vouched for by a verifier (identity provider), ' +
+          'a self-asserted one counts as missing (consent_missing); default `any`',
+      ),
     attributes_required: z
       .array(attributeNameSchema)
       .max(MAX_ATTRIBUTES_PER_CONTEXT)
@@ -126,6 +133,13 @@ export const authContextInputSchema = z
     if (new Set(all).size !== all.length) {
       c.addIssue({ code: 'custom', path: ['attributes_optional'], message: 'an attribute is listed twice' });
     }
+    if (v.minimum_age_source !== undefined && v.minimum_age === undefined) {
+      c.addIssue({
+        code: 'custom',
+        path: ['minimum_age_source'],
+        message: 'minimum_age_source needs minimum_age',
+      });
+    }
     if (all.includes('age_proof') && v.minimum_age === undefined) {
       c.addIssue({
         code: 'custom',
@@ -175,6 +189,7 @@ export const authContextRecordSchema = z.object({
   amount: z.number().int().nullable(),
   currency: z.string().nullable(),
   minimum_age: z.number().int().nullable(),
+  minimum_age_source: z.enum(['any', 'verified']).optional(),
   attributes_required: z.array(z.string()),
   attributes_optional: z.array(z.string()),
   pvs_id: z.string().nullable(),

@@ -7,6 +7,9 @@ export const CONSENT_MAX_DAYS = 730;
 export const MAX_RETENTION_DAYS = 3650;
 export const MAX_CONSENT_ATTRIBUTES = 64;
 export const MAX_PURPOSE_CHARS = 500;
+/** A consent to `<attr>_in_set` without a named set admits only sets at least this large (docs/zk-proofs.md). */
+export const IN_SET_MIN_SIZE = 3;
+export const IN_SET_MAX_VALUES = 8;
 
 export const consentAttributeSchema = z
   .object({
@@ -23,8 +26,33 @@ export const consentAttributeSchema = z
       .min(0)
       .max(MAX_RETENTION_DAYS)
       .describe('Days the vendor may keep the value; 0: must not store it'),
+    values: z
+      .array(z.string().min(1).max(256))
+      .min(1)
+      .max(IN_SET_MAX_VALUES)
+      .optional()
+      .describe('`<attr>_in_set` only: the one set a vendor may ask about (docs/zk-proofs.md)'),
+    min_set_size: z
+      .number()
+      .int()
+      .min(IN_SET_MIN_SIZE)
+      .max(IN_SET_MAX_VALUES)
+      .optional()
+      .describe(
+        `\`<attr>_in_set\` without values: the fewest values a set asked about must have (default ${IN_SET_MIN_SIZE})`,
+      ),
   })
-  .strict();
+  .strict()
+  .superRefine((a, c) => {
+    if (!a.name.endsWith('_in_set') && (a.values !== undefined || a.min_set_size !== undefined))
+      c.addIssue({
+        code: 'custom',
+        path: ['values'],
+        message: 'values and min_set_size are for <attr>_in_set only',
+      });
+    if (a.values !== undefined && a.min_set_size !== undefined)
+      c.addIssue({ code: 'custom', path: ['min_set_size'], message: 'give either values or min_set_size' });
+  });
 
 export const createConsentBodySchema = z
   .object({
@@ -45,7 +73,15 @@ export const consentSchema = z.object({
   consent_id: z.string(),
   user_id: z.string(),
   vendor_id: z.string(),
-  attributes: z.array(z.object({ name: z.string(), purpose: z.string(), retention_days: z.number().int() })),
+  attributes: z.array(
+    z.object({
+      name: z.string(),
+      purpose: z.string(),
+      retention_days: z.number().int(),
+      values: z.array(z.string()).optional(),
+      min_set_size: z.number().int().optional(),
+    }),
+  ),
   granted_at: z.string(),
   expires_at: z.string(),
   revocable: z.boolean(),

@@ -17,4 +17,18 @@ export function ledgerId(tokenShare: Uint8Array | string): string {
   return createHash('sha256').update(share).update('ledger', 'utf8').digest('hex');
 }
 
+/**
+ * The user-token share seen by one vendor (docs/vendor-api.md, "Ledger"): HMAC-SHA256 keyed with the user's
+ * secret share over `vendor:` and the vendor id. Each vendor's ledger id is derived from its own share, so
+ * two vendors never see the same ledger id for one user.
+ */
+export function vendorTokenShare(tokenShare: Uint8Array, vendorId: string): Buffer {
+  return createHmac('sha256', tokenShare).update(`vendor:${vendorId}`, 'utf8').digest();
+}
+
+/** The ledger id one vendor sees for one user: `ledgerId` over that vendor's share. */
+export function vendorLedgerId(tokenShare: Uint8Array, vendorId: string): string {
+  return ledgerId(vendorTokenShare(tokenShare, vendorId));
+}
+
 export const HEX64 = /^[0-9a-f]{64}$/;

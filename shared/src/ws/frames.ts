@@ -40,10 +40,22 @@ export type IncomingFrame =
   | { kind: 'response'; id: string | null; result?: unknown; error?: ErrorObject }
   | { kind: 'invalid'; id: string | null; reason: string; field?: string };
 
+let scratch: Uint8Array | undefined;
+/**
+ * Whether `text` is over MAX_FRAME_BYTES in UTF-8, in Node and in browsers (the console parses frames
+ * too, and browsers have no Buffer). A UTF-16 code unit is 1–3 UTF-8 bytes, so only texts between
+ * MAX/3 and MAX units are encoded, into one reused buffer: `encodeInto` stops where it is full.
+ */
+function tooLarge(text: string): boolean {
+  if (text.length * 3 <= MAX_FRAME_BYTES) return false;
+  if (text.length > MAX_FRAME_BYTES) return true;
+  scratch ??= new Uint8Array(MAX_FRAME_BYTES);
+  return new TextEncoder().encodeInto(text, scratch).read < text.length;
+}
+
 /** Classifies a text frame without throwing: malformed input becomes `invalid` with a reason. */
 export function parseFrame(text: string): IncomingFrame {
-  if (Buffer.byteLength(text, 'utf8') > MAX_FRAME_BYTES)
-    return { kind: 'invalid', id: null, reason: 'frame_too_large' };
+  if (tooLarge(text)) return { kind: 'invalid', id: null, reason: 'frame_too_large' };
   let raw: unknown;
   try {
     raw = JSON.parse(text);

@@ -27,6 +27,8 @@ export interface ProveRequest {
   readonly predicate: Predicate;
   /** UTC calendar date the statement is made for; default today. */
   readonly date?: string;
+  /** Where the value came from (`self_asserted` or a verifier id); signed into the statement. */
+  readonly source?: string;
 }
 
 /** A proof plus the commitment opening, which the service may keep (encrypted) for later audit. */
@@ -63,6 +65,7 @@ export async function provePredicate(key: ServiceKeyPair, req: ProveRequest): Pr
     date,
     predicate,
     kid: key.publicKey.kid,
+    ...(req.source !== undefined ? { source: req.source } : {}),
   });
   const salt = freshSalt();
   const expected = publicSignals(statement, '0');
@@ -109,7 +112,15 @@ export interface AgeResult {
 /** One call for the server: decides age ≥ N on the context's date and proves it when asked. */
 export async function proveAgeForContext(
   key: ServiceKeyPair,
-  args: { dateOfBirth: string; authId: string; minimumAge: number; withProof: boolean; now?: Date },
+  args: {
+    dateOfBirth: string;
+    authId: string;
+    minimumAge: number;
+    withProof: boolean;
+    now?: Date;
+    /** `self_asserted` or the verifier's id (docs/zk-proofs.md). */
+    source?: string;
+  },
 ): Promise<AgeResult> {
   const date = utcDate(args.now ?? new Date());
   const name = `age_over_${args.minimumAge}`;
@@ -120,6 +131,7 @@ export async function proveAgeForContext(
     authId: args.authId,
     predicate: { type: 'age_over', minimum_age: args.minimumAge },
     date,
+    ...(args.source !== undefined ? { source: args.source } : {}),
   });
   return { name, value, proof, opening };
 }

@@ -38,6 +38,14 @@ export const StatementSchema = z.strictObject({
   predicate: PredicateSchema,
   /** kid of the service key that signed the proof. */
   kid,
+  /**
+   * Age proofs: where the birth date came from, `self_asserted` or the id of the verifier (an identity
+   * provider's issuer) that vouches for it (docs/zk-proofs.md, "Statement"). Signed with the rest.
+   */
+  source: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,256}$/, 'printable ASCII, 1-256 chars')
+    .optional(),
 });
 export type Statement = z.infer<typeof StatementSchema>;
 

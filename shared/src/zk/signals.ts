@@ -55,6 +55,8 @@ export function signedPayload(statement: Statement, commitment: string): Uint8Ar
     statement.auth_id,
     statement.date,
     predicateText(statement.predicate),
+    // present only in proofs that name their source, so older proofs keep their signed bytes
+    ...(statement.source !== undefined ? [`source ${statement.source}`] : []),
     commitment,
   ];
   return Buffer.from(lines.join('\n'), 'utf8');

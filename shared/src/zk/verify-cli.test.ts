@@ -1,6 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { releaseZkResources } from './artifacts.ts';
 import { generateServiceKey, type ServiceKeyPair } from './keys.ts';
@@ -58,12 +60,14 @@ beforeAll(async () => {
 afterAll(releaseZkResources);
 
 describe('verify-proof CLI', () => {
-  it('accepts a valid proof, taking the auth id from the saved status response', async () => {
+  it('accepts a valid proof from the saved status response', async () => {
     const { code, out } = await run(
       '--proof',
       join(dir, 'status.json'),
       '--key',
       join(dir, 'key.json'),
+      '--auth-id',
+      AUTH_ID,
       '--minimum-age',
       '21',
       '--now',
@@ -75,7 +79,15 @@ describe('verify-proof CLI', () => {
 
   it('exits 1 with the reason for another auth id, a higher age or another key', async () => {
     const base = ['--proof', join(dir, 'proof.json'), '--now', NOW];
-    const other = await run(...base, '--key', join(dir, 'key.json'), '--auth-id', 'another');
+    const other = await run(
+      ...base,
+      '--key',
+      join(dir, 'key.json'),
+      '--auth-id',
+      'another',
+      '--minimum-age',
+      '21',
+    );
     expect(other).toMatchObject({ code: 1 });
     expect(other.out).toContain('INVALID (auth_id_mismatch)');
     const older = await run(
@@ -90,13 +102,80 @@ describe('verify-proof CLI', () => {
     );
     expect(older.code).toBe(1);
     expect(JSON.parse(older.out)).toMatchObject({ valid: false, reason: 'predicate_mismatch' });
-    const wrongKey = await run(...base, '--key', join(dir, 'other-key.json'), '--auth-id', AUTH_ID);
+    const wrongKey = await run(
+      ...base,
+      '--key',
+      join(dir, 'other-key.json'),
+      '--auth-id',
+      AUTH_ID,
+      '--minimum-age',
+      '21',
+    );
     expect(wrongKey.out).toContain('INVALID (untrusted_service_key)');
+  });
+
+  it('exits 2 without --auth-id (even when the document names one) or without a predicate', async () => {
+    const noAuth = await run(
+      '--proof',
+      join(dir, 'status.json'),
+      '--key',
+      join(dir, 'key.json'),
+      '--minimum-age',
+      '21',
+      '--now',
+      NOW,
+    );
+    expect(noAuth.code).toBe(2);
+    expect(noAuth.out).toContain('--auth-id <id> is required');
+    expect(noAuth.out).not.toContain('VALID');
+    const noPredicate = await run(
+      '--proof',
+      join(dir, 'status.json'),
+      '--key',
+      join(dir, 'key.json'),
+      '--auth-id',
+      AUTH_ID,
+      '--now',
+      NOW,
+    );
+    expect(noPredicate.code).toBe(2);
+    expect(noPredicate.out).toContain('a predicate is required');
+  });
+
+  it('as a process: exit 2 and one clear line when --auth-id is omitted', () => {
+    const res = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        fileURLToPath(new URL('./verify-cli.ts', import.meta.url)),
+        '--proof',
+        join(dir, 'status.json'),
+        '--key',
+        join(dir, 'key.json'),
+        '--minimum-age',
+        '21',
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(res.status).toBe(2);
+    expect(res.stderr).toContain('--auth-id <id> is required');
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+    expect(res.stdout).not.toContain('VALID');
   });
 
   it('exits 2 on an unreadable key file', async () => {
     writeFileSync(join(dir, 'bad-key.json'), '{"kty":"RSA"}');
-    const { code, out } = await run('--proof', join(dir, 'proof.json'), '--key', join(dir, 'bad-key.json'));
+    const { code, out } = await run(
+      '--proof',
+      join(dir, 'proof.json'),
+      '--key',
+      join(dir, 'bad-key.json'),
+      '--auth-id',
+      AUTH_ID,
+      '--minimum-age',
+      '21',
+    );
     expect(code).toBe(2);
     expect(out).toContain('error:');
   });

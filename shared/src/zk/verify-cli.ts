@@ -89,9 +89,20 @@ export function verifyProofCommand(
       'proof JSON: the age_proof document or a whole auth status response ("-" for stdin)',
     )
     .requiredOption('--key <file>', 'service proof key JSON from GET /api/v1/keys/zk (JWK, envelope or JWKS)')
-    .option('--auth-id <id>', 'the auth context you created (default: the auth_id around the proof, if any)')
-    .option('--minimum-age <n>', 'require an age_over statement of at least n years', positiveInt)
-    .option('--in-set <attribute=v1,v2>', 'require an in_set statement within these values', inSet)
+    .option(
+      '--auth-id <id>',
+      'required: the auth context you created (the auth_id inside the proof is what is checked, never trusted)',
+    )
+    .option(
+      '--minimum-age <n>',
+      'require an age_over statement of at least n years (this or --in-set is required)',
+      positiveInt,
+    )
+    .option(
+      '--in-set <attribute=v1,v2>',
+      'require an in_set statement within these values (this or --minimum-age is required)',
+      inSet,
+    )
     .option('--now <iso>', 'verify as of this instant (default: now)', instant)
     .option(
       '--max-skew-days <n>',
@@ -100,18 +111,29 @@ export function verifyProofCommand(
     )
     .option('--json', 'print the result as JSON')
     .action(async (opts: Options) => {
+      // A proof only means something against what this vendor asked: its own context and predicate. The
+      // auth_id and statement inside the document are the prover's, so they are never the expectation.
+      const usage = !opts.authId
+        ? 'error: --auth-id <id> is required: the auth context you created (a proof of another context is a replay)'
+        : opts.minimumAge === undefined && opts.inSet === undefined
+          ? 'error: a predicate is required: --minimum-age <n> or --in-set <attribute=v1,v2>, as your context asked'
+          : undefined;
+      if (usage) {
+        console.error(usage);
+        setExitCode(2);
+        return;
+      }
+      const authId = opts.authId!;
       let proofDoc: unknown;
       let expect: VerifyExpectations;
       try {
-        const { proof, authId: found } = extractProof(readJson(opts.proof));
+        const { proof } = extractProof(readJson(opts.proof));
         proofDoc = proof;
         const kid = isObject(proof) && isObject(proof.statement) ? proof.statement.kid : undefined;
         const serviceKey = extractKey(readJson(opts.key), typeof kid === 'string' ? kid : undefined);
-        const authId = opts.authId ?? found;
-        if (authId === undefined) console.error('warning: no --auth-id: replay protection is not checked');
         expect = {
           serviceKey,
-          ...(authId !== undefined ? { authId } : {}),
+          authId,
           ...(opts.minimumAge !== undefined ? { minimumAge: opts.minimumAge } : {}),
           ...(opts.inSet !== undefined ? { inSet: opts.inSet } : {}),
           ...(opts.now !== undefined ? { now: opts.now } : {}),

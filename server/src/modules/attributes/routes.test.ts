@@ -127,7 +127,7 @@ describe('user attribute API', () => {
   it.each(['user_id', 'registration_date', 'palm_registered', 'last_auth', 'pseudonym'])(
     'system attribute %s is read-only (403)',
     async (name) => {
-      expectError(await put(name, { value: 'x' }), 403, 'FORBIDDEN', 'name', 'read_only');
+      expectError(await put(name, { value: 'x' }), 403, 'FORBIDDEN', 'name', 'reserved_name');
       expectError(await call({ method: 'DELETE', url: `/v1/attributes/${name}` }), 403, 'FORBIDDEN');
     },
   );
@@ -135,14 +135,14 @@ describe('user attribute API', () => {
   it.each(['age_verified', 'identity_verified', 'membership_status', 'vaccination_status', 'legal_name'])(
     'verified attribute %s is read-only (403)',
     async (name) => {
-      expectError(await put(name, { value: true }), 403, 'FORBIDDEN', 'name', 'read_only');
+      expectError(await put(name, { value: true }), 403, 'FORBIDDEN', 'name', 'reserved_name');
     },
   );
 
   it.each(['is_adult', 'is_senior', 'loyalty_tier', 'risk_score'])(
     'computed attribute %s is read-only (403)',
     async (name) => {
-      expectError(await put(name, { value: true }), 403, 'FORBIDDEN', 'name', 'read_only');
+      expectError(await put(name, { value: true }), 403, 'FORBIDDEN', 'name', 'reserved_name');
     },
   );
 
@@ -287,14 +287,18 @@ describe('user attribute API', () => {
     const u = await seedUser(t.ctx);
     await put('date_of_birth', { value: '1950-06-15' }, u.token);
     await put('email', { value: 'old@example.org' }, u.token);
-    await appendTransaction(t.ctx.database.db, {
-      'user-id': u.ledgerId,
-      'context-id': crypto.randomUUID(),
-      attributes: [{ type: 'payment', context: 120_000 }],
-      vendor: { id: crypto.randomUUID(), url: 'https://shop.example' },
-      timestamp: clock - DAY,
-      result: { code: 'ok' },
-    });
+    await appendTransaction(
+      t.ctx.database.db,
+      {
+        'user-id': u.ledgerId,
+        'context-id': crypto.randomUUID(),
+        attributes: [{ type: 'payment', context: 120_000 }],
+        vendor: { id: crypto.randomUUID(), url: 'https://shop.example' },
+        timestamp: clock - DAY,
+        result: { code: 'ok' },
+      },
+      u.ledgerId,
+    );
     const res = await call({ method: 'GET', url: '/v1/attributes', token: u.token });
     expect(res.statusCode).toBe(200);
     const byName = Object.fromEntries(

@@ -51,14 +51,18 @@ describe('readAttributeValues', () => {
       'user',
       now,
     );
-    await appendTransaction(db, {
-      'user-id': ledgerId,
-      'context-id': crypto.randomUUID(),
-      attributes: [{ type: 'payment', context: 1250 }],
-      vendor: { id: 'v', url: 'https://v.example' },
-      timestamp: now - DAY,
-      result: { code: 'ok' },
-    });
+    await appendTransaction(
+      db,
+      {
+        'user-id': ledgerId,
+        'context-id': crypto.randomUUID(),
+        attributes: [{ type: 'payment', context: 1250 }],
+        vendor: { id: 'v', url: 'https://v.example' },
+        timestamp: now - DAY,
+        result: { code: 'ok' },
+      },
+      ledgerId,
+    );
 
     const at = now + 5000; // event_ticket has expired, promo_code is not yet valid
     const values = await readAttributeValues(

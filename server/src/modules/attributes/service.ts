@@ -2,6 +2,7 @@ import {
   type AttributeKind,
   attributeKind,
   COMPUTED_NAMES,
+  isReservedName,
   SYSTEM_NAMES,
 } from '@palmid/shared/api/attribute-catalogue.ts';
 import { ATTRIBUTE_NAME, type AttributeItem } from '@palmid/shared/api/attributes.ts';
@@ -249,6 +250,22 @@ export async function getAttribute(
   return storedItem(row, await opener.open(row), now);
 }
 
+/** Who vouches for a stored attribute (`verified_by`: a verifier's id), or null when self-asserted. */
+export async function verifierOf(db: Db, userId: string, name: string): Promise<string | null> {
+  const [row] = await storedRows(db, userId, [name]);
+  return row?.verified_by ?? null;
+}
+
+/**
+ * The verified flags that vouch for a value (docs/attributes.md, "Verified flags"): when the value changes,
+ * whoever writes it, the flag falls until a verifier sets it again.
+ */
+const VOUCHED_BY: Record<string, readonly string[]> = {
+  email: ['email_verified'],
+  legal_name: ['identity_verified'],
+  date_of_birth: ['identity_verified'],
+};
+
 export interface AttributeWrite {
   name: string;
   value: unknown;
@@ -266,6 +283,19 @@ export interface WrittenAttribute {
   updated_at: string;
   valid_from: string | null;
   valid_until: string | null;
+}
+
+/** A write to a name only the service derives, or to a verified name by its user (docs/user-api.md). */
+function reservedName(name: string, kind: AttributeKind): AppError {
+  return new AppError(
+    'FORBIDDEN',
+    `Attribute '${name}' is reserved: only the service or a verifier sets it`,
+    {
+      field: 'name',
+      reason: 'reserved_name',
+      kind,
+    },
+  );
 }
 
 function readOnly(name: string, kind: AttributeKind): AppError {
@@ -301,8 +331,7 @@ export async function writeAttribute(
   if (!ATTRIBUTE_NAME.test(name))
     throw new AppError('INVALID_REQUEST', 'Invalid attribute name', { field: 'name', reason: 'invalid' });
   const kind = attributeKind(name);
-  if (kind === 'system' || kind === 'computed' || (kind === 'verified' && as === 'user'))
-    throw readOnly(name, kind);
+  if (isReservedName(name) || (kind === 'verified' && as === 'user')) throw reservedName(name, kind);
   const validFrom = write.validFrom ?? null;
   const validUntil = write.validUntil ?? null;
   if (validUntil !== null && validFrom !== null && validUntil <= validFrom)
@@ -326,6 +355,16 @@ export async function writeAttribute(
     verified_by: kind === 'verified' ? (write.verifiedBy ?? null) : null,
     updated_at: now,
   };
+  const flags = VOUCHED_BY[name] ?? [];
+  if (flags.length > 0) {
+    // A verified flag vouches for the value it was given with: a changed value loses it.
+    const [old] = await storedRows(db, userId, [name]);
+    const unchanged =
+      old !== undefined &&
+      Boolean(old.client_encrypted) === Boolean(write.clientEncrypted) &&
+      JSON.stringify(await opener.open(old)) === JSON.stringify(value);
+    if (!unchanged) for (const flag of flags) await deleteRow(db, userId, flag);
+  }
   await upsertRow(db, userId, name, row);
   return { name, kind, updated_at: iso(now)!, valid_from: iso(validFrom), valid_until: iso(validUntil) };
 }

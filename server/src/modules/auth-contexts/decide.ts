@@ -1,3 +1,4 @@
+import { catalogueEntry, isReservedName } from '@palmid/shared/api/attribute-catalogue.ts';
 import type { FailureReason, InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
 import type { AuditEntry } from '../audit/service.ts';
 import { inSetName, predicateConsented } from '../verification/zk.ts';
@@ -11,7 +12,11 @@ import type { AuthContext } from './store.ts';
  */
 
 /** Attribute names the user consented to share with the vendor now. */
-export type Consented = { has(name: string): boolean };
+export type Consented = {
+  has(name: string): boolean;
+  /** the grant's details (the set of an `<attr>_in_set` consent) */
+  get?(name: string): { values?: string[]; min_set_size?: number } | undefined;
+};
 
 /** Attribute names that are never looked up as stored values. */
 const SYNTHETIC = new Set(['pseudonym', 'age_proof']);
@@ -27,12 +32,14 @@ export interface DisclosureInput {
   predicates: readonly InSetPredicate[];
   /** the values read for `attributesToRead` */
   values: ReadonlyMap<string, unknown>;
+  /** Where the birth date came from: `self_asserted` or the verifier's id (signed into an age proof). */
+  birthDateSource?: string;
   now: number;
 }
 
 /** A statement to prove with zero knowledge (only true statements are proved). */
 export type ProofStatement =
-  | { kind: 'age'; dateOfBirth: string; minimumAge: number }
+  | { kind: 'age'; dateOfBirth: string; minimumAge: number; source: string }
   | { kind: 'in_set'; predicate: InSetPredicate; value: string };
 
 export interface Disclosure {
@@ -50,6 +57,13 @@ export interface Disclosure {
 const requestedOf = (c: AuthContext) => [...c.attributesRequired, ...c.attributesOptional];
 
 /**
+ * A service-derived name outside the catalogue (`age_over_<N>`, `<name>_in_set`, `is_<name>`, `ledger_id`,
+ * `payment`): only the service computes it, so a stored value by that name (written before names were
+ * reserved) is never read or disclosed (docs/attributes.md, "Reserved names").
+ */
+const derivedOnly = (name: string) => isReservedName(name) && catalogueEntry(name) === undefined;
+
+/**
  * The stored attributes to read: requested and consented ones, the birth date when the age predicate is
  * consented, and the attributes of consented set predicates (read to prove, never disclosed).
  */
@@ -58,7 +72,7 @@ export function attributesToRead(
   consents: Consented,
   predicates: readonly InSetPredicate[],
 ): string[] {
-  const lookup = requestedOf(c).filter((n) => !SYNTHETIC.has(n) && consents.has(n));
+  const lookup = requestedOf(c).filter((n) => !SYNTHETIC.has(n) && !derivedOnly(n) && consents.has(n));
   const ageName = c.minimumAge === null ? null : ageAttributeName(c.minimumAge);
   if (ageName !== null && ageConsented(consents, ageName) && !lookup.includes('date_of_birth'))
     lookup.push('date_of_birth');
@@ -84,26 +98,30 @@ export function decideDisclosure(input: DisclosureInput): Disclosure {
       operation: 'READ',
       result: ok ? 'SUCCESS' : 'DENIED',
     });
+  const minAge = c.minimumAge;
+  const ageName = minAge === null ? null : ageAttributeName(minAge);
   for (const name of requested) {
+    if (name === ageName) continue; // computed from the birth date below
     if (name === 'pseudonym') {
       attributes.pseudonym = input.pseudo;
       continue;
     }
     if (name === 'age_proof') continue; // produced with the age predicate (zero-knowledge module)
-    const has = consents.has(name) && values.has(name);
+    const has = consents.has(name) && !derivedOnly(name) && values.has(name);
     if (has) attributes[name] = values.get(name);
     else if (c.attributesRequired.includes(name)) missing.push(name);
     read(name, has);
   }
 
-  const minAge = c.minimumAge;
-  const ageName = minAge === null ? null : ageAttributeName(minAge);
   let ageOk: boolean | null = null;
   const dob = values.get('date_of_birth');
   if (minAge !== null && ageName !== null) {
     // Audited as what the vendor received (age_over_N, yes or no), not the birth date it was computed
     // from: the user's activity page says what was disclosed (docs/user-api.md "Audit").
-    if (!ageConsented(consents, ageName) || typeof dob !== 'string') {
+    const source = input.birthDateSource ?? 'self_asserted';
+    // a context that asks for a verified birth date treats a self-asserted one as missing
+    const unverified = c.minimumAgeSource === 'verified' && source === 'self_asserted';
+    if (!ageConsented(consents, ageName) || typeof dob !== 'string' || unverified) {
       missing.push(ageName);
       read(ageName, false);
     } else {
@@ -119,7 +137,12 @@ export function decideDisclosure(input: DisclosureInput): Disclosure {
   const proofs: ProofStatement[] = [];
   // Proofs only of true statements: an underage user gets `age_over_N: false` and no proof.
   if (minAge !== null && ageOk === true && requested.includes('age_proof') && typeof dob === 'string')
-    proofs.push({ kind: 'age', dateOfBirth: dob, minimumAge: minAge });
+    proofs.push({
+      kind: 'age',
+      dateOfBirth: dob,
+      minimumAge: minAge,
+      source: input.birthDateSource ?? 'self_asserted',
+    });
   for (const p of predicates) {
     const value = values.get(p.attribute);
     const ok = predicateConsented(consents, p) && typeof value === 'string';

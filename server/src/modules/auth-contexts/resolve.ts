@@ -4,12 +4,12 @@ import { AppError } from '@palmid/shared/errors.ts';
 import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
 import type { AppContext, Caller } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { readAttributeValues } from '../attributes/service.ts';
+import { readAttributeValues, verifierOf } from '../attributes/service.ts';
 import { appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
 import { auditAttestationFailure, type CaptureVerdict, settleAttestation } from '../devices/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
-import { getUser, touchLastAuth } from '../users/service.ts';
+import { getUser, ledgerIdFor, touchLastAuth } from '../users/service.ts';
 import { getVendor } from '../vendors/service.ts';
 import {
   ageProofJob,
@@ -109,6 +109,7 @@ type Decision =
   | {
       kind: 'identified';
       user: { id: string; ledger_id: string };
+      vendorLedgerId: string;
       vendor: { id: string; url: string };
       pseudo: string;
       disclosure: Disclosure;
@@ -132,7 +133,10 @@ async function decide(
   const lookup = attributesToRead(c, consents, predicates);
   const values = await readAttributeValues(ctx, db, user.id, lookup, now);
   const pseudo = pseudonym(user.id, vendor.id);
+  const birthDateSource =
+    c.minimumAge === null ? undefined : ((await verifierOf(db, user.id, 'date_of_birth')) ?? 'self_asserted');
   const disclosure = decideDisclosure({
+    ...(birthDateSource !== undefined ? { birthDateSource } : {}),
     context: c,
     userId: user.id,
     vendorId: vendor.id,
@@ -142,12 +146,19 @@ async function decide(
     values,
     now,
   });
-  return { kind: 'identified', user, vendor: { id: vendor.id, url: vendor.url }, pseudo, disclosure };
+  return {
+    kind: 'identified',
+    user,
+    vendorLedgerId: ledgerIdFor(ctx, user, vendor.id),
+    vendor: { id: vendor.id, url: vendor.url },
+    pseudo,
+    disclosure,
+  };
 }
 
 function proofJob(ctx: AppContext, authId: string, now: number, s: ProofStatement): ProofJob {
   return s.kind === 'age'
-    ? ageProofJob(ctx, authId, now, s.dateOfBirth, s.minimumAge)
+    ? ageProofJob(ctx, authId, now, s.dateOfBirth, s.minimumAge, s.source)
     : inSetProofJob(ctx, authId, now, s.predicate, s.value);
 }
 
@@ -208,7 +219,7 @@ export async function resolveWithPalm(
       'failed',
       null,
     );
-  const { user, vendor, pseudo, disclosure } = d;
+  const { user, vendor, pseudo, disclosure, vendorLedgerId } = d;
   const { attributes, outcome } = disclosure;
   const work = { ctx, db, authId: c.id, userId: user.id, now };
   for (const s of disclosure.proofs) {
@@ -221,20 +232,20 @@ export async function resolveWithPalm(
 
   const result: AuthResult =
     outcome.status === 'completed'
-      ? { success: true, user_id: pseudo, attributes, timestamp, ledger_id: user.ledger_id }
+      ? { success: true, user_id: pseudo, attributes, timestamp, ledger_id: vendorLedgerId }
       : {
           success: false,
           user_id: pseudo,
           attributes:
             outcome.reason === 'underage' && disclosure.ageName ? { [disclosure.ageName]: false } : {},
           timestamp,
-          ledger_id: user.ledger_id,
+          ledger_id: vendorLedgerId,
           reason: outcome.reason!,
           ...(disclosure.missing.length > 0 ? { missing: disclosure.missing } : {}),
         };
 
   const tx: LedgerTransaction = {
-    'user-id': user.ledger_id,
+    'user-id': vendorLedgerId,
     'context-id': c.id,
     attributes: [
       { type: 'pseudonym', context: pseudo },
@@ -244,7 +255,7 @@ export async function resolveWithPalm(
     timestamp: now,
     result: { code: outcome.status === 'completed' ? 'ok' : outcome.reason! },
   };
-  await appendTransaction(db, tx);
+  await appendTransaction(db, tx, user.ledger_id);
   await appendAudit(db, ctx.keyring, caller, disclosure.audit, now);
   if (outcome.status === 'completed') await touchLastAuth(db, user.id, now);
   return finish(result, outcome.status, user.id);

@@ -12,7 +12,7 @@ import {
 import { writeAttribute } from '../attributes/service.ts';
 import { verifyAuditChain } from '../audit/service.ts';
 import { grantConsent } from '../consents/service.ts';
-import { addPalm, dataKeyOf } from '../users/service.ts';
+import { addPalm, dataKeyOf, ledgerIdFor, requireUser } from '../users/service.ts';
 import { expireOverdue, loadContext } from './state.ts';
 
 const TEMPLATE = Buffer.from('palm-template-alice-0001').toString('base64');
@@ -45,6 +45,8 @@ describe('vendor auth contexts', () => {
     otherKey = (await seedVendor(t.ctx, 'Other Bar')).api_key;
     alice = await seedUser(t.ctx);
     const db = t.ctx.database.db;
+    // the ledger id this vendor sees (per vendor: docs/vendor-api.md, "Ledger")
+    alice.ledgerId = ledgerIdFor(t.ctx, await requireUser(db, alice.userId), vendorId);
     const dk = await dataKeyOf(t.ctx, db, alice.userId);
     const template = new Uint8Array(Buffer.from(TEMPLATE, 'base64'));
     const palmId = await addPalm(t.ctx, db, alice.userId, dk, { hand: 'right', template });

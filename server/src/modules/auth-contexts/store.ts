@@ -13,6 +13,8 @@ export interface AuthContext {
   amount: number | null;
   currency: string | null;
   minimumAge: number | null;
+  /** `verified`: only a birth date vouched for by a verifier counts (docs/zk-proofs.md). */
+  minimumAgeSource: 'any' | 'verified';
   attributesRequired: string[];
   attributesOptional: string[];
   /** the kiosk the context was addressed to; null = any kiosk serving the vendor */
@@ -67,6 +69,7 @@ function fromRow(row: AuthContextsTable): AuthContext {
     amount: row.amount === null ? null : Number(row.amount),
     currency: row.currency,
     minimumAge: row.minimum_age === null ? null : Number(row.minimum_age),
+    minimumAgeSource: row.minimum_age_source === 'verified' ? 'verified' : 'any',
     attributesRequired: JSON.parse(row.attributes_required) as string[],
     attributesOptional: JSON.parse(row.attributes_optional) as string[],
     pvsId: row.pvs_id,
@@ -87,6 +90,7 @@ function toRow(c: AuthContext): AuthContextsTable {
     amount: c.amount,
     currency: c.currency,
     minimum_age: c.minimumAge,
+    minimum_age_source: c.minimumAgeSource === 'verified' ? 'verified' : null,
     attributes_required: JSON.stringify(c.attributesRequired),
     attributes_optional: JSON.stringify(c.attributesOptional),
     pvs_id: c.pvsId,

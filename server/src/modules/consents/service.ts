@@ -17,6 +17,9 @@ export interface ConsentGrant {
   purpose: string;
   retention_days: number;
   audit_log: boolean;
+  /** `<attr>_in_set`: the set consented to, or the fewest values a set must have. */
+  values?: string[];
+  min_set_size?: number;
 }
 
 type ConsentAttribute = Consent['attributes'][number];
@@ -75,6 +78,8 @@ export async function activeConsents(
         purpose: a.purpose,
         retention_days: a.retention_days,
         audit_log: row.audit_log === 1,
+        ...(a.values !== undefined ? { values: a.values } : {}),
+        ...(a.min_set_size !== undefined ? { min_set_size: a.min_set_size } : {}),
       });
     }
   }
@@ -125,7 +130,13 @@ export async function grantConsent(
     user_id: userId,
     vendor_id: body.vendor_id,
     attributes: JSON.stringify(
-      body.attributes.map((a) => ({ name: a.name, purpose: a.purpose, retention_days: a.retention_days })),
+      body.attributes.map((a) => ({
+        name: a.name,
+        purpose: a.purpose,
+        retention_days: a.retention_days,
+        ...(a.values !== undefined ? { values: [...new Set(a.values)] } : {}),
+        ...(a.min_set_size !== undefined ? { min_set_size: a.min_set_size } : {}),
+      })),
     ),
     granted_at: now,
     expires_at: expiresAt,

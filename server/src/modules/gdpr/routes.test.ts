@@ -42,17 +42,21 @@ describe('GDPR export and erasure', () => {
     const template = new Uint8Array(Buffer.from(u.userId, 'utf8')); // unique per user
     const palmId = await addPalm(t.ctx, db, u.userId, key, { hand: 'left', template });
     t.ctx.gallery.add({ palmId, userId: u.userId, hand: 'left', template });
-    await appendTransaction(db, {
-      'user-id': u.ledgerId,
-      'context-id': crypto.randomUUID(),
-      attributes: [
-        { type: 'pseudonym', context: null },
-        { type: 'payment', context: 450 },
-      ],
-      vendor: { id: vendor.vendor_id, url: 'https://shop.example' },
-      timestamp: Date.now() - 1000,
-      result: { code: 'ok' },
-    });
+    await appendTransaction(
+      db,
+      {
+        'user-id': u.ledgerId,
+        'context-id': crypto.randomUUID(),
+        attributes: [
+          { type: 'pseudonym', context: null },
+          { type: 'payment', context: 450 },
+        ],
+        vendor: { id: vendor.vendor_id, url: 'https://shop.example' },
+        timestamp: Date.now() - 1000,
+        result: { code: 'ok' },
+      },
+      u.ledgerId,
+    );
     return { ...u, vendorId: vendor.vendor_id, palmId, template };
   }
 

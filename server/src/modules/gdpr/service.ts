@@ -7,6 +7,7 @@ import { eraseUserAttributes } from '../attributes/store.ts';
 import { listAudit } from '../audit/service.ts';
 import { forgetResultsOf } from '../auth-contexts/state.ts';
 import { eraseUserConsents, listConsents } from '../consents/service.ts';
+import { eraseAnswersOf } from '../kiosk-link/idempotency.ts';
 import { eraseLedgerOf, userTransactions } from '../ledger/service.ts';
 import { eraseUserRecord, getUser, palmRegistered, palmsOf } from '../users/service.ts';
 import { eraseUserVerificationData } from '../verification/store.ts';
@@ -61,5 +62,6 @@ export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
   await eraseLedgerOf(db, ledgerId);
   await eraseUserVerificationData(db, userId);
   await forgetResultsOf(db, userId);
+  await eraseAnswersOf(db, userId);
   return { deleted: true as const, deleted_at: new Date(now).toISOString() };
 }

@@ -109,7 +109,7 @@ export async function enrolAtKiosk(
         for (const t of templates)
           palms.push({ ...t, userId, palmId: await addPalm(ctx, trx, userId, dataKey, t) });
         await auditPalm(ctx, trx, caller, userId, pvs.vendorId, 'SUCCESS');
-        await rememberAnswer(ctx, trx, key, answer);
+        await rememberAnswer(ctx, trx, key, answer, { userId, dataKey });
         return { answer, userId, added: palms };
       });
       for (const p of added) ctx.gallery.add(p);

@@ -2,45 +2,75 @@ import type { AppContext } from '../../context.ts';
 import { type Keyring, open, seal } from '../../crypto/keyring.ts';
 import { inBatches } from '../../db/batches.ts';
 import type { Db } from '../../db/index.ts';
+import { dataKeyOf } from '../users/service.ts';
 
 const TTL_MS = 24 * 3600_000;
 
+/** Who an answer is about: its user and that user's data key. */
+export interface AnswerOwner {
+  userId: string;
+  dataKey?: Buffer;
+}
+
 /**
  * Request ids of kiosk calls are idempotency keys: a replayed request (after a reconnect) gets the stored
- * answer instead of being applied twice. Answers may hold a claim code, so they are stored sealed.
+ * answer instead of being applied twice. Answers may hold a claim code or disclosed attributes, so an
+ * answer about a user is sealed under that user's data key (gone with `delete-me`: docs/user-api.md) and
+ * erased with the user; one about nobody (a failed match) under the service's derived key.
  */
 export async function recallAnswer(ctx: AppContext, db: Db, key: string): Promise<unknown | undefined> {
   const row = await db
     .selectFrom('idempotency')
-    .select(['response', 'created_at'])
+    .select(['response', 'created_at', 'user_id'])
     .where('key', '=', key)
     .executeTakeFirst();
   if (!row || Number(row.created_at) < ctx.now() - TTL_MS) return undefined;
-  return JSON.parse(
-    open(ctx.keyring.derive('idempotency'), Buffer.from(row.response, 'base64'), key).toString('utf8'),
-  );
+  let sealKey: Buffer;
+  if (row.user_id === null) sealKey = ctx.keyring.derive('idempotency');
+  else {
+    const dataKey = await dataKeyOf(ctx, db, row.user_id).catch(() => undefined);
+    if (!dataKey) return undefined; // the user was erased: nothing to replay
+    sealKey = dataKey;
+  }
+  return JSON.parse(open(sealKey, Buffer.from(row.response, 'base64'), key).toString('utf8'));
 }
 
-export async function rememberAnswer(ctx: AppContext, db: Db, key: string, answer: unknown): Promise<void> {
-  const sealed = seal(
-    ctx.keyring.derive('idempotency'),
-    Buffer.from(JSON.stringify(answer), 'utf8'),
-    key,
-  ).toString('base64');
-  await db.insertInto('idempotency').values({ key, response: sealed, created_at: ctx.now() }).execute();
+export async function rememberAnswer(
+  ctx: AppContext,
+  db: Db,
+  key: string,
+  answer: unknown,
+  owner?: AnswerOwner | null,
+): Promise<void> {
+  const sealKey = owner
+    ? (owner.dataKey ?? (await dataKeyOf(ctx, db, owner.userId)))
+    : ctx.keyring.derive('idempotency');
+  const sealed = seal(sealKey, Buffer.from(JSON.stringify(answer), 'utf8'), key).toString('base64');
+  await db
+    .insertInto('idempotency')
+    .values({ key, response: sealed, created_at: ctx.now(), user_id: owner?.userId ?? null })
+    .execute();
 }
 
-export async function pruneAnswers(ctx: AppContext): Promise<void> {
-  await ctx.database.db
+/** The user's stored kiosk answers, gone with the user (GDPR erasure, gdpr/service.ts). */
+export async function eraseAnswersOf(db: Db, userId: string): Promise<void> {
+  await db.deleteFrom('idempotency').where('user_id', '=', userId).execute();
+}
+
+/** Drops answers past their day (run by the server's sweep); returns how many. */
+export async function pruneAnswers(ctx: AppContext): Promise<number> {
+  const res = await ctx.database.db
     .deleteFrom('idempotency')
     .where('created_at', '<', ctx.now() - TTL_MS)
-    .execute();
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
 }
 
 /**
  * The kiosk answers' part of a master-key rotation (ops/rotate-master.ts): answers older than a day are
  * dropped rather than carried over; the others are re-sealed under the new key, each a compare-and-set on
- * the old ciphertext. Answers the new key already opens are counted as done.
+ * the old ciphertext. Answers the new key already opens are counted as done. Answers about a user are
+ * sealed under the user's data key, which a rotation re-wraps but does not change: they stay as they are.
  */
 export async function resealAnswers(
   db: Db,
@@ -59,7 +89,14 @@ export async function resealAnswers(
   await inBatches(db, {
     batch,
     page: (after, limit) =>
-      db.selectFrom('idempotency').selectAll().where('key', '>', after).orderBy('key').limit(limit).execute(),
+      db
+        .selectFrom('idempotency')
+        .selectAll()
+        .where('key', '>', after)
+        .where('user_id', 'is', null)
+        .orderBy('key')
+        .limit(limit)
+        .execute(),
     key: (r) => r.key,
     each: async (trx, r) => {
       if (await recallAnswer(ctxAt(to), trx, r.key).catch(() => undefined)) {

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { open } from '../../crypto/keyring.ts';
 import { createTestApp, FrameClient, seedVendor, type TestApp, TestDevice } from '../../testing.ts';
 import { createPvs } from '../pvs/service.ts';
+import { issueUserToken } from '../users/service.ts';
+import { pruneAnswers, recallAnswer, rememberAnswer } from './idempotency.ts';
 
 const TEMPLATE = Buffer.from('kiosk-enrolled-palm-0001').toString('base64');
 
@@ -115,6 +118,51 @@ describe('/ws/pvs and /ws/vendor', () => {
     expect(sub.result).toMatchObject({ auth_id: authId, status: 'completed' });
     k.ws.close();
     v.ws.close();
+  });
+
+  it("seals kiosk answers under the user's data key; delete-me leaves none; expired ones are pruned", async () => {
+    const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
+    const enrolled = await k.call('erase-1', 'enroll', {
+      template: Buffer.from('kiosk-palm-to-erase-0002').toString('base64'),
+      hand: 'left',
+      quality: 0.9,
+      liveness: 0.95,
+    });
+    k.ws.close();
+    const { user_id } = enrolled.result as { user_id: string };
+    const db = t.ctx.database.db;
+    const key = `pvs:${kiosk.pvs_id}:enroll:erase-1`;
+    const row = await db
+      .selectFrom('idempotency')
+      .selectAll()
+      .where('key', '=', key)
+      .executeTakeFirstOrThrow();
+    expect(row.user_id).toBe(user_id);
+    // not under the service's own key: only the user's data key opens it
+    expect(() =>
+      open(t.ctx.keyring.derive('idempotency'), Buffer.from(row.response, 'base64'), key),
+    ).toThrow();
+    expect(await recallAnswer(t.ctx, db, key)).toMatchObject({ user_id });
+
+    const { user_token } = await issueUserToken(t.ctx, db, user_id);
+    const erased = await t.app.inject({
+      method: 'DELETE',
+      url: '/v1/gdpr/delete-me',
+      headers: { authorization: `Bearer ${user_token}` },
+    });
+    expect(erased.statusCode, erased.body).toBe(200);
+    expect(await db.selectFrom('idempotency').selectAll().where('user_id', '=', user_id).execute()).toEqual(
+      [],
+    );
+    expect(await recallAnswer(t.ctx, db, key)).toBeUndefined();
+
+    const dayAgo = { ...t.ctx, now: () => Date.now() - 25 * 3600_000 };
+    await rememberAnswer(dayAgo, db, 'pvs:x:identify:old', { status: 'failed' });
+    await rememberAnswer(t.ctx, db, 'pvs:x:identify:new', { status: 'failed' });
+    expect(await pruneAnswers(t.ctx)).toBeGreaterThanOrEqual(1);
+    const left = (await db.selectFrom('idempotency').select('key').execute()).map((r) => r.key);
+    expect(left).not.toContain('pvs:x:identify:old');
+    expect(left).toContain('pvs:x:identify:new');
   });
 
   it("a vendor's kiosk never receives another vendor's contexts", async () => {

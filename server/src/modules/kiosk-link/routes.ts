@@ -201,7 +201,13 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                   return c;
                 },
                 alsoWrite: (trx, res) =>
-                  rememberAnswer(ctx, trx, key, { status: res.context.status, auth_result: res.result }),
+                  rememberAnswer(
+                    ctx,
+                    trx,
+                    key,
+                    { status: res.context.status, auth_result: res.result },
+                    res.context.userId ? { userId: res.context.userId } : null,
+                  ),
                 withdrawFromKiosks: true,
               });
               failed = result.reason === 'no_match' || result.reason === 'liveness_failed';

@@ -13,12 +13,14 @@ export interface LedgerTransaction {
 
 export const MAX_RANGE_S = 90 * 86_400;
 
-export async function appendTransaction(db: Db, tx: LedgerTransaction): Promise<void> {
+/** `ownerId` is the user's internal ledger id; `tx['user-id']` the id the vendor sees (per vendor). */
+export async function appendTransaction(db: Db, tx: LedgerTransaction, ownerId: string): Promise<void> {
   await db
     .insertInto('ledger')
     .values({
       id: randomUUID(),
       ledger_user_id: tx['user-id'],
+      owner_id: ownerId,
       vendor_id: tx.vendor.id,
       context_id: tx['context-id'],
       timestamp: tx.timestamp,
@@ -64,15 +66,11 @@ export async function vendorKnowsLedgerId(db: Db, vendorId: string, ledgerUserId
 }
 
 /** Every transaction of a user, decoded, oldest first (GDPR export, loyalty tier). */
-export async function userTransactions(
-  db: Db,
-  ledgerUserId: string,
-  sinceMs = 0,
-): Promise<LedgerTransaction[]> {
+export async function userTransactions(db: Db, ownerId: string, sinceMs = 0): Promise<LedgerTransaction[]> {
   const rows = await db
     .selectFrom('ledger')
     .select(['tx'])
-    .where('ledger_user_id', '=', ledgerUserId)
+    .where('owner_id', '=', ownerId)
     .where('timestamp', '>=', sinceMs)
     .orderBy('timestamp')
     .execute();
@@ -80,6 +78,6 @@ export async function userTransactions(
 }
 
 /** The ledger's part of an erasure (modules/gdpr): the user's transactions. */
-export async function eraseLedgerOf(db: Db, ledgerUserId: string): Promise<void> {
-  await db.deleteFrom('ledger').where('ledger_user_id', '=', ledgerUserId).execute();
+export async function eraseLedgerOf(db: Db, ownerId: string): Promise<void> {
+  await db.deleteFrom('ledger').where('owner_id', '=', ownerId).execute();
 }

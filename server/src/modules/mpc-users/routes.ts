@@ -36,6 +36,7 @@ import {
   createUser,
   dataKeyOf,
   issueUserToken,
+  ledgerIdFor,
   palmRegistered,
   requireUser,
 } from '../users/service.ts';
@@ -157,7 +158,8 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
           const user = await createUser(ctx, trx, vendor.id);
           const changes = await applyChanges(ctx, trx, vendor, callerOf(request), user.id, attributes, palms);
           const token = vendor.mode === 'test' ? await issueUserToken(ctx, trx, user.id) : undefined;
-          return { user, changes, token };
+          const ledgerId = ledgerIdFor(ctx, await requireUser(trx, user.id), vendor.id);
+          return { user, changes, token, ledgerId };
         });
         publishPalms(ctx, out.user.id, out.changes.palmIds);
         return out;
@@ -168,7 +170,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
         {
           user_id: out.user.id,
           pseudonym: pseudonym(out.user.id, vendor.id),
-          ledger_id: out.user.ledgerId,
+          ledger_id: out.ledgerId,
           ...(out.token ? { user_token: out.token.user_token, expires_at: out.token.expires_at } : {}),
         },
         201,
@@ -260,7 +262,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
         return {
           user_id,
           pseudonym: pseudonym(user_id, vendor.id),
-          ledger_id: user.ledger_id,
+          ledger_id: ledgerIdFor(ctx, user, vendor.id),
           palm_registered: await palmRegistered(trx, user_id),
           registration_date: new Date(Number(user.registration_date)).toISOString(),
           attributes,

@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ledgerId } from '@palmid/shared/crypto/ids.ts';
+import { ledgerId, vendorLedgerId } from '@palmid/shared/crypto/ids.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext, UserPrincipal } from '../../context.ts';
-import { Keyring, seal } from '../../crypto/keyring.ts';
+import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import {
   hashSecret,
   newClaimCode,
@@ -70,6 +70,21 @@ export async function dataKeyOf(ctx: AppContext, db: Db, userId: string): Promis
   if (!user.wrapped_key)
     throw new AppError('NOT_FOUND', 'User not found', { field: 'user_id', reason: 'erased' });
   return ctx.keyring.unwrap(userId, user.wrapped_key);
+}
+
+/**
+ * The ledger id one vendor sees for a user (docs/vendor-api.md, "Ledger"): derived from the user's sealed
+ * token share per vendor, so vendors cannot link a user by it. `users.ledger_id` stays internal (it groups a
+ * user's transactions across vendors for export, erasure and the loyalty tier) and is never disclosed.
+ */
+export function ledgerIdFor(
+  ctx: AppContext,
+  user: { id: string; wrapped_key: Uint8Array | null; token_share_enc: Uint8Array | null },
+  vendorId: string,
+): string {
+  if (!user.wrapped_key || !user.token_share_enc) throw new Error(`user ${user.id} has no token share`);
+  const dataKey = ctx.keyring.unwrap(user.id, user.wrapped_key);
+  return vendorLedgerId(open(dataKey, user.token_share_enc, `share:${user.id}`), vendorId);
 }
 
 export async function issueUserToken(ctx: Pick<AppContext, 'config' | 'now'>, db: Db, userId: string) {

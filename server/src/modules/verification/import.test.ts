@@ -30,13 +30,22 @@ describe('identity-provider import', () => {
       .setIssuedAt((claims.iat as number | undefined) ?? nowS - 10)
       .setExpirationTime((claims.exp as number | undefined) ?? nowS + 3600)
       .sign(key);
-  const post = (body: unknown) =>
+  const post = (body: unknown, token = user.token) =>
     t.app.inject({
       method: 'POST',
       url: '/v1/attributes/import',
-      headers: { authorization: `Bearer ${user.token}` },
+      headers: { authorization: `Bearer ${token}` },
       payload: body as object,
     });
+  const serverNonce = async (token = user.token): Promise<string> => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/attributes/import/nonce',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json().data.nonce as string;
+  };
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'palmid-oidc-'));
@@ -62,15 +71,16 @@ describe('identity-provider import', () => {
   });
 
   it('imports mapped claims; verified kinds and user kinds carry the issuer', async () => {
+    const nonce = await serverNonce();
     const token = await idToken({
-      nonce: 'n-1',
+      nonce,
       birthdate: '1990-05-17',
       verified_claims: {
         verification: { trust_framework: 'eidas' },
         claims: { given_name: 'Ada', family_name: 'Lovelace', birthdate: '1990-05-17' },
       },
     });
-    const res = await post({ id_token: token, nonce: 'n-1' });
+    const res = await post({ id_token: token, nonce });
     expect(res.statusCode, res.body).toBe(200);
     const data = res.json().data;
     expect(data.issuer).toBe(ISSUER);
@@ -109,26 +119,69 @@ describe('identity-provider import', () => {
   });
 
   it('refuses wrong issuer, audience, signature, expiry and nonce with the reason', async () => {
-    const cases: [Promise<string>, string | undefined, string][] = [
-      [idToken({ iss: 'https://evil.example' }), undefined, 'wrong_issuer'],
-      [idToken({ aud: 'someone-else' }), undefined, 'wrong_audience'],
-      [idToken({}, otherKey), undefined, 'bad_signature'],
-      [idToken({ iat: nowS - 7200, exp: nowS - 3600 }), undefined, 'expired'],
-      [idToken({ nonce: 'n-1' }), 'n-2', 'nonce_mismatch'],
+    const nonce = await serverNonce();
+    const cases: [Promise<string>, string][] = [
+      [idToken({ nonce, iss: 'https://evil.example' }), 'wrong_issuer'],
+      [idToken({ nonce, aud: 'someone-else' }), 'wrong_audience'],
+      [idToken({ nonce }, otherKey), 'bad_signature'],
+      [idToken({ nonce, iat: nowS - 7200, exp: nowS - 3600 }), 'expired'],
+      [idToken({ nonce: 'n-1' }), 'nonce_mismatch'],
+      [idToken({}), 'nonce_mismatch'],
     ];
-    for (const [token, nonce, reason] of cases) {
-      const res = await post({ id_token: await token, ...(nonce ? { nonce } : {}) });
+    for (const [token, reason] of cases) {
+      const res = await post({ id_token: await token, nonce });
       expect(res.statusCode, reason).toBe(400);
       expect(res.json().error.details).toMatchObject({ field: 'id_token', reason });
     }
-    expect((await post({ id_token: 'not-a-jwt' })).json().error.details.reason).toBe('malformed');
+    expect((await post({ id_token: 'not-a-jwt', nonce })).json().error.details.reason).toBe('malformed');
     expect((await post({})).statusCode).toBe(400);
+    // a nonce is required
+    const noNonce = await post({ id_token: await idToken({}) });
+    expect(noNonce.statusCode).toBe(400);
+    expect(noNonce.json().error.details.field).toBe('nonce');
     const anon = await t.app.inject({
       method: 'POST',
       url: '/v1/attributes/import',
       payload: { id_token: 'x' },
     });
     expect(anon.statusCode).toBe(401);
+  });
+
+  it("a nonce is single-use and the issuing user's; one IdP subject binds to one user (403 for another)", async () => {
+    const other = await seedUser(t.ctx);
+    // a nonce the server never issued, or issued to another user, is refused
+    const invented = await post({ id_token: await idToken({ nonce: 'made-up' }), nonce: 'made-up' });
+    expect(invented.statusCode).toBe(400);
+    expect(invented.json().error.details).toMatchObject({ field: 'nonce', reason: 'unknown_nonce' });
+    const othersNonce = await serverNonce(other.token);
+    const stolen = await post({ id_token: await idToken({ nonce: othersNonce }), nonce: othersNonce });
+    expect(stolen.json().error.details).toMatchObject({ field: 'nonce', reason: 'unknown_nonce' });
+
+    // the same subject (idp-user-42, bound to `user` by the first test) cannot be imported by another user
+    const theirs = await serverNonce(other.token);
+    const taken = await post({ id_token: await idToken({ nonce: theirs }), nonce: theirs }, other.token);
+    expect(taken.statusCode).toBe(403);
+    expect(taken.json().error.details).toMatchObject({ reason: 'subject_bound' });
+
+    // the bound user may import again, once per nonce
+    const mine = await serverNonce();
+    const token = await idToken({ nonce: mine });
+    expect((await post({ id_token: token, nonce: mine })).statusCode).toBe(200);
+    const replay = await post({ id_token: token, nonce: mine });
+    expect(replay.statusCode).toBe(400);
+    expect(replay.json().error.details.reason).toBe('unknown_nonce');
+
+    // erasure unlinks the account: afterwards another user may import it
+    const erased = await t.app.inject({
+      method: 'DELETE',
+      url: '/v1/gdpr/delete-me',
+      headers: { authorization: `Bearer ${user.token}` },
+    });
+    expect(erased.statusCode).toBe(200);
+    const after = await serverNonce(other.token);
+    expect(
+      (await post({ id_token: await idToken({ nonce: after }), nonce: after }, other.token)).statusCode,
+    ).toBe(200);
   });
 
   it('bad PALMID_OIDC_ISSUERS stops start-up with one line naming the key', () => {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { auditedAccess } from '../attributes/audit.ts';
-import { importIdToken, submitAttestation } from './service.ts';
+import { importIdToken, issueImportNonce, submitAttestation } from './service.ts';
 
 const servicePublicKeySchema = z.object({
   kty: z.literal('OKP'),
@@ -28,7 +28,14 @@ const writtenSchema = z.object({
 
 const verifiedBodySchema = z.object({ attestation: z.string().min(1).max(8192) }).strict();
 const importBodySchema = z
-  .object({ id_token: z.string().min(1).max(16384), nonce: z.string().min(1).max(512).optional() })
+  .object({
+    id_token: z.string().min(1).max(16384),
+    nonce: z
+      .string()
+      .min(1)
+      .max(512)
+      .describe('The nonce from POST /v1/attributes/import/nonce, sent in the authentication request'),
+  })
   .strict();
 
 export const verificationRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -86,6 +93,26 @@ export const verificationRoutes: FastifyPluginAsyncZod = async (app) => {
   );
 
   app.post(
+    '/v1/attributes/import/nonce',
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'A single-use nonce (10 min) to put in the identity-provider authentication request',
+        response: {
+          200: successSchema(z.object({ nonce: z.string(), expires_at: z.string() })),
+          ...USER_ROUTE_ERRORS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const user = userOf(request);
+      return ok(reply, await issueImportNonce(ctx, ctx.database.db, user.id));
+    },
+  );
+
+  app.post(
     '/v1/attributes/import',
     {
       ...common,
@@ -110,7 +137,7 @@ export const verificationRoutes: FastifyPluginAsyncZod = async (app) => {
       const user = userOf(request);
       if (ctx.config.PALMID_OIDC_ISSUERS.length === 0)
         throw AppError.invalid('id_token', 'no_issuers_configured', 'No identity provider is configured');
-      const verified = await importIdToken(ctx, request.body.id_token, request.body.nonce);
+      const verified = await importIdToken(ctx, request.body.id_token, request.body.nonce, user.id);
       const out = await auditedAccess(
         ctx,
         callerOf(request),

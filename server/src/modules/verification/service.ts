@@ -1,5 +1,6 @@
 import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext } from '../../context.ts';
+import { hashSecret, newSecret } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { markAttributeVerified } from '../attributes/store.ts';
@@ -70,18 +71,71 @@ export async function submitAttestation(
  * `date_of_birth` stay user attributes (the user may correct them) but carry the issuer in `verified_by`
  * until the user overwrites them.
  */
-export async function importIdToken(ctx: AppContext, idToken: string, nonce?: string) {
+const NONCE_TTL_MS = 10 * 60_000;
+
+/** `POST /v1/attributes/import/nonce`: a single-use nonce for the user's next ID token (10 min). */
+export async function issueImportNonce(ctx: AppContext, db: Db, userId: string) {
+  const nonce = newSecret('oidcn');
+  const now = ctx.now();
+  await db.deleteFrom('oidc_nonces').where('expires_at', '<=', now).execute();
+  await db
+    .insertInto('oidc_nonces')
+    .values({ nonce_hash: hashSecret(nonce), user_id: userId, expires_at: now + NONCE_TTL_MS })
+    .execute();
+  return { nonce, expires_at: new Date(now + NONCE_TTL_MS).toISOString() };
+}
+
+/** Consumes a nonce issued to this user and still valid; anything else is a 400 naming `nonce`. */
+async function consumeImportNonce(ctx: AppContext, db: Db, userId: string, nonce: string) {
+  const res = await db
+    .deleteFrom('oidc_nonces')
+    .where('nonce_hash', '=', hashSecret(nonce))
+    .where('user_id', '=', userId)
+    .where('expires_at', '>', ctx.now())
+    .executeTakeFirst();
+  if (Number(res.numDeletedRows) !== 1)
+    throw AppError.invalid(
+      'nonce',
+      'unknown_nonce',
+      'Unknown, used or expired nonce: get one from POST /v1/attributes/import/nonce before signing in',
+    );
+}
+
+/**
+ * Binds (issuer, subject) to the user: the first import binds it, another user importing the same
+ * subject is refused (403 `subject_bound`), so one identity-provider account vouches for one user.
+ */
+async function bindSubject(db: Db, issuer: string, subject: string, userId: string, now: number) {
+  const bound = await db
+    .selectFrom('oidc_subjects')
+    .select('user_id')
+    .where('issuer', '=', issuer)
+    .where('subject', '=', subject)
+    .executeTakeFirst();
+  if (bound && bound.user_id !== userId)
+    throw new AppError('FORBIDDEN', 'This identity-provider account is already linked to another user', {
+      field: 'id_token',
+      reason: 'subject_bound',
+    });
+  if (!bound)
+    await db
+      .insertInto('oidc_subjects')
+      .values({ issuer, subject, user_id: userId, created_at: now })
+      .execute();
+}
+
+export async function importIdToken(ctx: AppContext, idToken: string, nonce: string, userId: string) {
   const issuers = ctx.config.PALMID_OIDC_ISSUERS as unknown as OidcIssuerConfig[];
-  const result = await verifyIdTokenFromIssuers(idToken, issuers, {
-    ...(nonce !== undefined ? { nonce } : {}),
-    now: new Date(ctx.now()),
-  });
+  const result = await verifyIdTokenFromIssuers(idToken, issuers, { nonce, now: new Date(ctx.now()) });
   if (!result.ok) throw idTokenError(result);
-  const { issuer, attributes, skipped } = result;
+  const { issuer, subject, attributes, skipped } = result;
   return {
     issuer,
-    async write(db: Db, userId: string) {
+    async write(db: Db, writer: string) {
+      if (writer !== userId) throw new AppError('INTERNAL_ERROR');
       const now = ctx.now();
+      await consumeImportNonce(ctx, db, userId, nonce);
+      await bindSubject(db, issuer, subject, userId, now);
       const out: WrittenVerified[] = [];
       for (const [name, value] of Object.entries(attributes)) {
         if (value === undefined) continue;

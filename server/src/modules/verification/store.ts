@@ -184,4 +184,7 @@ export async function saveAttestation(
 export async function eraseUserVerificationData(db: Db, userId: string): Promise<void> {
   await db.deleteFrom('zk_openings').where('user_id', '=', userId).execute();
   await db.deleteFrom('attestations').where('user_id', '=', userId).execute();
+  // the identity-provider account is no longer linked: it may be imported by a new account
+  await db.deleteFrom('oidc_subjects').where('user_id', '=', userId).execute();
+  await db.deleteFrom('oidc_nonces').where('user_id', '=', userId).execute();
 }

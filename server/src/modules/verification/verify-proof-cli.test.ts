@@ -101,7 +101,7 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
 
   const at = new Date(clock).toISOString();
 
-  it('VALID for the saved status response (auth id taken from it)', async () => {
+  it("VALID for the saved status response with the vendor's auth id", async () => {
     const res = await palm([
       'verify-proof',
       '--proof',
@@ -112,6 +112,8 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
       '18',
       '--now',
       at,
+      '--auth-id',
+      authId,
     ]);
     expect(res.stdout).toContain(`VALID: age >= 18 on 2026-06-01, auth_id ${authId}`);
     expect(res.code).toBe(0);
@@ -144,6 +146,8 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
       '21',
       '--now',
       at,
+      '--auth-id',
+      authId,
     ]);
     expect(older.code).toBe(1);
     expect(older.stdout).toContain('INVALID (predicate_mismatch)');
@@ -162,6 +166,8 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
       '18',
       '--now',
       at,
+      '--auth-id',
+      authId,
     ]);
     expect(tampered.code).toBe(1);
     expect(tampered.stdout).toContain('INVALID (invalid_proof)');

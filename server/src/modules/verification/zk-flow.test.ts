@@ -23,6 +23,7 @@ import {
   vendorDevice,
 } from '../../testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
+import { markAttributeVerified } from '../attributes/store.ts';
 import { identifyPalm, prepareProofs, resolveWithPalm } from '../auth-contexts/resolve.ts';
 import { createAuthContext, loadContext } from '../auth-contexts/state.ts';
 import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
@@ -54,7 +55,7 @@ describe('zero-knowledge proofs in the server flow', () => {
       headers: { 'x-api-key': key },
       ...(body === undefined ? {} : { payload: attestBody(device, body, clock) as object }),
     });
-  const asUser = (name: string, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) =>
+  const asUser = (name: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown) =>
     t.app.inject({
       method,
       url,
@@ -340,7 +341,9 @@ describe('zero-knowledge proofs in the server flow', () => {
 
     it('in_set predicate: true with a proof that verifies; the value is never disclosed', async () => {
       const data = await entrance('alice', {
-        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold', 'platinum'] }],
+        predicates: [
+          { type: 'in_set', attribute: 'membership_status', values: ['gold', 'platinum', 'diamond'] },
+        ],
       });
       expect(data.status).toBe('completed');
       expect(data.auth_result.attributes.membership_status_in_set).toBe(true);
@@ -349,7 +352,7 @@ describe('zero-knowledge proofs in the server flow', () => {
       const ok = await verifyPredicateProof(p, {
         serviceKey,
         authId: data.auth_id,
-        inSet: { attribute: 'membership_status', values: ['gold', 'platinum'] },
+        inSet: { attribute: 'membership_status', values: ['gold', 'platinum', 'diamond'] },
         now: new Date(clock),
       });
       expect(ok).toMatchObject({ valid: true });
@@ -365,7 +368,9 @@ describe('zero-knowledge proofs in the server flow', () => {
 
     it('in_set false: no proof; without consent: consent_missing', async () => {
       const no = await entrance('alice', {
-        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['platinum'] }],
+        predicates: [
+          { type: 'in_set', attribute: 'membership_status', values: ['platinum', 'diamond', 'silver'] },
+        ],
       });
       expect(no.auth_result.attributes).toEqual({ membership_status_in_set: false });
       const bob = await entrance('bob', {
@@ -391,7 +396,9 @@ describe('zero-knowledge proofs in the server flow', () => {
         clock - 30 * DAY,
       );
       const data = await entrance('dave', {
-        predicates: [{ type: 'in_set', attribute: 'membership_status', values: ['gold'] }],
+        predicates: [
+          { type: 'in_set', attribute: 'membership_status', values: ['gold', 'silver', 'bronze'] },
+        ],
       });
       expect(data.auth_result).toMatchObject({ success: false, reason: 'consent_missing' });
       expect(data.auth_result.attributes.membership_status_proof).toBeUndefined();
@@ -445,5 +452,90 @@ describe('zero-knowledge proofs in the server flow', () => {
     expect(res.result).toMatchObject({ success: false, reason: 'consent_missing' });
     expect(res.result.attributes).toEqual({});
     expect(await readOpenings(db, row.id)).toHaveLength(0);
+  });
+  it('the age proof names its birth date source; minimum_age_source "verified" refuses a self-asserted one', async () => {
+    await enrol('dora', '1990-01-01', ['age_over_21']);
+    const now = new Date(clock);
+    const self = await entrance('dora', { minimum_age: 21, attributes_optional: ['age_proof'] });
+    expect(self.status).toBe('completed');
+    const selfProof = self.auth_result.attributes.age_proof as PredicateProof;
+    expect(selfProof.statement.source).toBe('self_asserted');
+    const expectAt = { serviceKey, authId: self.auth_id, minimumAge: 21, now };
+    expect(await verifyPredicateProof(selfProof, expectAt)).toMatchObject({ valid: true });
+    // the source is signed: claiming a verifier instead breaks the signature
+    const forged = { ...selfProof, statement: { ...selfProof.statement, source: 'https://idp.example' } };
+    expect(await verifyPredicateProof(forged, expectAt)).toMatchObject({ valid: false });
+
+    const strict = await entrance('dora', { minimum_age: 21, minimum_age_source: 'verified' });
+    expect(strict.status).toBe('failed');
+    expect(strict.auth_result.reason).toBe('consent_missing');
+    expect(strict.auth_result.attributes.age_over_21).toBeUndefined();
+
+    await markAttributeVerified(
+      t.ctx.database.db,
+      users.dora!.userId,
+      'date_of_birth',
+      'https://idp.example',
+    );
+    const verified = await entrance('dora', {
+      minimum_age: 21,
+      minimum_age_source: 'verified',
+      attributes_optional: ['age_proof'],
+    });
+    expect(verified.status).toBe('completed');
+    expect(verified.auth_result.attributes.age_over_21).toBe(true);
+    const verifiedProof = verified.auth_result.attributes.age_proof as PredicateProof;
+    expect(verifiedProof.statement.source).toBe('https://idp.example');
+    expect(
+      await verifyPredicateProof(verifiedProof, { ...expectAt, authId: verified.auth_id }),
+    ).toMatchObject({ valid: true });
+    const bad = await api('POST', '/api/v1/auth/create', {
+      auth_context: { type: 'entrance', minimum_age_source: 'verified' },
+    });
+    expect(bad.statusCode).toBe(400);
+  }, 60_000);
+  it('a consent to <attr>_in_set names its set, or admits only sets of 3 or more; any other set: consent_missing', async () => {
+    await enrol('erin', '1985-01-01', []);
+    await writeAttribute(
+      t.ctx,
+      t.ctx.database.db,
+      users.erin!.userId,
+      { name: 'country', value: 'DE' },
+      'user',
+      clock,
+    );
+    const consent = (attributes: unknown[]) =>
+      asUser('erin', 'POST', '/v1/consents', { vendor_id: vendorId, attributes });
+    const bad = await consent([{ name: 'country', purpose: 'x', retention_days: 0, values: ['DE'] }]);
+    expect(bad.statusCode).toBe(400);
+    const tooSmall = await consent([
+      { name: 'country_in_set', purpose: 'x', retention_days: 0, min_set_size: 2 },
+    ]);
+    expect(tooSmall.statusCode).toBe(400);
+    const named = await consent([
+      { name: 'country_in_set', purpose: 'EU check', retention_days: 0, values: ['DE', 'FR', 'IT'] },
+    ]);
+    expect(named.statusCode, named.body).toBe(201);
+    const ask = (values: string[]) =>
+      entrance('erin', { predicates: [{ type: 'in_set', attribute: 'country', values, proof: false }] });
+    const same = await ask(['IT', 'DE', 'FR']);
+    expect(same.status).toBe('completed');
+    expect(same.auth_result.attributes).toEqual({ country_in_set: true });
+    for (const other of [['DE'], ['DE', 'FR'], ['DE', 'FR', 'IT', 'ES']]) {
+      const res = await ask(other);
+      expect(res.auth_result, other.join(',')).toMatchObject({ success: false, reason: 'consent_missing' });
+      expect(res.auth_result.attributes.country_in_set).toBeUndefined();
+    }
+    // replaced by a consent without a named set: the default minimum of 3 values
+    const revoke = await asUser('erin', 'DELETE', `/v1/consents/${named.json().data.consent_id}`);
+    expect(revoke.statusCode).toBe(200);
+    expect(
+      (await consent([{ name: 'country_in_set', purpose: 'EU check', retention_days: 0 }])).statusCode,
+    ).toBe(201);
+    expect((await ask(['DE'])).auth_result).toMatchObject({ success: false, reason: 'consent_missing' });
+    expect((await ask(['DE', 'AT', 'CH'])).auth_result).toMatchObject({
+      success: true,
+      attributes: { country_in_set: true },
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
+import { IN_SET_MIN_SIZE } from '@palmid/shared/api/consents.ts';
 import type { PredicateProof } from '@palmid/shared/zk/schema.ts';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
@@ -37,8 +38,31 @@ export async function loadPredicates(db: Db, authId: string): Promise<InSetPredi
 }
 
 /** Consent for a predicate: to the predicate's answer (`<attribute>_in_set`) or to the value itself. */
-export const predicateConsented = (consents: { has(name: string): boolean }, p: InSetPredicate) =>
-  consents.has(inSetName(p.attribute)) || consents.has(p.attribute);
+/** What a predicate consent says (consents service `ConsentGrant`). */
+export interface PredicateGrant {
+  values?: string[];
+  min_set_size?: number;
+}
+
+/**
+ * A set predicate is consented when the attribute itself is (its value could be disclosed anyway), or
+ * `<attr>_in_set` is and the asked set is the one consented to, or, when the consent names no set, has at
+ * least `min_set_size` (default 3) values: a one-element set would disclose the value (docs/zk-proofs.md).
+ */
+export const predicateConsented = (
+  consents: { has(name: string): boolean; get?(name: string): PredicateGrant | undefined },
+  p: InSetPredicate,
+): boolean => {
+  if (consents.has(p.attribute)) return true;
+  if (!consents.has(inSetName(p.attribute))) return false;
+  const grant = consents.get?.(inSetName(p.attribute));
+  const asked = new Set(p.values);
+  if (grant?.values !== undefined) {
+    const allowed = new Set(grant.values);
+    return asked.size === allowed.size && [...asked].every((v) => allowed.has(v));
+  }
+  return asked.size >= (grant?.min_set_size ?? IN_SET_MIN_SIZE);
+};
 
 export interface ProofWork {
   ctx: AppContext;
@@ -94,10 +118,11 @@ export function ageProofJob(
   now: number,
   dateOfBirth: string,
   minimumAge: number,
+  source: string,
 ): ProofJob {
   return {
     name: 'age_proof',
-    key: `age|${authId}|${minimumAge}|${utcDay(now)}|${digest(dateOfBirth)}`,
+    key: `age|${authId}|${minimumAge}|${utcDay(now)}|${digest(dateOfBirth)}|${source}`,
     run: async () => {
       const started = performance.now();
       const { proveAgeForContext } = await prover();
@@ -107,6 +132,7 @@ export function ageProofJob(
         minimumAge,
         withProof: true,
         now: new Date(now),
+        source,
       });
       proofTimings.last_ms.push(performance.now() - started);
       return res.value && res.proof && res.opening ? { proof: res.proof, opening: res.opening } : undefined;
