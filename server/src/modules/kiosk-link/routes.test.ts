@@ -121,17 +121,17 @@ describe('/ws/pvs and /ws/vendor', () => {
   });
 
   it("seals kiosk answers under the user's data key; delete-me leaves none; expired ones are pruned", async () => {
-    const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${kiosk.device_token}` });
-    const enrolled = await k.call('erase-1', 'enroll', {
-      template: Buffer.from('kiosk-palm-to-erase-0002').toString('base64'),
-      hand: 'left',
-      quality: 0.9,
-      liveness: 0.95,
-    });
+    const desk = await createPvs(t.ctx.database.db, { name: 'erasure desk' });
+    const k = await FrameClient.open(`${base}/ws/pvs`, { authorization: `Bearer ${desk.device_token}` });
+    const device = new TestDevice(desk.pvs_id);
+    await k.hello('h', device, { provisioning_secret: desk.provisioning_secret, mode: 'enrol' });
+    const enrolled = await k.enroll('erase-1', device, [
+      { template: Buffer.from('kiosk-palm-to-erase-0002').toString('base64'), hand: 'left', liveness: 0.95 },
+    ]);
     k.ws.close();
     const { user_id } = enrolled.result as { user_id: string };
     const db = t.ctx.database.db;
-    const key = `pvs:${kiosk.pvs_id}:enroll:erase-1`;
+    const key = `pvs:${desk.pvs_id}:enroll:erase-1`;
     const row = await db
       .selectFrom('idempotency')
       .selectAll()
