@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attestPalms, type TestDevice } from '../../server/src/testing.ts';
 import { randomTemplate } from '../crash/server-kill.ts';
-import { api, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
+import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 
 /**
  * Attack: two vendors link one user by the ledger id they both receive (docs/vendor-api.md, "Ledger").
@@ -15,11 +16,19 @@ describe('per-vendor ledger ids (real server process)', () => {
   let server: ServerProc;
   let a: { vendor_id: string; api_key: string };
   let b: { vendor_id: string; api_key: string };
+  /** each vendor's capture host: palms are believed only when attested (docs/vendor-api.md) */
+  const hosts = new Map<string, TestDevice>();
 
   beforeAll(async () => {
     a = lastJson((await admin('--json', 'vendor', 'create', '--name', 'Shop A')).stdout);
     b = lastJson((await admin('--json', 'vendor', 'create', '--name', 'Shop B')).stdout);
     server = await startServer({ ...env, PORT: '0', PALMID_ENV: 'sandbox' });
+    for (const v of [a, b]) {
+      const host = lastJson<{ pvs_id: string; device_token: string; provisioning_secret: string }>(
+        (await admin('--json', 'pvs', 'create', '--name', 'host', '--vendor', v.vendor_id)).stdout,
+      );
+      hosts.set(v.api_key, await bindDevice(server.base, host));
+    }
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
@@ -35,7 +44,7 @@ describe('per-vendor ledger ids (real server process)', () => {
         key,
         body: {
           auth_context: { type: 'payment', amount: 250 },
-          palm: { template, hand: 'right', liveness: 0.99 },
+          palm: hosts.get(key)!.direct({ template, hand: 'right', liveness: 0.99 }),
         },
       },
     );
@@ -56,7 +65,13 @@ describe('per-vendor ledger ids (real server process)', () => {
       server.base,
       'POST',
       '/api/v1/mpc/users/create',
-      { key: a.api_key, body: { attributes: {}, palms: [{ hand: 'right', template }] } },
+      {
+        key: a.api_key,
+        body: {
+          attributes: {},
+          palms: attestPalms(hosts.get(a.api_key)!, [{ hand: 'right' as const, template }]),
+        },
+      },
     );
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const atA = await pay(a.api_key);
