@@ -160,7 +160,7 @@ describe('zero-knowledge proofs across processes', () => {
     });
     const ms = Date.now() - started;
     expect(res.status).toBe(200);
-    expect(res.body.data.status).toBe('completed');
+    expect(res.body.data.status, JSON.stringify(res.body.data)).toBe('completed');
     const attrs = res.body.data.auth_result.attributes;
     expect(attrs).toMatchObject({ age_over_21: true, membership_status_in_set: true });
     expect(attrs.age_proof).toBeDefined();
