@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attestPalms, type TestDevice } from '../../server/src/testing.ts';
 import { randomTemplate } from '../crash/server-kill.ts';
-import { api, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
+import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 
 /**
  * Attack: a user forges a service-computed name (`age_over_21: true` while born in 2012) and a vendor
@@ -15,15 +16,26 @@ describe('reserved service-derived names (real server process)', () => {
   let server: ServerProc;
   let vendor: { vendor_id: string; api_key: string };
   let user: { user_id: string; user_token: string };
+  /** the bar's capture host: palms are believed only when attested (docs/vendor-api.md) */
+  let host: TestDevice;
 
   beforeAll(async () => {
     vendor = lastJson((await admin('--json', 'vendor', 'create', '--name', 'Bar')).stdout);
     server = await startServer({ ...env, PORT: '0', PALMID_ENV: 'sandbox' });
+    host = await bindDevice(
+      server.base,
+      lastJson<{ pvs_id: string; device_token: string; provisioning_secret: string }>(
+        (await admin('--json', 'pvs', 'create', '--name', 'bar host', '--vendor', vendor.vendor_id)).stdout,
+      ),
+    );
     const created = await api<{ data: { user_id: string; user_token: string } }>(
       server.base,
       'POST',
       '/api/v1/mpc/users/create',
-      { key: vendor.api_key, body: { attributes: {}, palms: [{ hand: 'right', template }] } },
+      {
+        key: vendor.api_key,
+        body: { attributes: {}, palms: attestPalms(host, [{ hand: 'right' as const, template }]) },
+      },
     );
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     user = created.body.data;
@@ -88,7 +100,7 @@ describe('reserved service-derived names (real server process)', () => {
         data: { status: string; auth_result: { attributes: Record<string, unknown>; reason?: string } };
       }>(server.base, 'POST', '/api/v1/auth', {
         key: vendor.api_key,
-        body: { auth_context, palm: { template, hand: 'right', liveness: 0.99 } },
+        body: { auth_context, palm: host.direct({ template, hand: 'right', liveness: 0.99 }) },
       });
     const asked = await pay({ type: 'payment', amount: 900, attributes_required: ['age_over_21'] });
     expect(asked.status, JSON.stringify(asked.body)).toBe(200);
