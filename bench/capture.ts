@@ -47,9 +47,13 @@ if (!dir) {
   dir = mkdtempSync(join(tmpdir(), 'palmid-capture-'));
   const tsx = join(HERE, '..', 'node_modules', '.bin', 'tsx');
   const cli = join(HERE, '..', 'agent', 'src', 'palm', 'cli.ts');
-  const r = spawnSync(tsx, [cli, 'synth', dir, '--identities', '5', '--sensor', sensor, '--width', '640', '--height', '480'], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const r = spawnSync(
+    tsx,
+    [cli, 'synth', dir, '--identities', '5', '--sensor', sensor, '--width', '640', '--height', '480'],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
@@ -101,4 +105,6 @@ const row = {
   ratio: Number((p50 / TARGET_MS).toFixed(2)),
 };
 process.stdout.write(`${JSON.stringify(row)}\n`);
-process.stdout.write(`processCapture p50 ${row.p50_ms} ms (target ≤ ${TARGET_MS} ms: ${p50 <= TARGET_MS ? 'met' : 'NOT met'})\n`);
+process.stdout.write(
+  `processCapture p50 ${row.p50_ms} ms (target ≤ ${TARGET_MS} ms: ${p50 <= TARGET_MS ? 'met' : 'NOT met'})\n`,
+);

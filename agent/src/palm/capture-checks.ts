@@ -187,9 +187,12 @@ export function measureFrame(
       for (let lx = ly === 0 ? 2 : -5; lx <= 5; lx++) {
         if (Math.abs(lx) < 2 && ly < 2) continue;
         let s = 0;
+        const xa = Math.max(0, -lx);
+        const xb = Math.min(pw, pw - lx);
+        const lag = ly * pw + lx;
         for (let y = 0; y + ly < ph; y++) {
-          for (let x = Math.max(0, -lx); x < pw && x + lx < pw; x++)
-            s += res[y * pw + x]! * res[(y + ly) * pw + x + lx]!;
+          const row = y * pw;
+          for (let i = row + xa, end = row + xb; i < end; i++) s += res[i]! * res[i + lag]!;
         }
         periodicity = Math.max(periodicity, s / (e0 + 1e-6));
       }

@@ -111,6 +111,21 @@ function downsample(frame: GrayImage, f: number): GrayImage {
   const w = Math.floor(frame.width / f);
   const h = Math.floor(frame.height / f);
   const data = new Uint8Array(w * h);
+  const src = frame.data;
+  const fw = frame.width;
+  if (f === 2) {
+    // the common case (VGA frames), without the inner loops
+    for (let y = 0; y < h; y++) {
+      const a = 2 * y * fw;
+      const b = a + fw;
+      const o = y * w;
+      for (let x = 0; x < w; x++) {
+        const i = 2 * x;
+        data[o + x] = Math.round((src[a + i]! + src[a + i + 1]! + src[b + i]! + src[b + i + 1]!) / 4);
+      }
+    }
+    return { width: w, height: h, data };
+  }
   const row = new Uint32Array(w);
   for (let y = 0; y < h; y++) {
     row.fill(0);
@@ -241,20 +256,22 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   // so fingers that touch at the Otsu level are apart part of the way up to the palm's grey level.
   // Too tight a level cuts the fingers off the palm, so other levels are tried when the valleys
   // found do not look like a hand's.
-  const palm = medianWhere(data, (i) => distance[i]! >= radius * 1.5);
+  const palm = medianWhere(data, distance, radius * 1.5);
   const level = (share: number) => threshold + share * (palm - threshold);
   // the palm is the largest inscribed circle, unless a wrist as wide as the palm holds it: then
   // the largest circle well away from it (on the palm) is tried as the centre of the finger scan
   const centres = [{ x: cx, y: cy }];
   let second = 0;
   let si = -1;
-  for (let i = 0; i < distance.length; i++) {
-    if (distance[i]! <= second) continue;
-    const dx = (i % w) - cx;
-    const dy = Math.floor(i / w) - cy;
-    if (dx * dx + dy * dy >= radius * radius) {
-      second = distance[i]!;
-      si = i;
+  for (let y = 0, i = 0; y < h; y++) {
+    const dy = y - cy;
+    for (let x = 0; x < w; x++, i++) {
+      if (distance[i]! <= second) continue;
+      const dx = x - cx;
+      if (dx * dx + dy * dy >= radius * radius) {
+        second = distance[i]!;
+        si = i;
+      }
     }
   }
   if (si >= 0 && second >= 0.75 * best) centres.push({ x: si % w, y: Math.floor(si / w) });
@@ -486,12 +503,12 @@ function valleysOf(
   return { valleys, up };
 }
 
-/** Median grey level of the pixels selected by `keep`. */
-function medianWhere(data: Uint8Array, keep: (i: number) => boolean): number {
+/** Median grey level of the pixels whose distance is at least `min`. */
+function medianWhere(data: Uint8Array, distance: Uint16Array, min: number): number {
   const hist = new Uint32Array(256);
   let n = 0;
   for (let i = 0; i < data.length; i++) {
-    if (keep(i)) {
+    if (distance[i]! >= min) {
       hist[data[i]!]!++;
       n++;
     }
