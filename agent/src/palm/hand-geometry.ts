@@ -67,33 +67,44 @@ export function otsu(data: Uint8Array): number {
 function chamfer(mask: Uint8Array, w: number, h: number): Uint16Array {
   const d = new Uint16Array(w * h);
   const INF = 65000;
+  // foreground on the frame border is 3 (one step from the outside); only interior pixels read
+  // their neighbours, so the passes need no bounds tests
   for (let i = 0; i < d.length; i++) d[i] = mask[i] ? INF : 0;
+  for (let x = 0; x < w; x++) {
+    if (d[x]) d[x] = 3;
+    if (d[(h - 1) * w + x]) d[(h - 1) * w + x] = 3;
+  }
   for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      const i = y * w + x;
-      if (!d[i]) continue;
+    if (d[y * w]) d[y * w] = 3;
+    if (d[y * w + w - 1]) d[y * w + w - 1] = 3;
+  }
+  for (let y = 1; y < h - 1; y++) {
+    for (let i = y * w + 1, end = y * w + w - 1; i < end; i++) {
       let v = d[i]!;
-      if (x === 0 || y === 0 || x === w - 1 || y === h - 1) v = Math.min(v, 3);
-      if (x > 0) v = Math.min(v, d[i - 1]! + 3);
-      if (y > 0) {
-        v = Math.min(v, d[i - w]! + 3);
-        if (x > 0) v = Math.min(v, d[i - w - 1]! + 4);
-        if (x < w - 1) v = Math.min(v, d[i - w + 1]! + 4);
-      }
+      if (!v) continue;
+      let t = d[i - 1]! + 3;
+      if (t < v) v = t;
+      t = d[i - w]! + 3;
+      if (t < v) v = t;
+      t = d[i - w - 1]! + 4;
+      if (t < v) v = t;
+      t = d[i - w + 1]! + 4;
+      if (t < v) v = t;
       d[i] = v;
     }
   }
-  for (let y = h - 1; y >= 0; y--) {
-    for (let x = w - 1; x >= 0; x--) {
-      const i = y * w + x;
-      if (!d[i]) continue;
+  for (let y = h - 2; y >= 1; y--) {
+    for (let i = y * w + w - 2, end = y * w; i > end; i--) {
       let v = d[i]!;
-      if (x < w - 1) v = Math.min(v, d[i + 1]! + 3);
-      if (y < h - 1) {
-        v = Math.min(v, d[i + w]! + 3);
-        if (x < w - 1) v = Math.min(v, d[i + w + 1]! + 4);
-        if (x > 0) v = Math.min(v, d[i + w - 1]! + 4);
-      }
+      if (!v) continue;
+      let t = d[i + 1]! + 3;
+      if (t < v) v = t;
+      t = d[i + w]! + 3;
+      if (t < v) v = t;
+      t = d[i + w + 1]! + 4;
+      if (t < v) v = t;
+      t = d[i + w - 1]! + 4;
+      if (t < v) v = t;
       d[i] = v;
     }
   }
