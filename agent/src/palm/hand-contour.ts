@@ -20,7 +20,13 @@ export interface Point {
  * pixels, then work per run, not per pixel (docs/palm-pipeline.md, "Speed of the capture path").
  * Of components of equal size, the one reached first in scan order wins.
  */
-export function largestComponent(mask: Uint8Array, w: number, h: number): { comp: Uint8Array; size: number } {
+export function largestComponent(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  /** foreground is `mask` above this: 0 for a 0/1 mask, a grey level to threshold an image in the same pass */
+  above = 0,
+): { comp: Uint8Array; size: number } {
   // runs: row, start, end (exclusive); at most ⌈w/2⌉ per row
   const cap = h * ((w + 1) >> 1) + 1;
   const rRow = new Int32Array(cap);
@@ -46,12 +52,12 @@ export function largestComponent(mask: Uint8Array, w: number, h: number): { comp
     let p = prevStart;
     let x = 0;
     while (x < w) {
-      if (!mask[base + x]) {
+      if (mask[base + x]! <= above) {
         x++;
         continue;
       }
       const from = x;
-      while (x < w && mask[base + x]) x++;
+      while (x < w && mask[base + x]! > above) x++;
       const k = n++;
       rRow[k] = y;
       rFrom[k] = from;

@@ -314,10 +314,8 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     let o: ReturnType<typeof outlineValleys> = null;
     let comp: Uint8Array = mask;
     for (const share of OUTLINE_LEVELS) {
-      const t = level(share);
-      const tight = new Uint8Array(w * h);
-      for (let i = 0; i < data.length; i++) tight[i] = data[i]! > t ? 1 : 0;
-      comp = largestComponent(tight, w, h).comp;
+      // thresholded in the labelling pass itself (no mask per level)
+      comp = largestComponent(data, w, h, level(share)).comp;
       o = outlineValleys(comp, w, h, cx, cy, radius);
       if (o) break;
     }
