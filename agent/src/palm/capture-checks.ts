@@ -125,6 +125,62 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
   return Math.sqrt(Math.max(0, s2 / n - mean * mean));
 }
 
+/**
+ * Largest normalised autocorrelation of `res` (pw × ph) at the lags 2–5 px (|lx| ≥ 2 or ly ≥ 2,
+ * ly 0–5, lx −5–5). All eleven horizontal lags of one row lag are summed in one pass with one
+ * load of the centre pixel (docs/palm-pipeline.md, "Speed of the capture path"); the 5 px at
+ * each end of a row, where some lags fall outside, go through the general loop.
+ */
+function maxAutocorrelation(res: Float32Array, pw: number, ph: number, e0: number): number {
+  let best = 0;
+  const edge = new Float64Array(11);
+  for (let ly = 0; ly <= 5; ly++) {
+    edge.fill(0);
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let s4 = 0;
+    let s5 = 0;
+    let s6 = 0;
+    let s7 = 0;
+    let s8 = 0;
+    let s9 = 0;
+    let s10 = 0;
+    for (let y = 0; y + ly < ph; y++) {
+      const r0 = y * pw;
+      const r1 = (y + ly) * pw;
+      for (let x = 5; x < pw - 5; x++) {
+        const a = res[r0 + x]!;
+        const j = r1 + x;
+        s0 += a * res[j - 5]!;
+        s1 += a * res[j - 4]!;
+        s2 += a * res[j - 3]!;
+        s3 += a * res[j - 2]!;
+        s4 += a * res[j - 1]!;
+        s5 += a * res[j]!;
+        s6 += a * res[j + 1]!;
+        s7 += a * res[j + 2]!;
+        s8 += a * res[j + 3]!;
+        s9 += a * res[j + 4]!;
+        s10 += a * res[j + 5]!;
+      }
+      for (let x = 0; x < pw; x = x === 4 ? Math.max(5, pw - 5) : x + 1) {
+        const a = res[r0 + x]!;
+        for (let lx = -5; lx <= 5; lx++) {
+          if (x + lx >= 0 && x + lx < pw) edge[lx + 5] = edge[lx + 5]! + a * res[r1 + x + lx]!;
+        }
+      }
+    }
+    const sums = [s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10];
+    for (let lx = ly === 0 ? 2 : -5; lx <= 5; lx++) {
+      if (Math.abs(lx) < 2 && ly < 2) continue;
+      best = Math.max(best, (sums[lx + 5]! + edge[lx + 5]!) / (e0 + 1e-6));
+    }
+  }
+  return best;
+}
+
 export function measureFrame(
   frame: GrayImage,
   g: HandGeometry,
@@ -183,20 +239,7 @@ export function measureFrame(
     }
     let e0 = 0;
     for (const v of res) e0 += v * v;
-    for (let ly = 0; ly <= 5; ly++) {
-      for (let lx = ly === 0 ? 2 : -5; lx <= 5; lx++) {
-        if (Math.abs(lx) < 2 && ly < 2) continue;
-        let s = 0;
-        const xa = Math.max(0, -lx);
-        const xb = Math.min(pw, pw - lx);
-        const lag = ly * pw + lx;
-        for (let y = 0; y + ly < ph; y++) {
-          const row = y * pw;
-          for (let i = row + xa, end = row + xb; i < end; i++) s += res[i]! * res[i + lag]!;
-        }
-        periodicity = Math.max(periodicity, s / (e0 + 1e-6));
-      }
-    }
+    periodicity = maxAutocorrelation(res, pw, ph, e0);
   }
   return {
     handMean: count ? sum / count : 0,

@@ -1,7 +1,6 @@
 import type { HandGeometry } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
-import { bilinear } from './roi-input.ts';
 
 /** ROI side as a multiple of the palm's inscribed radius (≈ the central 80 % of the palm). */
 export const ROI_SIDE_PER_RADIUS = 1.5;
@@ -26,6 +25,10 @@ export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): 
   const step = side / ROI_SIZE;
   // supersample 2 × 2 when the palm is larger than the ROI grid (avoids aliasing)
   const taps = step > 1 ? 2 : 1;
+  // `bilinear` (roi-input.ts) written out here: the same arithmetic, without a call per tap
+  const { width: w, height: h, data: d } = frame;
+  const xMax = w - 1.001;
+  const yMax = h - 1.001;
   for (let r = 0; r < ROI_SIZE; r++) {
     for (let c = 0; c < ROI_SIZE; c++) {
       let s = 0;
@@ -33,7 +36,19 @@ export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): 
         for (let i = 0; i < taps; i++) {
           const u = (c + (i + 0.5) / taps) / ROI_SIZE - 0.5;
           const v = (r + (j + 0.5) / taps) / ROI_SIZE - 0.5;
-          s += bilinear(frame, cx + side * (u * rx - v * ux), cy + side * (u * ry - v * uy));
+          const x = cx + side * (u * rx - v * ux);
+          const y = cy + side * (u * ry - v * uy);
+          const px = x < 0 ? 0 : x > xMax ? xMax : x;
+          const py = y < 0 ? 0 : y > yMax ? yMax : y;
+          const ix = Math.floor(px);
+          const iy = Math.floor(py);
+          const fx = px - ix;
+          const fy = py - iy;
+          const k = iy * w + ix;
+          const k2 = ix + 1 < w ? k + 1 : k;
+          const k3 = iy + 1 < h ? k + w : k;
+          const k4 = iy + 1 < h ? k2 + w : k2;
+          s += (d[k]! * (1 - fx) + d[k2]! * fx) * (1 - fy) + (d[k3]! * (1 - fx) + d[k4]! * fx) * fy;
         }
       }
       out[r * ROI_SIZE + c] = s / (taps * taps);
