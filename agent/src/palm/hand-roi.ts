@@ -29,15 +29,30 @@ export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): 
   const { width: w, height: h, data: d } = frame;
   const xMax = w - 1.001;
   const yMax = h - 1.001;
+  // per sub-column and sub-row products, computed once (the same values as in the sum below)
+  const n = ROI_SIZE * taps;
+  const urx = new Float64Array(n);
+  const ury = new Float64Array(n);
+  const vux = new Float64Array(n);
+  const vuy = new Float64Array(n);
+  for (let c = 0; c < ROI_SIZE; c++) {
+    for (let i = 0; i < taps; i++) {
+      const u = (c + (i + 0.5) / taps) / ROI_SIZE - 0.5;
+      urx[c * taps + i] = u * rx;
+      ury[c * taps + i] = u * ry;
+      vux[c * taps + i] = u * ux;
+      vuy[c * taps + i] = u * uy;
+    }
+  }
   for (let r = 0; r < ROI_SIZE; r++) {
     for (let c = 0; c < ROI_SIZE; c++) {
       let s = 0;
       for (let j = 0; j < taps; j++) {
+        const vx = vux[r * taps + j]!;
+        const vy = vuy[r * taps + j]!;
         for (let i = 0; i < taps; i++) {
-          const u = (c + (i + 0.5) / taps) / ROI_SIZE - 0.5;
-          const v = (r + (j + 0.5) / taps) / ROI_SIZE - 0.5;
-          const x = cx + side * (u * rx - v * ux);
-          const y = cy + side * (u * ry - v * uy);
+          const x = cx + side * (urx[c * taps + i]! - vx);
+          const y = cy + side * (ury[c * taps + i]! - vy);
           const px = x < 0 ? 0 : x > xMax ? xMax : x;
           const py = y < 0 ? 0 : y > yMax ? yMax : y;
           const ix = Math.floor(px);
