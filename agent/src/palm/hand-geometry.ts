@@ -64,12 +64,16 @@ export function otsu(data: Uint8Array): number {
   return threshold;
 }
 
-function chamfer(mask: Uint8Array, w: number, h: number): Uint16Array {
-  const d = new Uint16Array(w * h);
-  const INF = 65000;
+/** Chamfer distance's value for foreground before the passes. */
+const CHAMFER_INF = 65000;
+
+/**
+ * Chamfer (3-4) distance to the background, in place: `d` holds CHAMFER_INF on the foreground
+ * and 0 elsewhere (the caller fills it while thresholding, one pass fewer).
+ */
+function chamfer(d: Uint16Array, w: number, h: number): Uint16Array {
   // foreground on the frame border is 3 (one step from the outside); only interior pixels read
   // their neighbours, so the passes need no bounds tests
-  for (let i = 0; i < d.length; i++) d[i] = mask[i] ? INF : 0;
   for (let x = 0; x < w; x++) {
     if (d[x]) d[x] = 3;
     if (d[(h - 1) * w + x]) d[(h - 1) * w + x] = 3;
@@ -228,14 +232,16 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const { width: w, height: h, data } = frame;
   const threshold = Math.max(otsu(data), 20);
   const mask = new Uint8Array(w * h);
+  const distance = new Uint16Array(w * h);
   let fg = 0;
   for (let i = 0; i < data.length; i++) {
     if (data[i]! > threshold) {
       mask[i] = 1;
+      distance[i] = CHAMFER_INF;
       fg++;
     }
   }
-  const distance = chamfer(mask, w, h);
+  chamfer(distance, w, h);
   let best = 0;
   let bi = 0;
   for (let i = 0; i < distance.length; i++) {
@@ -263,20 +269,22 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     touchesEdge: false,
   };
   if (radius < 4) return geometry;
-  // fingers and valleys on a tighter threshold: NIR falls off towards the outline of each finger,
-  // so fingers that touch at the Otsu level are apart part of the way up to the palm's grey level.
-  // Too tight a level cuts the fingers off the palm, so other levels are tried when the valleys
-  // found do not look like a hand's.
-  const palm = medianWhere(data, distance, radius * 1.5);
-  const level = (share: number) => threshold + share * (palm - threshold);
   // the palm is the largest inscribed circle, unless a wrist as wide as the palm holds it: then
   // the largest circle well away from it (on the palm) is tried as the centre of the finger scan
   const centres = [{ x: cx, y: cy }];
   let second = 0;
   let si = -1;
+  // in the same pass: the histogram of the palm (distance ≥ 1.5 r) for its median grey level
+  const palmHist = new Uint32Array(256);
+  let palmN = 0;
+  const palmMin = radius * 1.5;
   for (let y = 0, i = 0; y < h; y++) {
     const dy = y - cy;
     for (let x = 0; x < w; x++, i++) {
+      if (distance[i]! >= palmMin) {
+        palmHist[data[i]!]!++;
+        palmN++;
+      }
       if (distance[i]! <= second) continue;
       const dx = x - cx;
       if (dx * dx + dy * dy >= radius * radius) {
@@ -286,6 +294,12 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     }
   }
   if (si >= 0 && second >= 0.75 * best) centres.push({ x: si % w, y: Math.floor(si / w) });
+  // fingers and valleys on a tighter threshold: NIR falls off towards the outline of each finger,
+  // so fingers that touch at the Otsu level are apart part of the way up to the palm's grey level.
+  // Too tight a level cuts the fingers off the palm, so other levels are tried when the valleys
+  // found do not look like a hand's.
+  const palm = histMedian(palmHist, palmN);
+  const level = (share: number) => threshold + share * (palm - threshold);
   let found: { valleys: Point[]; up: number; runs: number } | null = null;
   let runs = 0;
   for (const c of proportions.outlineOnly ? [] : centres) {
@@ -512,16 +526,8 @@ function valleysOf(
   return { valleys, up };
 }
 
-/** Median grey level of the pixels whose distance is at least `min`. */
-function medianWhere(data: Uint8Array, distance: Uint16Array, min: number): number {
-  const hist = new Uint32Array(256);
-  let n = 0;
-  for (let i = 0; i < data.length; i++) {
-    if (distance[i]! >= min) {
-      hist[data[i]!]!++;
-      n++;
-    }
-  }
+/** Median of a grey-level histogram of `n` pixels. */
+function histMedian(hist: Uint32Array, n: number): number {
   let acc = 0;
   for (let v = 0; v < 256; v++) {
     acc += hist[v]!;
