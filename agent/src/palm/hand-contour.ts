@@ -14,6 +14,9 @@ export interface Point {
   y: number;
 }
 
+/** Run tables of `largestComponent`, kept between calls (one capture after another). */
+let runScratch = new Int32Array(0);
+
 /**
  * Largest 8-connected foreground component (1) of `mask`, everything else 0. Run-based labelling
  * (horizontal runs joined by union-find when they touch, diagonals included): one pass over the
@@ -29,10 +32,11 @@ export function largestComponent(
 ): { comp: Uint8Array; size: number } {
   // runs: row, start, end (exclusive); at most ⌈w/2⌉ per row
   const cap = h * ((w + 1) >> 1) + 1;
-  const rRow = new Int32Array(cap);
-  const rFrom = new Int32Array(cap);
-  const rTo = new Int32Array(cap);
-  const parent = new Int32Array(cap);
+  if (runScratch.length < 4 * cap) runScratch = new Int32Array(4 * cap);
+  const rRow = runScratch.subarray(0, cap);
+  const rFrom = runScratch.subarray(cap, 2 * cap);
+  const rTo = runScratch.subarray(2 * cap, 3 * cap);
+  const parent = runScratch.subarray(3 * cap, 4 * cap);
   let n = 0;
   const find = (a: number): number => {
     let r = a;
