@@ -229,12 +229,17 @@ export function measureFrame(
   const veinContrast = veinScaleContrast(frame, g, Math.max(4, Math.floor(g.radius * 0.7)));
   if (pw > 12 && ph > 12) {
     const res = new Float32Array(pw * ph);
+    // 3 × 3 box sums from column sums of three rows (integers: the same sums in any order)
+    const col = new Int32Array(pw + 2);
     for (let y = 0; y < ph; y++) {
+      const i0 = (y + y0) * w + x0 - 1;
+      for (let x = 0; x < pw + 2; x++) {
+        const i = i0 + x;
+        col[x] = data[i - w]! + data[i]! + data[i + w]!;
+      }
       for (let x = 0; x < pw; x++) {
-        const i = (y + y0) * w + (x + x0);
-        let s = 0;
-        for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) s += data[i + dy * w + dx]!;
-        res[y * pw + x] = data[i]! - s / 9;
+        const s = col[x]! + col[x + 1]! + col[x + 2]!;
+        res[y * pw + x] = data[i0 + x + 1]! - s / 9;
       }
     }
     let e0 = 0;

@@ -136,7 +136,7 @@ function downsample(frame: GrayImage, f: number): GrayImage {
       const o = y * w;
       for (let x = 0; x < w; x++) {
         const i = 2 * x;
-        data[o + x] = Math.round((src[a + i]! + src[a + i + 1]! + src[b + i]! + src[b + i + 1]!) / 4);
+        data[o + x] = (src[a + i]! + src[a + i + 1]! + src[b + i]! + src[b + i + 1]! + 2) >> 2; // Math.round(sum / 4)
       }
     }
     return { width: w, height: h, data };
