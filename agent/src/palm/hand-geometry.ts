@@ -69,9 +69,12 @@ const CHAMFER_INF = 65000;
 
 /**
  * Chamfer (3-4) distance to the background, in place: `d` holds CHAMFER_INF on the foreground
- * and 0 elsewhere (the caller fills it while thresholding, one pass fewer).
+ * and 0 elsewhere (the caller fills it while thresholding, one pass fewer). Returns the largest
+ * distance and its first index in scan order, found during the last pass.
  */
-function chamfer(d: Uint16Array, w: number, h: number): Uint16Array {
+function chamfer(d: Uint16Array, w: number, h: number): { best: number; at: number } {
+  let best = 0;
+  let at = 0;
   // foreground on the frame border is 3 (one step from the outside); only interior pixels read
   // their neighbours, so the passes need no bounds tests
   for (let x = 0; x < w; x++) {
@@ -110,9 +113,24 @@ function chamfer(d: Uint16Array, w: number, h: number): Uint16Array {
       t = d[i + w - 1]! + 4;
       if (t < v) v = t;
       d[i] = v;
+      // the largest distance, first in scan order (this pass runs backwards: ≥ keeps the earliest)
+      if (v >= best) {
+        best = v;
+        at = i;
+      }
     }
   }
-  return d;
+  // border pixels are at most 3: an interior maximum above that is the maximum of the frame
+  if (best > 3) return { best, at };
+  best = 0;
+  at = 0;
+  for (let i = 0; i < d.length; i++) {
+    if (d[i]! > best) {
+      best = d[i]!;
+      at = i;
+    }
+  }
+  return { best, at };
 }
 
 /**
@@ -241,15 +259,8 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
       fg++;
     }
   }
-  chamfer(distance, w, h);
-  let best = 0;
-  let bi = 0;
-  for (let i = 0; i < distance.length; i++) {
-    if (distance[i]! > best) {
-      best = distance[i]!;
-      bi = i;
-    }
-  }
+  // the largest inscribed circle: the largest distance (first in scan order)
+  const { best, at: bi } = chamfer(distance, w, h);
   const cx = bi % w;
   const cy = Math.floor(bi / w);
   const radius = best / 3;
