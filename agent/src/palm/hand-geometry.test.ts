@@ -95,3 +95,35 @@ describe('locateHand', () => {
     }
   });
 });
+
+describe('work scale', () => {
+  /** Reference 2 × 2 block average, rounded half up. */
+  function blockAverage(frame: GrayImage): Uint8Array {
+    const w = Math.floor(frame.width / 2);
+    const h = Math.floor(frame.height / 2);
+    const out = new Uint8Array(w * h);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const i = 2 * y * frame.width + 2 * x;
+        const d = frame.data;
+        out[y * w + x] = Math.round((d[i]! + d[i + 1]! + d[i + frame.width]! + d[i + frame.width + 1]!) / 4);
+      }
+    }
+    return out;
+  }
+
+  it('block-averages VGA frames exactly, word-aligned or not', () => {
+    let seed = 7;
+    const bytes = new Uint8Array(640 * 480 + 1);
+    for (let i = 0; i < bytes.length; i++) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      bytes[i] = seed >>> 24;
+    }
+    for (const data of [bytes.subarray(0, 640 * 480), bytes.subarray(1)]) {
+      const frame: GrayImage = { width: 640, height: 480, data };
+      const g = locateHand(frame);
+      expect(g.scale).toBe(2);
+      expect(Array.from(g.work.data)).toEqual(Array.from(blockAverage(frame)));
+    }
+  });
+});

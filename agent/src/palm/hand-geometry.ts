@@ -139,6 +139,8 @@ function chamfer(d: Uint16Array, w: number, h: number): { best: number; at: numb
  */
 export const WORK_SIDE = 300;
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 /** Block average of a frame by an integer factor. */
 function downsample(frame: GrayImage, f: number): GrayImage {
   const w = Math.floor(frame.width / f);
@@ -146,8 +148,33 @@ function downsample(frame: GrayImage, f: number): GrayImage {
   const data = new Uint8Array(w * h);
   const src = frame.data;
   const fw = frame.width;
+  if (f === 2 && LITTLE_ENDIAN && fw % 4 === 0 && src.byteOffset % 4 === 0) {
+    // the common case (VGA frames), four bytes a read: the two 16-bit lanes of
+    // (v & 0x00ff00ff) + ((v >>> 8) & 0x00ff00ff) hold the sums of bytes 0+1 and 2+3
+    const words = new Uint32Array(src.buffer, src.byteOffset, (fw * frame.height) >> 2);
+    const fw4 = fw >> 2;
+    for (let y = 0; y < h; y++) {
+      const a = 2 * y * fw4;
+      const b = a + fw4;
+      const o = y * w;
+      for (let k = 0; 2 * k + 1 < w; k++) {
+        const p = words[a + k]!;
+        const q = words[b + k]!;
+        const sum = (p & 0xff00ff) + ((p >>> 8) & 0xff00ff) + (q & 0xff00ff) + ((q >>> 8) & 0xff00ff);
+        data[o + 2 * k] = ((sum & 0xffff) + 2) >> 2; // Math.round(sum / 4)
+        data[o + 2 * k + 1] = ((sum >>> 16) + 2) >> 2;
+      }
+      if (w % 2) {
+        const i = 2 * (w - 1);
+        const ra = 2 * y * fw;
+        const rb = ra + fw;
+        data[o + w - 1] = (src[ra + i]! + src[ra + i + 1]! + src[rb + i]! + src[rb + i + 1]! + 2) >> 2;
+      }
+    }
+    return { width: w, height: h, data };
+  }
   if (f === 2) {
-    // the common case (VGA frames), without the inner loops
+    // without the inner loops
     for (let y = 0; y < h; y++) {
       const a = 2 * y * fw;
       const b = a + fw;
