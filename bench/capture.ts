@@ -7,10 +7,11 @@
  *   npm run bench -- capture <dir of images> [--sensor grey-dark] [--max 200] [--rounds 3]
  *
  * Without a directory, a synthetic set is rendered first with
- * `npm run palm -- synth <tmp> --sensor grey-dark --width 640 --height 480`.
+ * `npm run palm -- synth <tmp> --sensor grey-dark --width 640 --height 480`. Writes
+ * bench/results/capture.json (aggregate numbers only; never per image).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,9 +43,11 @@ if (!(max > 0) || !(rounds > 0)) {
   process.stderr.write('--max and --rounds must be positive numbers\n');
   process.exit(2);
 }
+let made: string | null = null;
 let dir = args.find((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1]!.startsWith('--')));
 if (!dir) {
   dir = mkdtempSync(join(tmpdir(), 'palmid-capture-'));
+  made = dir;
   const tsx = join(HERE, '..', 'node_modules', '.bin', 'tsx');
   const cli = join(HERE, '..', 'agent', 'src', 'palm', 'cli.ts');
   const r = spawnSync(
@@ -77,11 +80,12 @@ if (files.length === 0) {
 }
 const frames: GrayImage[] = [];
 for (const f of files) frames.push(await readImage(f));
+if (made) rmSync(made, { recursive: true, force: true });
 const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-await processCapture(frames[0]!, { sensor }); // warm-up (model load, JIT)
+for (const frame of frames.slice(0, 20)) await processCapture(frame, { sensor }); // warm-up (model load, JIT)
 const times: number[] = [];
 let ok = 0;
 for (let r = 0; r < rounds; r++) {
@@ -105,6 +109,9 @@ const row = {
   ratio: Number((p50 / TARGET_MS).toFixed(2)),
 };
 process.stdout.write(`${JSON.stringify(row)}\n`);
+const resultsDir = join(HERE, 'results');
+mkdirSync(resultsDir, { recursive: true });
+writeFileSync(join(resultsDir, 'capture.json'), `${JSON.stringify({ sensor, ...row }, null, 2)}\n`);
 process.stdout.write(
   `processCapture p50 ${row.p50_ms} ms (target ≤ ${TARGET_MS} ms: ${p50 <= TARGET_MS ? 'met' : 'NOT met'})\n`,
 );
