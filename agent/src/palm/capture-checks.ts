@@ -127,14 +127,23 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
 
 /**
  * Largest normalised autocorrelation of `res` (pw × ph) at the lags 2–5 px (|lx| ≥ 2 or ly ≥ 2,
- * ly 0–5, lx −5–5). All eleven horizontal lags of one row lag are summed in one pass with one
+ * ly 0–5, lx −5–5). Row lag 0 sums its four lags (2–5) one by one; for the row lags 1–5, all
+ * eleven horizontal lags are summed in one pass with one
  * load of the centre pixel (docs/palm-pipeline.md, "Speed of the capture path"); the 5 px at
  * each end of a row, where some lags fall outside, go through the general loop.
  */
 function maxAutocorrelation(res: Float32Array, pw: number, ph: number, e0: number): number {
   let best = 0;
   const edge = new Float64Array(11);
-  for (let ly = 0; ly <= 5; ly++) {
+  // row lag 0: only the four lags 2–5 count, each summed on its own
+  for (let lx = 2; lx <= 5; lx++) {
+    let s = 0;
+    for (let y = 0; y < ph; y++) {
+      for (let i = y * pw, end = y * pw + pw - lx; i < end; i++) s += res[i]! * res[i + lx]!;
+    }
+    best = Math.max(best, s / (e0 + 1e-6));
+  }
+  for (let ly = 1; ly <= 5; ly++) {
     edge.fill(0);
     let s0 = 0;
     let s1 = 0;
@@ -173,7 +182,7 @@ function maxAutocorrelation(res: Float32Array, pw: number, ph: number, e0: numbe
       }
     }
     const sums = [s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10];
-    for (let lx = ly === 0 ? 2 : -5; lx <= 5; lx++) {
+    for (let lx = -5; lx <= 5; lx++) {
       if (Math.abs(lx) < 2 && ly < 2) continue;
       best = Math.max(best, (sums[lx + 5]! + edge[lx + 5]!) / (e0 + 1e-6));
     }
