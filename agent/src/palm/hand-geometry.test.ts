@@ -127,3 +127,29 @@ describe('work scale', () => {
     }
   });
 });
+
+describe('work scale, larger frames', () => {
+  it('block-averages by the generic factor exactly (1600 × 1200 → 5×)', () => {
+    let seed = 11;
+    const data = new Uint8Array(1603 * 1201);
+    for (let i = 0; i < data.length; i++) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      data[i] = seed >>> 24;
+    }
+    const frame: GrayImage = { width: 1603, height: 1201, data };
+    const g = locateHand(frame);
+    expect(g.scale).toBe(5);
+    const w = Math.floor(1603 / 5);
+    const h = Math.floor(1201 / 5);
+    expect(g.work.width).toBe(w);
+    expect(g.work.height).toBe(h);
+    for (let y = 0; y < h; y += 7) {
+      for (let x = 0; x < w; x += 3) {
+        let s = 0;
+        for (let dy = 0; dy < 5; dy++)
+          for (let dx = 0; dx < 5; dx++) s += data[(5 * y + dy) * 1603 + 5 * x + dx]!;
+        expect(g.work.data[y * w + x]).toBe(Math.round(s / 25));
+      }
+    }
+  });
+});
