@@ -186,21 +186,19 @@ function downsample(frame: GrayImage, f: number): GrayImage {
     }
     return { width: w, height: h, data };
   }
-  // column sums over the f source rows (one add per pixel, a flat loop), then f columns a pixel:
-  // integer sums, the same in any order
-  const span = w * f;
-  const col = new Uint32Array(span);
+  const row = new Uint32Array(w);
   for (let y = 0; y < h; y++) {
-    col.fill(0);
+    row.fill(0);
     for (let dy = 0; dy < f; dy++) {
-      const base = (y * f + dy) * fw;
-      for (let x = 0; x < span; x++) col[x] = col[x]! + src[base + x]!;
+      const base = (y * f + dy) * frame.width;
+      for (let x = 0; x < w; x++) {
+        let s = 0;
+        const b = base + x * f;
+        for (let dx = 0; dx < f; dx++) s += frame.data[b + dx]!;
+        row[x] = row[x]! + s;
+      }
     }
-    for (let x = 0; x < w; x++) {
-      let s = 0;
-      for (let dx = 0, b = x * f; dx < f; dx++) s += col[b + dx]!;
-      data[y * w + x] = Math.round(s / (f * f));
-    }
+    for (let x = 0; x < w; x++) data[y * w + x] = Math.round(row[x]! / (f * f));
   }
   return { width: w, height: h, data };
 }
