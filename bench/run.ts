@@ -18,6 +18,7 @@ const BENCHES: Record<string, string> = {
   http: 'vendor routes under load: SQLite, PostgreSQL, two instances behind round-robin, vs bare Fastify',
   store: 'database bytes per enrolled user and per authentication, SQLite and PostgreSQL',
   palm: '1:N identification latency at 1M templates, memory per template',
+  capture: 'processCapture per decoded 640 × 480 frame (p50 vs the 5 ms target), synthetic or a given folder',
   zk: 'zero-knowledge age proof generation and verification',
   e2e: 'end-to-end latency, context created → vendor notified, real processes (p50/p95 over 100 runs)',
   attestation: 'cost of attested captures per identification: sign, verify, nonce, full check on SQLite',

@@ -125,6 +125,71 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
   return Math.sqrt(Math.max(0, s2 / n - mean * mean));
 }
 
+/**
+ * Largest normalised autocorrelation of `res` (pw × ph) at the lags 2–5 px (|lx| ≥ 2 or ly ≥ 2,
+ * ly 0–5, lx −5–5). Row lag 0 sums its four lags (2–5) one by one; for the row lags 1–5, all
+ * eleven horizontal lags are summed in one pass with one
+ * load of the centre pixel (docs/palm-pipeline.md, "Speed of the capture path"); the 5 px at
+ * each end of a row, where some lags fall outside, go through the general loop.
+ */
+function maxAutocorrelation(res: Float32Array, pw: number, ph: number, e0: number): number {
+  let best = 0;
+  const edge = new Float64Array(11);
+  // row lag 0: only the four lags 2–5 count, each summed on its own
+  for (let lx = 2; lx <= 5; lx++) {
+    let s = 0;
+    for (let y = 0; y < ph; y++) {
+      for (let i = y * pw, end = y * pw + pw - lx; i < end; i++) s += res[i]! * res[i + lx]!;
+    }
+    best = Math.max(best, s / (e0 + 1e-6));
+  }
+  for (let ly = 1; ly <= 5; ly++) {
+    edge.fill(0);
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let s4 = 0;
+    let s5 = 0;
+    let s6 = 0;
+    let s7 = 0;
+    let s8 = 0;
+    let s9 = 0;
+    let s10 = 0;
+    for (let y = 0; y + ly < ph; y++) {
+      const r0 = y * pw;
+      const r1 = (y + ly) * pw;
+      for (let x = 5; x < pw - 5; x++) {
+        const a = res[r0 + x]!;
+        const j = r1 + x;
+        s0 += a * res[j - 5]!;
+        s1 += a * res[j - 4]!;
+        s2 += a * res[j - 3]!;
+        s3 += a * res[j - 2]!;
+        s4 += a * res[j - 1]!;
+        s5 += a * res[j]!;
+        s6 += a * res[j + 1]!;
+        s7 += a * res[j + 2]!;
+        s8 += a * res[j + 3]!;
+        s9 += a * res[j + 4]!;
+        s10 += a * res[j + 5]!;
+      }
+      for (let x = 0; x < pw; x = x === 4 ? Math.max(5, pw - 5) : x + 1) {
+        const a = res[r0 + x]!;
+        for (let lx = -5; lx <= 5; lx++) {
+          if (x + lx >= 0 && x + lx < pw) edge[lx + 5] = edge[lx + 5]! + a * res[r1 + x + lx]!;
+        }
+      }
+    }
+    const sums = [s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10];
+    for (let lx = -5; lx <= 5; lx++) {
+      if (Math.abs(lx) < 2 && ly < 2) continue;
+      best = Math.max(best, (sums[lx + 5]! + edge[lx + 5]!) / (e0 + 1e-6));
+    }
+  }
+  return best;
+}
+
 export function measureFrame(
   frame: GrayImage,
   g: HandGeometry,
@@ -173,27 +238,22 @@ export function measureFrame(
   const veinContrast = veinScaleContrast(frame, g, Math.max(4, Math.floor(g.radius * 0.7)));
   if (pw > 12 && ph > 12) {
     const res = new Float32Array(pw * ph);
+    // 3 × 3 box sums from column sums of three rows (integers: the same sums in any order)
+    const col = new Int32Array(pw + 2);
     for (let y = 0; y < ph; y++) {
+      const i0 = (y + y0) * w + x0 - 1;
+      for (let x = 0; x < pw + 2; x++) {
+        const i = i0 + x;
+        col[x] = data[i - w]! + data[i]! + data[i + w]!;
+      }
       for (let x = 0; x < pw; x++) {
-        const i = (y + y0) * w + (x + x0);
-        let s = 0;
-        for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) s += data[i + dy * w + dx]!;
-        res[y * pw + x] = data[i]! - s / 9;
+        const s = col[x]! + col[x + 1]! + col[x + 2]!;
+        res[y * pw + x] = data[i0 + x + 1]! - s / 9;
       }
     }
     let e0 = 0;
     for (const v of res) e0 += v * v;
-    for (let ly = 0; ly <= 5; ly++) {
-      for (let lx = ly === 0 ? 2 : -5; lx <= 5; lx++) {
-        if (Math.abs(lx) < 2 && ly < 2) continue;
-        let s = 0;
-        for (let y = 0; y + ly < ph; y++) {
-          for (let x = Math.max(0, -lx); x < pw && x + lx < pw; x++)
-            s += res[y * pw + x]! * res[(y + ly) * pw + x + lx]!;
-        }
-        periodicity = Math.max(periodicity, s / (e0 + 1e-6));
-      }
-    }
+    periodicity = maxAutocorrelation(res, pw, ph, e0);
   }
   return {
     handMean: count ? sum / count : 0,

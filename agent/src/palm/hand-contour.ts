@@ -14,46 +14,93 @@ export interface Point {
   y: number;
 }
 
-/** Largest 8-connected foreground component (1) of `mask`, everything else 0. */
-export function largestComponent(mask: Uint8Array, w: number, h: number): { comp: Uint8Array; size: number } {
-  const label = new Int32Array(w * h);
-  const stack = new Int32Array(w * h);
-  let best = 0;
-  let bestLabel = 0;
-  let next = 0;
-  for (let s = 0; s < mask.length; s++) {
-    if (!mask[s] || label[s]) continue;
-    next++;
-    let top = 0;
-    stack[top++] = s;
-    label[s] = next;
-    let size = 0;
-    while (top > 0) {
-      const i = stack[--top]!;
-      size++;
-      const x = i % w;
-      const y = (i - x) / w;
-      for (let dy = -1; dy <= 1; dy++) {
-        const ny = y + dy;
-        if (ny < 0 || ny >= h) continue;
-        for (let dx = -1; dx <= 1; dx++) {
-          const nx = x + dx;
-          if (nx < 0 || nx >= w) continue;
-          const j = ny * w + nx;
-          if (mask[j] && !label[j]) {
-            label[j] = next;
-            stack[top++] = j;
-          }
+/** Run tables of `largestComponent`, kept between calls (one capture after another). */
+let runScratch = new Int32Array(0);
+
+/**
+ * Largest 8-connected foreground component (1) of `mask`, everything else 0. Run-based labelling
+ * (horizontal runs joined by union-find when they touch, diagonals included): one pass over the
+ * pixels, then work per run, not per pixel (docs/palm-pipeline.md, "Speed of the capture path").
+ * Of components of equal size, the one reached first in scan order wins.
+ */
+export function largestComponent(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  /** foreground is `mask` above this: 0 for a 0/1 mask, a grey level to threshold an image in the same pass */
+  above = 0,
+): { comp: Uint8Array; size: number } {
+  // runs: row, start, end (exclusive); at most ⌈w/2⌉ per row
+  const cap = h * ((w + 1) >> 1) + 1;
+  if (runScratch.length < 4 * cap) runScratch = new Int32Array(4 * cap);
+  const rRow = runScratch.subarray(0, cap);
+  const rFrom = runScratch.subarray(cap, 2 * cap);
+  const rTo = runScratch.subarray(2 * cap, 3 * cap);
+  const parent = runScratch.subarray(3 * cap, 4 * cap);
+  let n = 0;
+  const find = (a: number): number => {
+    let r = a;
+    while (parent[r] !== r) r = parent[r]!;
+    while (parent[a] !== r) {
+      const next = parent[a]!;
+      parent[a] = r;
+      a = next;
+    }
+    return r;
+  };
+  let prevStart = 0;
+  let prevEnd = 0;
+  for (let y = 0; y < h; y++) {
+    const base = y * w;
+    const rowStart = n;
+    let p = prevStart;
+    let x = 0;
+    while (x < w) {
+      if (mask[base + x]! <= above) {
+        x++;
+        continue;
+      }
+      const from = x;
+      while (x < w && mask[base + x]! > above) x++;
+      const k = n++;
+      rRow[k] = y;
+      rFrom[k] = from;
+      rTo[k] = x;
+      parent[k] = k;
+      // runs of the previous row overlapping [from − 1, x] (8-connected)
+      while (p < prevEnd && rTo[p]! < from) p++;
+      for (let q = p; q < prevEnd && rFrom[q]! <= x; q++) {
+        const a = find(q);
+        const b = find(k);
+        if (a !== b) {
+          if (a < b) parent[b] = a;
+          else parent[a] = b;
         }
       }
     }
-    if (size > best) {
-      best = size;
-      bestLabel = next;
+    prevStart = rowStart;
+    prevEnd = n;
+  }
+  // union by smaller index keeps each root at its component's first run in scan order
+  const size = new Int32Array(n);
+  for (let k = 0; k < n; k++) {
+    const r = find(k);
+    size[r] = size[r]! + rTo[k]! - rFrom[k]!;
+  }
+  let best = 0;
+  let bestRoot = -1;
+  for (let k = 0; k < n; k++) {
+    if (parent[k] === k && size[k]! > best) {
+      best = size[k]!;
+      bestRoot = k;
     }
   }
   const comp = new Uint8Array(w * h);
-  for (let i = 0; i < comp.length; i++) comp[i] = label[i] === bestLabel && bestLabel ? 1 : 0;
+  if (bestRoot >= 0) {
+    for (let k = 0; k < n; k++) {
+      if (parent[k] === bestRoot) comp.fill(1, rRow[k]! * w + rFrom[k]!, rRow[k]! * w + rTo[k]!);
+    }
+  }
   return { comp, size: best };
 }
 

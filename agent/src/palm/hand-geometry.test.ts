@@ -95,3 +95,61 @@ describe('locateHand', () => {
     }
   });
 });
+
+describe('work scale', () => {
+  /** Reference 2 × 2 block average, rounded half up. */
+  function blockAverage(frame: GrayImage): Uint8Array {
+    const w = Math.floor(frame.width / 2);
+    const h = Math.floor(frame.height / 2);
+    const out = new Uint8Array(w * h);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const i = 2 * y * frame.width + 2 * x;
+        const d = frame.data;
+        out[y * w + x] = Math.round((d[i]! + d[i + 1]! + d[i + frame.width]! + d[i + frame.width + 1]!) / 4);
+      }
+    }
+    return out;
+  }
+
+  it('block-averages VGA frames exactly, word-aligned or not', () => {
+    let seed = 7;
+    const bytes = new Uint8Array(640 * 480 + 1);
+    for (let i = 0; i < bytes.length; i++) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      bytes[i] = seed >>> 24;
+    }
+    for (const data of [bytes.subarray(0, 640 * 480), bytes.subarray(1)]) {
+      const frame: GrayImage = { width: 640, height: 480, data };
+      const g = locateHand(frame);
+      expect(g.scale).toBe(2);
+      expect(Array.from(g.work.data)).toEqual(Array.from(blockAverage(frame)));
+    }
+  });
+});
+
+describe('work scale, larger frames', () => {
+  it('block-averages by the generic factor exactly (1600 × 1200 → 5×)', () => {
+    let seed = 11;
+    const data = new Uint8Array(1603 * 1201);
+    for (let i = 0; i < data.length; i++) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      data[i] = seed >>> 24;
+    }
+    const frame: GrayImage = { width: 1603, height: 1201, data };
+    const g = locateHand(frame);
+    expect(g.scale).toBe(5);
+    const w = Math.floor(1603 / 5);
+    const h = Math.floor(1201 / 5);
+    expect(g.work.width).toBe(w);
+    expect(g.work.height).toBe(h);
+    for (let y = 0; y < h; y += 7) {
+      for (let x = 0; x < w; x += 3) {
+        let s = 0;
+        for (let dy = 0; dy < 5; dy++)
+          for (let dx = 0; dx < 5; dx++) s += data[(5 * y + dy) * 1603 + 5 * x + dx]!;
+        expect(g.work.data[y * w + x]).toBe(Math.round(s / 25));
+      }
+    }
+  });
+});

@@ -64,40 +64,73 @@ export function otsu(data: Uint8Array): number {
   return threshold;
 }
 
-function chamfer(mask: Uint8Array, w: number, h: number): Uint16Array {
-  const d = new Uint16Array(w * h);
-  const INF = 65000;
-  for (let i = 0; i < d.length; i++) d[i] = mask[i] ? INF : 0;
+/** Chamfer distance's value for foreground before the passes. */
+const CHAMFER_INF = 65000;
+
+/**
+ * Chamfer (3-4) distance to the background, in place: `d` holds CHAMFER_INF on the foreground
+ * and 0 elsewhere (the caller fills it while thresholding, one pass fewer). Returns the largest
+ * distance and its first index in scan order, found during the last pass.
+ */
+function chamfer(d: Uint16Array, w: number, h: number): { best: number; at: number } {
+  let best = 0;
+  let at = 0;
+  // foreground on the frame border is 3 (one step from the outside); only interior pixels read
+  // their neighbours, so the passes need no bounds tests
+  for (let x = 0; x < w; x++) {
+    if (d[x]) d[x] = 3;
+    if (d[(h - 1) * w + x]) d[(h - 1) * w + x] = 3;
+  }
   for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      const i = y * w + x;
-      if (!d[i]) continue;
+    if (d[y * w]) d[y * w] = 3;
+    if (d[y * w + w - 1]) d[y * w + w - 1] = 3;
+  }
+  for (let y = 1; y < h - 1; y++) {
+    for (let i = y * w + 1, end = y * w + w - 1; i < end; i++) {
       let v = d[i]!;
-      if (x === 0 || y === 0 || x === w - 1 || y === h - 1) v = Math.min(v, 3);
-      if (x > 0) v = Math.min(v, d[i - 1]! + 3);
-      if (y > 0) {
-        v = Math.min(v, d[i - w]! + 3);
-        if (x > 0) v = Math.min(v, d[i - w - 1]! + 4);
-        if (x < w - 1) v = Math.min(v, d[i - w + 1]! + 4);
-      }
+      if (!v) continue;
+      let t = d[i - 1]! + 3;
+      if (t < v) v = t;
+      t = d[i - w]! + 3;
+      if (t < v) v = t;
+      t = d[i - w - 1]! + 4;
+      if (t < v) v = t;
+      t = d[i - w + 1]! + 4;
+      if (t < v) v = t;
       d[i] = v;
     }
   }
-  for (let y = h - 1; y >= 0; y--) {
-    for (let x = w - 1; x >= 0; x--) {
-      const i = y * w + x;
-      if (!d[i]) continue;
+  for (let y = h - 2; y >= 1; y--) {
+    for (let i = y * w + w - 2, end = y * w; i > end; i--) {
       let v = d[i]!;
-      if (x < w - 1) v = Math.min(v, d[i + 1]! + 3);
-      if (y < h - 1) {
-        v = Math.min(v, d[i + w]! + 3);
-        if (x < w - 1) v = Math.min(v, d[i + w + 1]! + 4);
-        if (x > 0) v = Math.min(v, d[i + w - 1]! + 4);
-      }
+      if (!v) continue;
+      let t = d[i + 1]! + 3;
+      if (t < v) v = t;
+      t = d[i + w]! + 3;
+      if (t < v) v = t;
+      t = d[i + w + 1]! + 4;
+      if (t < v) v = t;
+      t = d[i + w - 1]! + 4;
+      if (t < v) v = t;
       d[i] = v;
+      // the largest distance, first in scan order (this pass runs backwards: ≥ keeps the earliest)
+      if (v >= best) {
+        best = v;
+        at = i;
+      }
     }
   }
-  return d;
+  // border pixels are at most 3: an interior maximum above that is the maximum of the frame
+  if (best > 3) return { best, at };
+  best = 0;
+  at = 0;
+  for (let i = 0; i < d.length; i++) {
+    if (d[i]! > best) {
+      best = d[i]!;
+      at = i;
+    }
+  }
+  return { best, at };
 }
 
 /**
@@ -106,11 +139,53 @@ function chamfer(mask: Uint8Array, w: number, h: number): Uint16Array {
  */
 export const WORK_SIDE = 300;
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 /** Block average of a frame by an integer factor. */
 function downsample(frame: GrayImage, f: number): GrayImage {
   const w = Math.floor(frame.width / f);
   const h = Math.floor(frame.height / f);
   const data = new Uint8Array(w * h);
+  const src = frame.data;
+  const fw = frame.width;
+  if (f === 2 && LITTLE_ENDIAN && fw % 4 === 0 && src.byteOffset % 4 === 0) {
+    // the common case (VGA frames), four bytes a read: the two 16-bit lanes of
+    // (v & 0x00ff00ff) + ((v >>> 8) & 0x00ff00ff) hold the sums of bytes 0+1 and 2+3
+    const words = new Uint32Array(src.buffer, src.byteOffset, (fw * frame.height) >> 2);
+    const fw4 = fw >> 2;
+    for (let y = 0; y < h; y++) {
+      const a = 2 * y * fw4;
+      const b = a + fw4;
+      const o = y * w;
+      for (let k = 0; 2 * k + 1 < w; k++) {
+        const p = words[a + k]!;
+        const q = words[b + k]!;
+        const sum = (p & 0xff00ff) + ((p >>> 8) & 0xff00ff) + (q & 0xff00ff) + ((q >>> 8) & 0xff00ff);
+        data[o + 2 * k] = ((sum & 0xffff) + 2) >> 2; // Math.round(sum / 4)
+        data[o + 2 * k + 1] = ((sum >>> 16) + 2) >> 2;
+      }
+      if (w % 2) {
+        const i = 2 * (w - 1);
+        const ra = 2 * y * fw;
+        const rb = ra + fw;
+        data[o + w - 1] = (src[ra + i]! + src[ra + i + 1]! + src[rb + i]! + src[rb + i + 1]! + 2) >> 2;
+      }
+    }
+    return { width: w, height: h, data };
+  }
+  if (f === 2) {
+    // without the inner loops
+    for (let y = 0; y < h; y++) {
+      const a = 2 * y * fw;
+      const b = a + fw;
+      const o = y * w;
+      for (let x = 0; x < w; x++) {
+        const i = 2 * x;
+        data[o + x] = (src[a + i]! + src[a + i + 1]! + src[b + i]! + src[b + i + 1]! + 2) >> 2; // Math.round(sum / 4)
+      }
+    }
+    return { width: w, height: h, data };
+  }
   const row = new Uint32Array(w);
   for (let y = 0; y < h; y++) {
     row.fill(0);
@@ -202,22 +277,17 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const { width: w, height: h, data } = frame;
   const threshold = Math.max(otsu(data), 20);
   const mask = new Uint8Array(w * h);
+  const distance = new Uint16Array(w * h);
   let fg = 0;
   for (let i = 0; i < data.length; i++) {
     if (data[i]! > threshold) {
       mask[i] = 1;
+      distance[i] = CHAMFER_INF;
       fg++;
     }
   }
-  const distance = chamfer(mask, w, h);
-  let best = 0;
-  let bi = 0;
-  for (let i = 0; i < distance.length; i++) {
-    if (distance[i]! > best) {
-      best = distance[i]!;
-      bi = i;
-    }
-  }
+  // the largest inscribed circle: the largest distance (first in scan order)
+  const { best, at: bi } = chamfer(distance, w, h);
   const cx = bi % w;
   const cy = Math.floor(bi / w);
   const radius = best / 3;
@@ -237,27 +307,37 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     touchesEdge: false,
   };
   if (radius < 4) return geometry;
-  // fingers and valleys on a tighter threshold: NIR falls off towards the outline of each finger,
-  // so fingers that touch at the Otsu level are apart part of the way up to the palm's grey level.
-  // Too tight a level cuts the fingers off the palm, so other levels are tried when the valleys
-  // found do not look like a hand's.
-  const palm = medianWhere(data, (i) => distance[i]! >= radius * 1.5);
-  const level = (share: number) => threshold + share * (palm - threshold);
   // the palm is the largest inscribed circle, unless a wrist as wide as the palm holds it: then
   // the largest circle well away from it (on the palm) is tried as the centre of the finger scan
   const centres = [{ x: cx, y: cy }];
   let second = 0;
   let si = -1;
-  for (let i = 0; i < distance.length; i++) {
-    if (distance[i]! <= second) continue;
-    const dx = (i % w) - cx;
-    const dy = Math.floor(i / w) - cy;
-    if (dx * dx + dy * dy >= radius * radius) {
-      second = distance[i]!;
-      si = i;
+  // in the same pass: the histogram of the palm (distance ≥ 1.5 r) for its median grey level
+  const palmHist = new Uint32Array(256);
+  let palmN = 0;
+  const palmMin = radius * 1.5;
+  for (let y = 0, i = 0; y < h; y++) {
+    const dy = y - cy;
+    for (let x = 0; x < w; x++, i++) {
+      if (distance[i]! >= palmMin) {
+        palmHist[data[i]!]!++;
+        palmN++;
+      }
+      if (distance[i]! <= second) continue;
+      const dx = x - cx;
+      if (dx * dx + dy * dy >= radius * radius) {
+        second = distance[i]!;
+        si = i;
+      }
     }
   }
   if (si >= 0 && second >= 0.75 * best) centres.push({ x: si % w, y: Math.floor(si / w) });
+  // fingers and valleys on a tighter threshold: NIR falls off towards the outline of each finger,
+  // so fingers that touch at the Otsu level are apart part of the way up to the palm's grey level.
+  // Too tight a level cuts the fingers off the palm, so other levels are tried when the valleys
+  // found do not look like a hand's.
+  const palm = histMedian(palmHist, palmN);
+  const level = (share: number) => threshold + share * (palm - threshold);
   let found: { valleys: Point[]; up: number; runs: number } | null = null;
   let runs = 0;
   for (const c of proportions.outlineOnly ? [] : centres) {
@@ -286,10 +366,8 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     let o: ReturnType<typeof outlineValleys> = null;
     let comp: Uint8Array = mask;
     for (const share of OUTLINE_LEVELS) {
-      const t = level(share);
-      const tight = new Uint8Array(w * h);
-      for (let i = 0; i < data.length; i++) tight[i] = data[i]! > t ? 1 : 0;
-      comp = largestComponent(tight, w, h).comp;
+      // thresholded in the labelling pass itself (no mask per level)
+      comp = largestComponent(data, w, h, level(share)).comp;
       o = outlineValleys(comp, w, h, cx, cy, radius);
       if (o) break;
     }
@@ -486,16 +564,8 @@ function valleysOf(
   return { valleys, up };
 }
 
-/** Median grey level of the pixels selected by `keep`. */
-function medianWhere(data: Uint8Array, keep: (i: number) => boolean): number {
-  const hist = new Uint32Array(256);
-  let n = 0;
-  for (let i = 0; i < data.length; i++) {
-    if (keep(i)) {
-      hist[data[i]!]!++;
-      n++;
-    }
-  }
+/** Median of a grey-level histogram of `n` pixels. */
+function histMedian(hist: Uint32Array, n: number): number {
   let acc = 0;
   for (let v = 0; v < 256; v++) {
     acc += hist[v]!;
