@@ -115,7 +115,13 @@ describe('zero-knowledge proofs across processes', () => {
         vendor_id: vendor.vendor_id,
         attributes: [
           { name: 'age_over_21', purpose: 'entry', retention_days: 0 },
-          { name: 'membership_status_in_set', purpose: 'members only', retention_days: 0 },
+          // the consent names the set the bar may ask about (docs/security.md: predicates disclose no more than consented)
+          {
+            name: 'membership_status_in_set',
+            purpose: 'members only',
+            retention_days: 0,
+            values: ['gold', 'platinum'],
+          },
         ],
       },
     });
