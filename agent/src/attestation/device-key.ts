@@ -2,9 +2,9 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import {
+  type AttestInput,
   attestCapture,
   type CaptureAttestation,
-  type CapturePurpose,
   generateDeviceKey,
   privateKeyFromPem,
   publicKeyToString,
@@ -113,17 +113,9 @@ export class DeviceKey {
   }
 
   /** Signs one capture (shared/src/capture/attestation.ts). */
-  attest(input: {
-    purpose: CapturePurpose;
-    deviceId: string;
-    subject: string;
-    nonce?: string | undefined;
-    template: Uint8Array | undefined;
-    hand: 'left' | 'right' | undefined;
-    quality: number;
-    liveness: number;
-    capturedAt?: number;
-  }): CaptureAttestation {
+  attest(
+    input: Omit<AttestInput, 'privateKey' | 'capturedAt' | 'counter'> & { capturedAt?: number },
+  ): CaptureAttestation {
     const capturedAt = input.capturedAt ?? Date.now();
     return attestCapture({
       ...input,
