@@ -153,7 +153,10 @@ describe.skipIf(!HAVE_SOCAT)('technician CLI against the simulator CLI (separate
     const r = await agent(['doctor', '--device', device]);
     expect(r.stdout).toMatch(/✔ device\s+serial:.*PalmVein PV-320 \(simulated\)/);
     expect(r.stdout).toMatch(/✔ firmware\s+version 1\.4\.0-sim, wire protocol v1/);
-    expect(r.stdout).toContain(`✘ server    ${deadServer}/health: connection refused`);
+    // the label column is as wide as the longest check name, so match the gap, not a fixed width
+    expect(r.stdout).toMatch(
+      new RegExp(`✘ server\\s+${deadServer.replace(/[.]/g, '\\.')}/health: connection refused`),
+    );
     expect(r.stdout).toMatch(/- clock\s+skipped: server unreachable/);
     expect(r.code).toBe(1);
   });
