@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import { encodeTemplate } from '@palmid/shared/palm/template.ts';
 import SQLite from 'better-sqlite3';
 import { closeContext, createContext } from '../../server/src/bootstrap.ts';
 import { loadConfig } from '../../server/src/config.ts';
@@ -7,6 +5,7 @@ import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
 import { attestPalms, provisionDevice } from '../../server/src/testing.ts';
 import { api, run, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
+import { randomTemplate } from '../support/templates.ts';
 import { ExactGallery, ExactMatcher } from './writer.ts';
 
 /**
@@ -19,21 +18,6 @@ export interface ServerKillFigures {
   kills: number;
   acknowledged: number;
   byKind: Record<string, number>;
-}
-
-export function randomTemplate(): string {
-  const words = (n: number) => new Uint32Array(randomBytes(n * 4).buffer);
-  return Buffer.from(
-    encodeTemplate({
-      version: 1,
-      hand: 'right',
-      quality: 90,
-      liveness: 95,
-      code: words(6 * 32),
-      mask: new Uint32Array(32).fill(0xffffffff),
-      signature: words(4),
-    }),
-  ).toString('base64');
 }
 
 export async function runServerKills(opts: { kills: number }): Promise<ServerKillFigures> {

@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
-import { encodeTemplate } from '@palmid/shared/palm/template.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FrameClient, TestDevice } from '../../server/src/testing.ts';
 import {
@@ -15,6 +13,7 @@ import {
   startServer,
   tempDir,
 } from '../e2e/harness.ts';
+import { randomTemplate } from '../support/templates.ts';
 
 /**
  * Attested captures (docs/security.md) against a real server process over real HTTP and WebSocket:
@@ -29,21 +28,7 @@ type AuthAnswer = {
   auth_result: { success: boolean; user_id: string | null; reason?: string };
 };
 
-/** A well-formed random palm template (independent random codes never match each other). */
-function palm(): string {
-  const words = (n: number) => new Uint32Array(randomBytes(n * 4).buffer);
-  return Buffer.from(
-    encodeTemplate({
-      version: 1,
-      hand: 'right',
-      quality: 90,
-      liveness: 95,
-      code: words(6 * 32),
-      mask: new Uint32Array(32).fill(0xffffffff),
-      signature: words(4),
-    }),
-  ).toString('base64');
-}
+const palm = randomTemplate;
 
 const figures: Record<string, unknown> = {};
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attestPalms, type TestDevice } from '../../server/src/testing.ts';
-import { randomTemplate } from '../crash/server-kill.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
+import { randomTemplate } from '../support/templates.ts';
 
 /**
  * Attack: two vendors link one user by the ledger id they both receive (docs/vendor-api.md, "Ledger").

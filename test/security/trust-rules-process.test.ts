@@ -2,8 +2,8 @@ import { parseServicePublicKey, releaseZkResources, verifyPredicateProof } from 
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attestPalms, FrameClient, TestDevice } from '../../server/src/testing.ts';
-import { randomTemplate } from '../crash/server-kill.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
+import { randomTemplate } from '../support/templates.ts';
 
 /**
  * The OIDC, predicate-set, proof-source and erasure rules of docs/security.md ("Trust boundaries"), tried
