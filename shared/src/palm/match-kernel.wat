@@ -2,8 +2,10 @@
 ;;
 ;; Computes exactly what `packedDistanceJs` in match.ts computes (range 4): a coarse global shift
 ;; search (dx, dy in {-4,-2,0,2,4}, even rows only), then 4 x 4 tiles of 8 x 8 cells, each taking
-;; its best shift within +-2 of the global one. Same integer counts, same tie-breaking (first
-;; strictly better in dy-major order), same f64 formulas, so the result is bit-identical.
+;; its best shift within +-2 of the global one, plus the smoothness penalty (TILE_SMOOTHNESS,
+;; 0.03 per cell of mean disagreement between neighbouring tiles' shifts, `shiftDisagreement`).
+;; Same integer counts, same tie-breaking (first strictly better in dy-major order), same f64
+;; formulas, so the result is bit-identical.
 ;;
 ;; Build: `tsx shared/scripts/build-match-kernel.ts` (wabt) writes match-kernel.wasm.ts.
 ;;
@@ -26,6 +28,8 @@
 ;;  17408  BEST_BITS  per tile best mismatch count, i32 x 16 (tile = band*4 + column byte)
 ;;  17472  BEST_N     per tile best overlap count, i32 x 16 (0 = no valid shift yet)
 ;;  17536  SCRATCH    written only, as a scheduling barrier
+;;  17552  BEST_SHIFT per tile best shift, i32 x 16: (dx - gx + 2) + 8 (dy - gy + 2); read only
+;;                    for tiles with BEST_N > 0
 (module
   (memory (export "memory") 1)
 
@@ -212,7 +216,7 @@
     (local $x v128) (local $y v128) (local $z v128) (local $q v128) (local $s1 v128) (local $s2 v128)
     (local $c1 v128) (local $c2 v128) (local $c3 v128)
     (local $bb v128) (local $bn v128) (local $better v128) (local $bits i32) (local $cn i32)
-    (local $d f64)
+    (local $d f64) (local $sc v128) (local $pen i32) (local $edges i32) (local $c i32)
     ;; shifted full copies of the candidate for dx = gx - 2 + u
     (local.set $u (i32.const 0))
     (loop $versions
@@ -234,6 +238,8 @@
     (loop $dys
       (local.set $u (i32.const 0))
       (loop $dxs
+        (local.set $sc (i32x4.splat (i32.add (local.get $u)
+          (i32.shl (i32.sub (local.get $dy) (i32.sub (local.get $gy) (i32.const 2))) (i32.const 3)))))
         (local.set $pa (i32.const 2048))
         (local.set $pb (i32.add (i32.add (i32.const 10240) (i32.mul (local.get $u) (i32.const 1344)))
           (i32.shl (i32.add (local.get $dy) (i32.const 8)) (i32.const 2))))
@@ -306,6 +312,8 @@
             (i32x4.lt_s (i32x4.mul (local.get $sv) (local.get $bn)) (i32x4.mul (local.get $bb) (local.get $nv)))))
           (v128.store offset=17408 (local.get $t) (v128.bitselect (local.get $sv) (local.get $bb) (local.get $better)))
           (v128.store offset=17472 (local.get $t) (v128.bitselect (local.get $nv) (local.get $bn) (local.get $better)))
+          (v128.store offset=17552 (local.get $t)
+            (v128.bitselect (local.get $sc) (v128.load offset=17552 (local.get $t)) (local.get $better)))
           (local.set $pa (i32.add (local.get $pa) (i32.const 32)))
           (local.set $pb (i32.add (local.get $pb) (i32.const 32)))
           (local.set $t (i32.add (local.get $t) (i32.const 16)))
@@ -333,10 +341,48 @@
     (if (i32.lt_u (local.get $cn) (i32.const 160)) (then (return (f64.const 0.5))))
     (local.set $d (f64.div (f64.convert_i32_u (local.get $bits))
       (f64.convert_i32_u (i32.mul (local.get $cn) (i32.const 6)))))
+    (local.set $d (f64.sub (f64.const 0.5) (f64.mul (f64.sub (f64.const 0.5) (local.get $d))
+      (f64.sqrt (f64.min (f64.const 1)
+        (f64.div (f64.convert_i32_u (local.get $cn)) (f64.const 560)))))))
+    ;; smoothness: |dx| + |dy| differences over the edges to the right and lower neighbour tiles,
+    ;; both with a valid shift ($t is the byte offset of tile t: 4 t)
+    (local.set $pen (i32.const 0))
+    (local.set $edges (i32.const 0))
+    (local.set $t (i32.const 0))
+    (loop $edge
+      (if (i32.load offset=17472 (local.get $t))
+        (then
+          (local.set $c (i32.load offset=17552 (local.get $t)))
+          (if (i32.ne (i32.and (local.get $t) (i32.const 12)) (i32.const 12))
+            (then
+              (if (i32.load offset=17476 (local.get $t))
+                (then
+                  (local.set $pen (i32.add (local.get $pen)
+                    (call $shiftGap (local.get $c) (i32.load offset=17556 (local.get $t)))))
+                  (local.set $edges (i32.add (local.get $edges) (i32.const 1)))))))
+          (if (i32.lt_u (local.get $t) (i32.const 48))
+            (then
+              (if (i32.load offset=17488 (local.get $t))
+                (then
+                  (local.set $pen (i32.add (local.get $pen)
+                    (call $shiftGap (local.get $c) (i32.load offset=17568 (local.get $t)))))
+                  (local.set $edges (i32.add (local.get $edges) (i32.const 1)))))))))
+      (local.set $t (i32.add (local.get $t) (i32.const 4)))
+      (br_if $edge (i32.lt_u (local.get $t) (i32.const 64))))
+    (if (i32.eqz (local.get $edges)) (then (return (f64.min (f64.const 0.5) (local.get $d)))))
     (f64.min (f64.const 0.5)
-      (f64.sub (f64.const 0.5) (f64.mul (f64.sub (f64.const 0.5) (local.get $d))
-        (f64.sqrt (f64.min (f64.const 1)
-          (f64.div (f64.convert_i32_u (local.get $cn)) (f64.const 560)))))))
+      (f64.add (local.get $d) (f64.mul (f64.const 0.03)
+        (f64.div (f64.convert_i32_u (local.get $pen)) (f64.convert_i32_u (local.get $edges))))))
+  )
+
+  ;; |dx_a - dx_b| + |dy_a - dy_b| of two tile shifts coded dx + 8 dy (both 0-4)
+  (func $shiftGap (param $a i32) (param $b i32) (result i32)
+    (local $x i32) (local $y i32)
+    (local.set $x (i32.sub (i32.and (local.get $a) (i32.const 7)) (i32.and (local.get $b) (i32.const 7))))
+    (local.set $y (i32.sub (i32.shr_u (local.get $a) (i32.const 3)) (i32.shr_u (local.get $b) (i32.const 3))))
+    (i32.add
+      (select (local.get $x) (i32.sub (i32.const 0) (local.get $x)) (i32.ge_s (local.get $x) (i32.const 0)))
+      (select (local.get $y) (i32.sub (i32.const 0) (local.get $y)) (i32.ge_s (local.get $y) (i32.const 0))))
   )
 
   ;; probe at IN_A -> A_FULL / A_EVEN (once per probe when matching one probe against many)

@@ -7,7 +7,9 @@ import {
   packedDistance,
   packTemplate,
   ROW_WORDS,
+  shiftDisagreement,
   shiftedDistance,
+  TILE_SMOOTHNESS,
   tiledDistance,
 } from './match.ts';
 import { CODE_PLANES, encodeTemplate, GRID, type PalmTemplate, popcount32 } from './template.ts';
@@ -101,10 +103,50 @@ describe('palm matcher core', () => {
       [-1, 4],
     ] as const) {
       expect(tiledDistance(a, 0, b, 0, dx, dy, 0)).toBeCloseTo(shiftedDistance(a, 0, b, 0, dx, dy, 1), 12);
-      expect(tiledDistance(a, 0, b, 0, dx, dy, 2)).toBeLessThanOrEqual(
+      // without the smoothness penalty the tile search never does worse than the global shift
+      expect(tiledDistance(a, 0, b, 0, dx, dy, 2, 0)).toBeLessThanOrEqual(
         shiftedDistance(a, 0, b, 0, dx, dy, 1) + 1e-12,
       );
     }
+  });
+
+  it('measures the disagreement of neighbouring tile shifts over valid edges only', () => {
+    const code = (dx: number, dy: number) => dx + 8 * dy;
+    const valid = new Array<number>(16).fill(1);
+    expect(shiftDisagreement(new Array<number>(16).fill(code(2, 2)), valid)).toBe(0);
+    // tile 5 (row 1, column 1) moved by (2, 1): its 4 edges each differ by 3, of 24 edges
+    const one = new Array<number>(16).fill(code(2, 2));
+    one[5] = code(4, 3);
+    expect(shiftDisagreement(one, valid)).toBeCloseTo((4 * 3) / 24, 12);
+    // a corner tile without a valid shift drops its 2 edges
+    const noCorner = [...valid];
+    noCorner[0] = 0;
+    const field = new Array<number>(16).fill(code(2, 2));
+    field[0] = code(0, 0);
+    expect(shiftDisagreement(field, noCorner)).toBe(0);
+    expect(shiftDisagreement(field, valid)).toBeCloseTo((2 * 4) / 24, 12);
+    expect(shiftDisagreement(field, new Array<number>(16).fill(0))).toBe(0);
+  });
+
+  it('adds the smoothness penalty to unrelated codes but not to a smoothly moved copy', () => {
+    let impostorGain = 0;
+    for (let k = 0; k < 12; k++) {
+      const a = packTemplate(randomTemplate(100 + k));
+      const b = packTemplate(randomTemplate(200 + k));
+      const free = tiledDistance(a, 0, b, 0, 0, 0, 2, 0);
+      const smooth = tiledDistance(a, 0, b, 0, 0, 0, 2);
+      // every tile of an unrelated pair picks its own best shift: the field is rough
+      expect(smooth).toBeGreaterThan(free);
+      impostorGain += smooth - free;
+    }
+    expect(impostorGain / 12).toBeGreaterThan(TILE_SMOOTHNESS * 0.8);
+    // one translation moves every tile alike: no penalty
+    const t = randomTemplate(7);
+    t.mask.fill(0xffffffff);
+    const a = packTemplate(t);
+    const b = packTemplate(shifted(t, 1, -1));
+    expect(tiledDistance(a, 0, b, 0, 0, 0, 2)).toBe(tiledDistance(a, 0, b, 0, 0, 0, 2, 0));
+    expect(tiledDistance(a, 0, b, 0, 0, 0, 2)).toBeLessThan(0.05);
   });
 
   it('finds identical codes under a translation within the search range', () => {

@@ -13,6 +13,14 @@ const REFERENCE_OVERLAP = 560;
 const MIN_OVERLAP = 160;
 /** How far (grid cells) each tile may move beyond the global shift. */
 export const TILE_REACH = 2;
+/**
+ * Smoothness penalty of the tile search: added to the distance per cell of disagreement between
+ * neighbouring tiles' shifts (mean over the 24 neighbour edges of |Δdx| + |Δdy|). A genuine pair's
+ * tiles follow one smooth deformation; an impostor's tiles each pick their own best shift, so the
+ * free search lowers impostor distances. Chosen on real palm crops, see docs/palm-pipeline.md
+ * ("Matcher on real palm crops").
+ */
+export const TILE_SMOOTHNESS = 0.03;
 
 export interface MatchOptions {
   /** Largest coarse shift in grid cells (each cell is 4 px of a 128 px ROI). */
@@ -117,12 +125,39 @@ const tileN = new Float64Array(16);
 const bestTileD = new Float64Array(16);
 const bestTileBits = new Float64Array(16);
 const bestTileN = new Float64Array(16);
+const bestTileShift = new Int32Array(16);
+
+/**
+ * Mean disagreement of neighbouring tiles' shifts: over the edges between 4-neighbour tiles that
+ * both have a valid shift, the mean of |Δdx| + |Δdy| (a shift is coded dx + 8 dy, both offsets
+ * from the window corner, 0–4). 0 when no edge has two valid tiles.
+ */
+export function shiftDisagreement(shift: ArrayLike<number>, valid: ArrayLike<number>): number {
+  let pen = 0;
+  let edges = 0;
+  for (let t = 0; t < 16; t++) {
+    if (valid[t] === 0) continue;
+    const x = shift[t]! & 7;
+    const y = shift[t]! >> 3;
+    if ((t & 3) !== 3 && valid[t + 1] !== 0) {
+      pen += Math.abs(x - (shift[t + 1]! & 7)) + Math.abs(y - (shift[t + 1]! >> 3));
+      edges++;
+    }
+    if (t < 12 && valid[t + 4] !== 0) {
+      pen += Math.abs(x - (shift[t + 4]! & 7)) + Math.abs(y - (shift[t + 4]! >> 3));
+      edges++;
+    }
+  }
+  return edges === 0 ? 0 : pen / edges;
+}
 
 /**
  * Tile-wise alignment over 4 × 4 tiles of 8 × 8 cells: each tile takes its own best shift within
  * ±reach of the global one, absorbing the rotation, scale and skin deformation that one global
  * translation cannot. An 8-column tile is one byte lane of a row word, so the fused bit count
  * yields the four tiles of a row at once (byte-lane sums, widened to 16-bit lanes to accumulate).
+ * `smoothness` (default TILE_SMOOTHNESS) is added per cell of mean disagreement between
+ * neighbouring tiles' chosen shifts (`shiftDisagreement`): a deformation that is not smooth costs.
  */
 export function tiledDistance(
   a: Uint32Array,
@@ -132,12 +167,15 @@ export function tiledDistance(
   gx: number,
   gy: number,
   reach = TILE_REACH,
+  smoothness = TILE_SMOOTHNESS,
 ): number {
   bestTileD.fill(Number.POSITIVE_INFINITY);
   bestTileBits.fill(0);
   bestTileN.fill(0);
+  bestTileShift.fill(0);
   for (let dy = gy - reach; dy <= gy + reach; dy++) {
     for (let dx = gx - reach; dx <= gx + reach; dx++) {
+      const code = dx - gx + reach + 8 * (dy - gy + reach);
       tileBits.fill(0);
       tileN.fill(0);
       const left = dx < 0 ? -dx : 0;
@@ -181,6 +219,7 @@ export function tiledDistance(
           bestTileD[t] = d;
           bestTileBits[t] = tileBits[t]!;
           bestTileN[t] = n;
+          bestTileShift[t] = code;
         }
       }
     }
@@ -193,12 +232,14 @@ export function tiledDistance(
   }
   if (n < MIN_OVERLAP) return 0.5;
   const d = bits / (n * CODE_PLANES);
-  return 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, n / REFERENCE_OVERLAP));
+  const base = 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, n / REFERENCE_OVERLAP));
+  if (smoothness === 0) return base;
+  return base + smoothness * shiftDisagreement(bestTileShift, bestTileN);
 }
 
 /**
  * Alignment search: a coarse global translation (step 2 cells over ±range, half the rows), then
- * tile-wise refinement (each 8 × 8 tile within ±2 cells of it). Runs on the WebAssembly SIMD kernel
+ * tile-wise refinement (each 8 × 8 tile within ±2 cells of it, with the smoothness penalty). Runs on the WebAssembly SIMD kernel
  * (match-kernel.wat) when the engine has it and the range is the default; the result is identical
  * to `packedDistanceJs`, the plain JavaScript reference.
  */
