@@ -1,6 +1,11 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
-import { packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
+import {
+  packedDistance,
+  packedDistanceJs,
+  packTemplate,
+  TILE_SMOOTHNESS,
+} from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { describe, expect, it } from 'vitest';
 import { errorRates } from './eval/metrics.ts';
@@ -40,6 +45,38 @@ describe('accuracy on small synthetic sets', () => {
       }
     }
     expect(scores(templates).eer).toBeLessThanOrEqual(EER_BOUND_ROI);
+  });
+
+  it('the tile search smoothness penalty separates impostors from genuine pairs (contactless ROIs)', async () => {
+    const packed: Array<{ subject: number; p: Uint32Array }> = [];
+    for (let s = 0; s < 8; s++)
+      for (const session of [1, 2] as const)
+        for (let k = 0; k < 2; k++) {
+          const img = renderRoi({ identity: `acc-smooth-${s}`, style: 'contactless', session, sample: k });
+          packed.push({ subject: s, p: packTemplate(decodeTemplate(await extractRoiTemplate(img))) });
+        }
+    const stats = (smoothness: number) => {
+      const g: number[] = [];
+      const im: number[] = [];
+      for (let i = 0; i < packed.length; i++)
+        for (let j = i + 1; j < packed.length; j++)
+          (packed[i]!.subject === packed[j]!.subject ? g : im).push(
+            packedDistanceJs(packed[i]!.p, 0, packed[j]!.p, 0, 4, smoothness),
+          );
+      const mean = (v: number[]) => v.reduce((x, y) => x + y, 0) / v.length;
+      const sd = (v: number[]) => Math.sqrt(mean(v.map((x) => (x - mean(v)) ** 2)));
+      return {
+        genuine: mean(g),
+        impostor: mean(im),
+        dprime: (mean(im) - mean(g)) / Math.sqrt((sd(im) ** 2 + sd(g) ** 2) / 2),
+      };
+    };
+    const free = stats(0);
+    const smooth = stats(TILE_SMOOTHNESS);
+    // impostors pay for their rough shift fields, genuine pairs (one smooth deformation) far less
+    expect(smooth.impostor - free.impostor).toBeGreaterThan(0.05);
+    expect(smooth.genuine - free.genuine).toBeLessThan((smooth.impostor - free.impostor) / 2);
+    expect(smooth.dprime).toBeGreaterThan(free.dprime);
   });
 
   it(`whole frames through processCapture: EER ≤ ${EER_BOUND_FRAMES * 100} %`, async () => {

@@ -269,8 +269,18 @@ export function probeMatcher(probe: Uint32Array, po = 0): (b: Uint32Array, bo: n
     bo >= 0 && bo + PACKED_WORDS <= b.length ? simd.distance(b, bo) : packedDistanceJs(p, 0, b, bo);
 }
 
-/** `packedDistance` in plain JavaScript: the reference, and the path without WebAssembly SIMD. */
-export function packedDistanceJs(a: Uint32Array, ao: number, b: Uint32Array, bo: number, range = 4): number {
+/**
+ * `packedDistance` in plain JavaScript: the reference, and the path without WebAssembly SIMD.
+ * `smoothness` other than TILE_SMOOTHNESS is for studies and tests (the kernel has the default).
+ */
+export function packedDistanceJs(
+  a: Uint32Array,
+  ao: number,
+  b: Uint32Array,
+  bo: number,
+  range = 4,
+  smoothness = TILE_SMOOTHNESS,
+): number {
   let bestD = Number.POSITIVE_INFINITY;
   let bx = 0;
   let by = 0;
@@ -284,7 +294,7 @@ export function packedDistanceJs(a: Uint32Array, ao: number, b: Uint32Array, bo:
       }
     }
   }
-  return Math.min(0.5, tiledDistance(a, ao, b, bo, bx, by, TILE_REACH));
+  return Math.min(0.5, tiledDistance(a, ao, b, bo, bx, by, TILE_REACH, smoothness));
 }
 
 /** Exhaustive search over all shifts within ±range (reference for the coarse-to-fine search). */
