@@ -132,7 +132,7 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
  * load of the centre pixel (docs/palm-pipeline.md, "Speed of the capture path"); the 5 px at
  * each end of a row, where some lags fall outside, go through the general loop.
  */
-function maxAutocorrelation(res: Float32Array, pw: number, ph: number, e0: number): number {
+function maxAutocorrelation(res: Float64Array, pw: number, ph: number, e0: number): number {
   let best = 0;
   const edge = new Float64Array(11);
   // row lag 0: only the four lags 2–5 count, each summed on its own
@@ -210,13 +210,15 @@ export function measureFrame(
   const innerLo = rw * 0.84;
   const innerHi = rw * 1.4;
   const work = g.work.data;
+  const mask = g.mask;
+  const dist = g.distance;
   for (let i = 0; i < work.length; i++) {
-    if (!g.mask[i]) continue;
+    if (!mask[i]) continue;
     const v = work[i]!;
     sum += v;
     count++;
     if (v >= 250) sat++;
-    const d = g.distance[i]!;
+    const d = dist[i]!;
     if (d >= edgeLo && d <= edgeHi) {
       edge += v;
       edgeN++;
@@ -237,7 +239,10 @@ export function measureFrame(
   let periodicity = 0;
   const veinContrast = veinScaleContrast(frame, g, Math.max(4, Math.floor(g.radius * 0.7)));
   if (pw > 12 && ph > 12) {
-    const res = new Float32Array(pw * ph);
+    // float32 values (Math.fround: the residual's precision) held as doubles, so the
+    // autocorrelation's loads need no conversion; its energy summed in the same order as before
+    const res = new Float64Array(pw * ph);
+    let e0 = 0;
     // 3 × 3 box sums from column sums of three rows (integers: the same sums in any order)
     const col = new Int32Array(pw + 2);
     for (let y = 0; y < ph; y++) {
@@ -246,13 +251,13 @@ export function measureFrame(
         const i = i0 + x;
         col[x] = data[i - w]! + data[i]! + data[i + w]!;
       }
-      for (let x = 0; x < pw; x++) {
+      for (let x = 0, o = y * pw; x < pw; x++, o++) {
         const s = col[x]! + col[x + 1]! + col[x + 2]!;
-        res[y * pw + x] = data[i0 + x + 1]! - s / 9;
+        const v = Math.fround(data[i0 + x + 1]! - s / 9);
+        res[o] = v;
+        e0 += v * v;
       }
     }
-    let e0 = 0;
-    for (const v of res) e0 += v * v;
     periodicity = maxAutocorrelation(res, pw, ph, e0);
   }
   return {
