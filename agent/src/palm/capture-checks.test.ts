@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
-import { measureFrame } from './capture-checks.ts';
+import { compileKernel, kernelModuleSource, MODULE_PATH } from '../../scripts/build-capture-kernel.ts';
+import { interiorLagSumsJs, measureFrame } from './capture-checks.ts';
+import { captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
 import { type HandGeometry, locateHand } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 
@@ -110,4 +113,47 @@ describe('measureFrame against the plain definitions', () => {
     // not all trivially zero
     expect(periodic).toBeGreaterThan(0);
   }, 60_000);
+});
+
+describe('capture kernel (WebAssembly SIMD) lag sums', () => {
+  it('gives the same doubles as the JavaScript loop, bit for bit', () => {
+    expect(captureSimdAvailable).toBe(true);
+    let seed = 9;
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    for (const [pw, ph] of [
+      [11, 6],
+      [13, 13],
+      [128, 128],
+      [129, 97],
+      [57, 129],
+    ] as const) {
+      for (const kind of ['residual', 'any'] as const) {
+        const res = new Float64Array(pw * ph);
+        for (let i = 0; i < res.length; i++) {
+          // residual-like: float32 values of k/9; or any double over a wide range
+          res[i] =
+            kind === 'residual'
+              ? Math.fround(Math.floor(rnd() * 4081 - 2040) / 9)
+              : (rnd() - 0.5) * 10 ** (rnd() * 8);
+        }
+        const want = interiorLagSumsJs(res, pw, ph);
+        const buf = lagBuffer(pw, ph)!;
+        buf.set(res);
+        const got = lagSums(pw, ph);
+        for (let ly = 1; ly <= 5; ly++) {
+          for (let lx = -5; lx <= 5; lx++) {
+            const i = (ly - 1) * 12 + lx + 5;
+            expect(Object.is(got[i], want[i])).toBe(true);
+          }
+        }
+      }
+    }
+  });
+
+  it('is built from capture-kernel.wat (the committed module is not stale)', async () => {
+    expect(readFileSync(MODULE_PATH, 'utf8')).toBe(kernelModuleSource(await compileKernel()));
+  });
 });

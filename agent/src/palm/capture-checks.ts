@@ -1,3 +1,4 @@
+import { captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
 import type { HandGeometry } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
@@ -126,25 +127,14 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
 }
 
 /**
- * Largest normalised autocorrelation of `res` (pw × ph) at the lags 2–5 px (|lx| ≥ 2 or ly ≥ 2,
- * ly 0–5, lx −5–5). Row lag 0 sums its four lags (2–5) one by one; for the row lags 1–5, all
- * eleven horizontal lags are summed in one pass with one
- * load of the centre pixel (docs/palm-pipeline.md, "Speed of the capture path"); the 5 px at
- * each end of a row, where some lags fall outside, go through the general loop.
+ * The autocorrelation sums of `res` (pw × ph) for the row lags 1–5 over the interior columns
+ * 5 … pw − 6, where all eleven horizontal lags −5…5 fall inside: index (ly − 1) · 12 + lx + 5.
+ * One pass per row lag with one load of the centre pixel; each lag summed row by row, column by
+ * column (the order `lagSums` of capture-kernel.wat keeps, so both give the same doubles).
  */
-function maxAutocorrelation(res: Float64Array, pw: number, ph: number, e0: number): number {
-  let best = 0;
-  const edge = new Float64Array(11);
-  // row lag 0: only the four lags 2–5 count, each summed on its own
-  for (let lx = 2; lx <= 5; lx++) {
-    let s = 0;
-    for (let y = 0; y < ph; y++) {
-      for (let i = y * pw, end = y * pw + pw - lx; i < end; i++) s += res[i]! * res[i + lx]!;
-    }
-    best = Math.max(best, s / (e0 + 1e-6));
-  }
+export function interiorLagSumsJs(res: Float64Array, pw: number, ph: number): Float64Array {
+  const out = new Float64Array(60);
   for (let ly = 1; ly <= 5; ly++) {
-    edge.fill(0);
     let s0 = 0;
     let s1 = 0;
     let s2 = 0;
@@ -174,6 +164,41 @@ function maxAutocorrelation(res: Float64Array, pw: number, ph: number, e0: numbe
         s9 += a * res[j + 4]!;
         s10 += a * res[j + 5]!;
       }
+    }
+    out.set([s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10], (ly - 1) * 12);
+  }
+  return out;
+}
+
+/**
+ * Largest normalised autocorrelation of `res` (pw × ph, pw > 10) at the lags 2–5 px (|lx| ≥ 2
+ * or ly ≥ 2, ly 0–5, lx −5–5), given the interior sums of the row lags 1–5 (`interior`, from
+ * `interiorLagSumsJs` or the kernel's `lagSums`). Row lag 0 sums its four lags (2–5) one by one;
+ * the 5 px at each end of a row, where some lags fall outside, go through the general loop
+ * (docs/palm-pipeline.md, "Speed of the capture path").
+ */
+function maxAutocorrelation(
+  res: Float64Array,
+  pw: number,
+  ph: number,
+  e0: number,
+  interior: Float64Array,
+): number {
+  let best = 0;
+  const edge = new Float64Array(11);
+  // row lag 0: only the four lags 2–5 count, each summed on its own
+  for (let lx = 2; lx <= 5; lx++) {
+    let s = 0;
+    for (let y = 0; y < ph; y++) {
+      for (let i = y * pw, end = y * pw + pw - lx; i < end; i++) s += res[i]! * res[i + lx]!;
+    }
+    best = Math.max(best, s / (e0 + 1e-6));
+  }
+  for (let ly = 1; ly <= 5; ly++) {
+    edge.fill(0);
+    for (let y = 0; y + ly < ph; y++) {
+      const r0 = y * pw;
+      const r1 = (y + ly) * pw;
       for (let x = 0; x < pw; x = x === 4 ? Math.max(5, pw - 5) : x + 1) {
         const a = res[r0 + x]!;
         for (let lx = -5; lx <= 5; lx++) {
@@ -181,10 +206,9 @@ function maxAutocorrelation(res: Float64Array, pw: number, ph: number, e0: numbe
         }
       }
     }
-    const sums = [s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10];
     for (let lx = -5; lx <= 5; lx++) {
       if (Math.abs(lx) < 2 && ly < 2) continue;
-      best = Math.max(best, (sums[lx + 5]! + edge[lx + 5]!) / (e0 + 1e-6));
+      best = Math.max(best, (interior[(ly - 1) * 12 + lx + 5]! + edge[lx + 5]!) / (e0 + 1e-6));
     }
   }
   return best;
@@ -241,7 +265,8 @@ export function measureFrame(
   if (pw > 12 && ph > 12) {
     // float32 values (Math.fround: the residual's precision) held as doubles, so the
     // autocorrelation's loads need no conversion; its energy summed in the same order as before
-    const res = new Float64Array(pw * ph);
+    // in the kernel's memory when it runs the interior sums (no copy)
+    const res = lagBuffer(pw, ph) ?? new Float64Array(pw * ph);
     let e0 = 0;
     // 3 × 3 box sums from column sums of three rows (integers: the same sums in any order)
     const col = new Int32Array(pw + 2);
@@ -258,7 +283,8 @@ export function measureFrame(
         e0 += v * v;
       }
     }
-    periodicity = maxAutocorrelation(res, pw, ph, e0);
+    const interior = captureSimdAvailable ? lagSums(pw, ph) : interiorLagSumsJs(res, pw, ph);
+    periodicity = maxAutocorrelation(res, pw, ph, e0, interior);
   }
   return {
     handMean: count ? sum / count : 0,

@@ -1,7 +1,8 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
+import { captureSimdAvailable } from './capture-kernel.ts';
 import type { GrayImage } from './image-io.ts';
-import { blockAverage, blockAverageReference, negative } from './work-scale.ts';
+import { blockAverage, blockAverageJs, blockAverageReference, negative } from './work-scale.ts';
 
 function randomBytes(n: number, seed: number): Uint8Array {
   const out = new Uint8Array(n);
@@ -43,11 +44,17 @@ describe('blockAverage (work scale)', () => {
       for (const offset of [0, 1, 4]) {
         const frame: GrayImage = { width, height, data: bytes.subarray(offset, offset + width * height) };
         for (const f of [2, 3, 4, 5, 7, 16, 17]) {
-          const got = blockAverage(frame, f);
-          expect(got.width).toBe(Math.floor(width / f));
-          expect(got.height).toBe(Math.floor(height / f));
-          expect(Buffer.from(got.data).equals(Buffer.from(expected(frame, f)))).toBe(true);
-          expect(Buffer.from(blockAverageReference(frame, f).data).equals(Buffer.from(got.data))).toBe(true);
+          const want = Buffer.from(expected(frame, f));
+          // the kernel (WebAssembly SIMD), the JavaScript word paths and the plain loop
+          for (const got of [
+            blockAverage(frame, f),
+            blockAverageJs(frame, f),
+            blockAverageReference(frame, f),
+          ]) {
+            expect(got.width).toBe(Math.floor(width / f));
+            expect(got.height).toBe(Math.floor(height / f));
+            expect(Buffer.from(got.data).equals(want)).toBe(true);
+          }
         }
       }
     }
@@ -57,20 +64,23 @@ describe('blockAverage (work scale)', () => {
     for (const f of [2, 5, 16]) {
       const white: GrayImage = { width: 64 * f, height: 4 * f, data: new Uint8Array(256 * f * f).fill(255) };
       expect(blockAverage(white, f).data.every((v) => v === 255)).toBe(true);
+      expect(blockAverageJs(white, f).data.every((v) => v === 255)).toBe(true);
     }
     // 2 × 2 blocks summing to 4k + 2 round up
     const data = new Uint8Array(8 * 2);
     data.set([0, 1, 4, 5, 9, 9, 250, 255], 0);
     data.set([1, 0, 5, 4, 10, 10, 255, 255], 8);
-    const got = blockAverage({ width: 8, height: 2, data }, 2);
-    expect(Array.from(got.data)).toEqual([1, 5, 10, 254]);
+    for (const average of [blockAverage, blockAverageJs])
+      expect(Array.from(average({ width: 8, height: 2, data }, 2).data)).toEqual([1, 5, 10, 254]);
   });
 
   it('equals the plain block average on rendered hands (grey-dark VGA and a large colour-like frame)', async () => {
+    expect(captureSimdAvailable).toBe(true); // Node 20+: the kernel path is the one tested here
     const vga = await renderPalm({ identity: 'ws-1', hand: 'right', capture: 1, width: 640, height: 480 });
     expect(Buffer.from(blockAverage(vga, 2).data).equals(Buffer.from(expected(vga, 2)))).toBe(true);
     const big = await renderPalm({ identity: 'ws-2', hand: 'left', capture: 2, width: 1600, height: 1200 });
     expect(Buffer.from(blockAverage(big, 5).data).equals(Buffer.from(expected(big, 5)))).toBe(true);
+    expect(Buffer.from(blockAverageJs(big, 5).data).equals(Buffer.from(expected(big, 5)))).toBe(true);
   });
 
   it('returns the frame itself at factor 1, and the negative byte by byte', () => {

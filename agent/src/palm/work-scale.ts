@@ -1,3 +1,4 @@
+import { blockAverageSimd } from './capture-kernel.ts';
 import type { GrayImage } from './image-io.ts';
 
 /**
@@ -122,6 +123,16 @@ function blocks(frame: GrayImage, f: number): GrayImage {
 
 /** Block average of a frame by an integer factor f ≥ 1 (f = 1: the frame itself). */
 export function blockAverage(frame: GrayImage, f: number): GrayImage {
+  if (f <= 1) return frame;
+  const w = Math.floor(frame.width / f);
+  const h = Math.floor(frame.height / f);
+  const simd = blockAverageSimd(frame.data, frame.width, f, w, h);
+  if (simd) return { width: w, height: h, data: simd };
+  return blockAverageJs(frame, f);
+}
+
+/** `blockAverage` without the WebAssembly kernel (engines without SIMD; the reference tests). */
+export function blockAverageJs(frame: GrayImage, f: number): GrayImage {
   if (f <= 1) return frame;
   if (f <= 16 && wordRows(frame)) return f === 2 ? half(frame) : blocks(frame, f);
   return blockAverageReference(frame, f);
