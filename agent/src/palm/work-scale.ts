@@ -126,7 +126,8 @@ export function blockAverage(frame: GrayImage, f: number): GrayImage {
   if (f <= 1) return frame;
   const w = Math.floor(frame.width / f);
   const h = Math.floor(frame.height / f);
-  const simd = blockAverageSimd(frame.data, frame.width, f, w, h);
+  // the JavaScript word path is faster for f = 2 (pairs of bytes of one word), the kernel above it
+  const simd = f > 2 ? blockAverageSimd(frame.data, frame.width, f, w, h) : null;
   if (simd) return { width: w, height: h, data: simd };
   return blockAverageJs(frame, f);
 }
