@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
 import { compileKernel, kernelModuleSource, MODULE_PATH } from '../../scripts/build-capture-kernel.ts';
-import { interiorLagSumsJs, measureFrame } from './capture-checks.ts';
+import { autocorrelationSumsJs, measureFrame } from './capture-checks.ts';
 import { captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
 import { type HandGeometry, locateHand } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
@@ -116,7 +116,7 @@ describe('measureFrame against the plain definitions', () => {
 });
 
 describe('capture kernel (WebAssembly SIMD) lag sums', () => {
-  it('gives the same doubles as the JavaScript loop, bit for bit', () => {
+  it('gives the same doubles as the JavaScript loops, bit for bit', () => {
     expect(captureSimdAvailable).toBe(true);
     let seed = 9;
     const rnd = () => {
@@ -139,15 +139,15 @@ describe('capture kernel (WebAssembly SIMD) lag sums', () => {
               ? Math.fround(Math.floor(rnd() * 4081 - 2040) / 9)
               : (rnd() - 0.5) * 10 ** (rnd() * 8);
         }
-        const want = interiorLagSumsJs(res, pw, ph);
+        const want = autocorrelationSumsJs(res, pw, ph);
         const buf = lagBuffer(pw, ph)!;
         buf.set(res);
         const got = lagSums(pw, ph);
-        for (let ly = 1; ly <= 5; ly++) {
-          for (let lx = -5; lx <= 5; lx++) {
-            const i = (ly - 1) * 12 + lx + 5;
-            expect(Object.is(got[i], want[i])).toBe(true);
-          }
+        expect(got.length).toBe(want.length);
+        for (let i = 0; i < want.length; i++) {
+          // the unused lane of each row lag's interior and edge block is not compared
+          if (i >= 4 && (i - 4) % 12 === 11) continue;
+          expect(Object.is(got[i], want[i])).toBe(true);
         }
       }
     }

@@ -127,14 +127,26 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
 }
 
 /**
- * The autocorrelation sums of `res` (pw × ph) for the row lags 1–5 over the interior columns
- * 5 … pw − 6, where all eleven horizontal lags −5…5 fall inside: index (ly − 1) · 12 + lx + 5.
- * One pass per row lag with one load of the centre pixel; each lag summed row by row, column by
- * column (the order `lagSums` of capture-kernel.wat keeps, so both give the same doubles).
+ * The autocorrelation sums of `res` (pw × ph, pw > 10) behind the periodicity, in the layout of
+ * the kernel's `lagSums` (capture-kernel.ts): [0, 4) row lag 0, horizontal lags 2–5, each over
+ * whole rows; 4 + (ly − 1) · 12 + lx + 5 the row lags 1–5 over the interior columns 5 … pw − 6,
+ * where all eleven horizontal lags −5…5 fall inside (one pass per row lag with one load of the
+ * centre pixel); 64 + (ly − 1) · 12 + lx + 5 the five columns at each end of a row, where some
+ * lags fall outside. Every sum runs row by row, column by column, as the kernel's does, so both
+ * give the same doubles (docs/palm-pipeline.md, "Speed of the capture path").
  */
-export function interiorLagSumsJs(res: Float64Array, pw: number, ph: number): Float64Array {
-  const out = new Float64Array(60);
+export function autocorrelationSumsJs(res: Float64Array, pw: number, ph: number): Float64Array {
+  const out = new Float64Array(124);
+  for (let lx = 2; lx <= 5; lx++) {
+    let s = 0;
+    for (let y = 0; y < ph; y++) {
+      for (let i = y * pw, end = y * pw + pw - lx; i < end; i++) s += res[i]! * res[i + lx]!;
+    }
+    out[lx - 2] = s;
+  }
+  const edge = new Float64Array(11);
   for (let ly = 1; ly <= 5; ly++) {
+    edge.fill(0);
     let s0 = 0;
     let s1 = 0;
     let s2 = 0;
@@ -164,41 +176,6 @@ export function interiorLagSumsJs(res: Float64Array, pw: number, ph: number): Fl
         s9 += a * res[j + 4]!;
         s10 += a * res[j + 5]!;
       }
-    }
-    out.set([s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10], (ly - 1) * 12);
-  }
-  return out;
-}
-
-/**
- * Largest normalised autocorrelation of `res` (pw × ph, pw > 10) at the lags 2–5 px (|lx| ≥ 2
- * or ly ≥ 2, ly 0–5, lx −5–5), given the interior sums of the row lags 1–5 (`interior`, from
- * `interiorLagSumsJs` or the kernel's `lagSums`). Row lag 0 sums its four lags (2–5) one by one;
- * the 5 px at each end of a row, where some lags fall outside, go through the general loop
- * (docs/palm-pipeline.md, "Speed of the capture path").
- */
-function maxAutocorrelation(
-  res: Float64Array,
-  pw: number,
-  ph: number,
-  e0: number,
-  interior: Float64Array,
-): number {
-  let best = 0;
-  const edge = new Float64Array(11);
-  // row lag 0: only the four lags 2–5 count, each summed on its own
-  for (let lx = 2; lx <= 5; lx++) {
-    let s = 0;
-    for (let y = 0; y < ph; y++) {
-      for (let i = y * pw, end = y * pw + pw - lx; i < end; i++) s += res[i]! * res[i + lx]!;
-    }
-    best = Math.max(best, s / (e0 + 1e-6));
-  }
-  for (let ly = 1; ly <= 5; ly++) {
-    edge.fill(0);
-    for (let y = 0; y + ly < ph; y++) {
-      const r0 = y * pw;
-      const r1 = (y + ly) * pw;
       for (let x = 0; x < pw; x = x === 4 ? Math.max(5, pw - 5) : x + 1) {
         const a = res[r0 + x]!;
         for (let lx = -5; lx <= 5; lx++) {
@@ -206,9 +183,24 @@ function maxAutocorrelation(
         }
       }
     }
+    out.set([s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10], 4 + (ly - 1) * 12);
+    out.set(edge, 64 + (ly - 1) * 12);
+  }
+  return out;
+}
+
+/**
+ * Largest normalised autocorrelation at the lags 2–5 px (|lx| ≥ 2 or ly ≥ 2, ly 0–5, lx −5–5),
+ * from the sums of `autocorrelationSumsJs` (or the kernel's `lagSums`) and the energy `e0`.
+ */
+function maxAutocorrelation(sums: Float64Array, e0: number): number {
+  let best = 0;
+  for (let lx = 2; lx <= 5; lx++) best = Math.max(best, sums[lx - 2]! / (e0 + 1e-6));
+  for (let ly = 1; ly <= 5; ly++) {
     for (let lx = -5; lx <= 5; lx++) {
       if (Math.abs(lx) < 2 && ly < 2) continue;
-      best = Math.max(best, (interior[(ly - 1) * 12 + lx + 5]! + edge[lx + 5]!) / (e0 + 1e-6));
+      const i = (ly - 1) * 12 + lx + 5;
+      best = Math.max(best, (sums[4 + i]! + sums[64 + i]!) / (e0 + 1e-6));
     }
   }
   return best;
@@ -283,8 +275,8 @@ export function measureFrame(
         e0 += v * v;
       }
     }
-    const interior = captureSimdAvailable ? lagSums(pw, ph) : interiorLagSumsJs(res, pw, ph);
-    periodicity = maxAutocorrelation(res, pw, ph, e0, interior);
+    const sums = captureSimdAvailable ? lagSums(pw, ph) : autocorrelationSumsJs(res, pw, ph);
+    periodicity = maxAutocorrelation(sums, e0);
   }
   return {
     handMean: count ? sum / count : 0,

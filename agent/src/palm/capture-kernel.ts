@@ -11,6 +11,8 @@ interface KernelExports {
   memory: { buffer: ArrayBuffer; grow(pages: number): number };
   blockAverage(src: number, fw: number, f: number, w: number, h: number, cols: number, out: number): void;
   lagSums(res: number, pw: number, ph: number, out: number): void;
+  lag0Sums(res: number, pw: number, ph: number, out: number): void;
+  edgeSums(res: number, pw: number, ph: number, out: number): void;
 }
 
 function instantiate(): KernelExports | null {
@@ -60,23 +62,30 @@ export function blockAverageSimd(
   return new Uint8Array(buffer, out, w * h).slice();
 }
 
+/** Doubles in the `lagSums` layout: 4 for row lag 0, then 60 interior and 60 edge sums. */
+export const LAG_SUMS = 124;
+
 /**
  * A `pw × ph` array of doubles in the kernel's memory for `lagSums`, or null without the kernel.
  * Valid until the next call into this module.
  */
 export function lagBuffer(pw: number, ph: number): Float64Array | null {
   if (!kernel) return null;
-  const buffer = reserve(kernel, (pw * ph + 2) * 8 + 5 * 12 * 8);
+  const buffer = reserve(kernel, (pw * ph + 2) * 8 + LAG_SUMS * 8);
   return new Float64Array(buffer, 0, pw * ph);
 }
 
 /**
- * The autocorrelation sums of the `lagBuffer` contents for row lags 1–5 over the interior
- * columns 5 … pw − 6: index (ly − 1) · 12 + lx + 5. Requires pw > 10, ph > 5.
+ * The periodicity's autocorrelation sums of the `lagBuffer` contents (pw > 10, ph > 5), laid out
+ * as `autocorrelationSumsJs` in capture-checks.ts lays them out: [0, 4) row lag 0, horizontal
+ * lags 2–5; 4 + (ly − 1) · 12 + lx + 5 the interior columns 5 … pw − 6 of row lag ly (1–5);
+ * 64 + (ly − 1) · 12 + lx + 5 the five columns at each end of the row.
  */
 export function lagSums(pw: number, ph: number): Float64Array {
   const k = kernel as KernelExports;
   const out = (pw * ph + 2) * 8;
-  k.lagSums(0, pw, ph, out);
-  return new Float64Array(k.memory.buffer, out, 60);
+  k.lag0Sums(0, pw, ph, out);
+  k.lagSums(0, pw, ph, out + 4 * 8);
+  k.edgeSums(0, pw, ph, out + 64 * 8);
+  return new Float64Array(k.memory.buffer, out, LAG_SUMS);
 }

@@ -10,6 +10,9 @@
 ;;               5 .. pw-6, summed row by row, column by column. One f64x2 lane per lag (lags
 ;;               2m and 2m+1 share a vector), so every lag is summed with the same products in
 ;;               the same order as the JavaScript loop: the same doubles, bit for bit.
+;; lag0Sums,     the rest of those sums, scalar, each in the JavaScript loop's order: row lag 0
+;; edgeSums      (horizontal lags 2-5 over whole rows) and the five columns at each end of a
+;;               row for the row lags 1-5.
 ;;
 ;; Build: `npx tsx agent/scripts/build-capture-kernel.ts` (wabt) writes capture-kernel.wasm.ts.
 ;; The caller places the data (byte offsets) and grows the memory; every input has 16 readable
@@ -128,4 +131,77 @@
       (local.set $o (i32.add (local.get $o) (i32.const 96)))
       (local.set $ly (i32.add (local.get $ly) (i32.const 1)))
       (br_if $lags (i32.le_u (local.get $ly) (i32.const 5)))))
+
+  ;; res: pw x ph doubles; out: 4 doubles, the sums for the horizontal lags 2..5 at row lag 0.
+  (func (export "lag0Sums") (param $res i32) (param $pw i32) (param $ph i32) (param $out i32)
+    (local $lx i32) (local $y i32) (local $i i32) (local $end i32) (local $s f64) (local $off i32)
+    (local.set $lx (i32.const 2))
+    (loop $lags
+      (local.set $s (f64.const 0))
+      (local.set $off (i32.shl (local.get $lx) (i32.const 3)))
+      (local.set $y (i32.const 0))
+      (loop $rows
+        (local.set $i (i32.add (local.get $res) (i32.shl (i32.mul (local.get $y) (local.get $pw)) (i32.const 3))))
+        (local.set $end (i32.add (local.get $i) (i32.shl (i32.sub (local.get $pw) (local.get $lx)) (i32.const 3))))
+        (loop $cols
+          (local.set $s (f64.add (local.get $s)
+            (f64.mul (f64.load (local.get $i)) (f64.load (i32.add (local.get $i) (local.get $off))))))
+          (local.set $i (i32.add (local.get $i) (i32.const 8)))
+          (br_if $cols (i32.lt_u (local.get $i) (local.get $end))))
+        (local.set $y (i32.add (local.get $y) (i32.const 1)))
+        (br_if $rows (i32.lt_s (local.get $y) (local.get $ph))))
+      (f64.store (i32.add (local.get $out) (i32.shl (i32.sub (local.get $lx) (i32.const 2)) (i32.const 3))) (local.get $s))
+      (local.set $lx (i32.add (local.get $lx) (i32.const 1)))
+      (br_if $lags (i32.le_s (local.get $lx) (i32.const 5)))))
+
+  ;; res: pw x ph doubles (pw >= 11); out: 5 row lags x 12 doubles (index lx + 5; one unused):
+  ;; per row lag and horizontal lag, the products of the columns 0-4 and pw-5 .. pw-1 whose
+  ;; partner column lies inside the row, rows in order, columns in that order.
+  (func (export "edgeSums") (param $res i32) (param $pw i32) (param $ph i32) (param $out i32)
+    (local $ly i32) (local $lx i32) (local $y i32) (local $x i32) (local $s f64) (local $xe i32)
+    (local $r0 i32) (local $r1 i32)
+    (local.set $ly (i32.const 1))
+    (loop $rowlags
+      (local.set $lx (i32.const -5))
+      (loop $lags
+        (local.set $s (f64.const 0))
+        (local.set $y (i32.const 0))
+        (block $rowsdone
+          (loop $rows
+            (br_if $rowsdone (i32.ge_s (i32.add (local.get $y) (local.get $ly)) (local.get $ph)))
+            (local.set $r0 (i32.add (local.get $res) (i32.shl (i32.mul (local.get $y) (local.get $pw)) (i32.const 3))))
+            (local.set $r1 (i32.add (local.get $res)
+              (i32.shl (i32.mul (i32.add (local.get $y) (local.get $ly)) (local.get $pw)) (i32.const 3))))
+            ;; x = 0..4, then pw-5 .. pw-1
+            (local.set $x (i32.const 0))
+            (local.set $xe (i32.const 5))
+            (loop $cols
+              (if (i32.and
+                    (i32.ge_s (i32.add (local.get $x) (local.get $lx)) (i32.const 0))
+                    (i32.lt_s (i32.add (local.get $x) (local.get $lx)) (local.get $pw)))
+                (then
+                  (local.set $s (f64.add (local.get $s)
+                    (f64.mul
+                      (f64.load (i32.add (local.get $r0) (i32.shl (local.get $x) (i32.const 3))))
+                      (f64.load (i32.add (local.get $r1)
+                        (i32.shl (i32.add (local.get $x) (local.get $lx)) (i32.const 3)))))))))
+              (local.set $x (i32.add (local.get $x) (i32.const 1)))
+              (if (i32.eq (local.get $x) (local.get $xe))
+                (then
+                  (if (i32.eq (local.get $xe) (i32.const 5))
+                    (then
+                      (local.set $x (i32.sub (local.get $pw) (i32.const 5)))
+                      (local.set $xe (local.get $pw))))))
+              (br_if $cols (i32.lt_s (local.get $x) (local.get $xe))))
+            (local.set $y (i32.add (local.get $y) (i32.const 1)))
+            (br $rows)))
+        (f64.store
+          (i32.add (local.get $out)
+            (i32.shl (i32.add (i32.mul (i32.sub (local.get $ly) (i32.const 1)) (i32.const 12))
+              (i32.add (local.get $lx) (i32.const 5))) (i32.const 3)))
+          (local.get $s))
+        (local.set $lx (i32.add (local.get $lx) (i32.const 1)))
+        (br_if $lags (i32.le_s (local.get $lx) (i32.const 5))))
+      (local.set $ly (i32.add (local.get $ly) (i32.const 1)))
+      (br_if $rowlags (i32.le_s (local.get $ly) (i32.const 5)))))
 )
