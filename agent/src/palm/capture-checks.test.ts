@@ -3,7 +3,7 @@ import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
 import { compileKernel, kernelModuleSource, MODULE_PATH } from '../../scripts/build-capture-kernel.ts';
 import { autocorrelationSumsJs, measureFrame } from './capture-checks.ts';
-import { captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
+import { blockSumsSimd, captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
 import { type HandGeometry, locateHand } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 
@@ -151,6 +151,40 @@ describe('capture kernel (WebAssembly SIMD) lag sums', () => {
         }
       }
     }
+  });
+
+  it('sums f × f blocks of any window exactly (the vein-contrast patch)', () => {
+    let seed = 21;
+    const width = 1603;
+    const height = 1201;
+    const data = new Uint8Array(width * height);
+    for (let i = 0; i < data.length; i++) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      data[i] = seed >>> 24;
+    }
+    data.fill(255, 0, width * 257); // blocks of 255: at f = 257 the 16-bit column sums are full
+    for (const [x0, y0, f, w, h] of [
+      [0, 0, 2, 10, 7],
+      [3, 1, 13, 28, 30],
+      [517, 211, 5, 33, 40],
+      [1, 0, 20, 80, 2],
+      [0, 0, 257, 6, 1],
+      [1603 - 257 * 6, 1201 - 257 * 4, 257, 6, 4],
+      [1590, 1190, 3, 4, 3],
+    ] as const) {
+      const got = Array.from(blockSumsSimd({ width, data }, x0, y0, f, w, h)!);
+      const want: number[] = [];
+      for (let y = 0; y < h; y++) {
+        for (let x = 0; x < w; x++) {
+          let s = 0;
+          for (let dy = 0; dy < f; dy++)
+            for (let dx = 0; dx < f; dx++) s += data[(y0 + y * f + dy) * width + x0 + x * f + dx]!;
+          want.push(s);
+        }
+      }
+      expect(got).toEqual(want);
+    }
+    expect(blockSumsSimd({ width, data }, 0, 0, 258, 1, 1)).toBeNull();
   });
 
   it('is built from capture-kernel.wat (the committed module is not stale)', async () => {

@@ -1,4 +1,4 @@
-import { captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
+import { blockSumsSimd, captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
 import type { HandGeometry } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
@@ -96,14 +96,20 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
   const ph = Math.floor((Math.min(frame.height, Math.round(g.cy + half)) - y0) / f);
   if (pw < 8 || ph < 8) return 0;
   const patch = new Float32Array(pw * ph);
-  for (let y = 0; y < ph; y++) {
-    for (let x = 0; x < pw; x++) {
-      let s = 0;
-      for (let dy = 0; dy < f; dy++) {
-        const row = (y0 + y * f + dy) * w + x0 + x * f;
-        for (let dx = 0; dx < f; dx++) s += data[row + dx]!;
+  // the blocks' integer sums on the kernel when it runs (the same sums in any order)
+  const sums = f > 1 ? blockSumsSimd(frame, x0, y0, f, pw, ph) : null;
+  if (sums) {
+    for (let i = 0; i < patch.length; i++) patch[i] = sums[i]! / (f * f);
+  } else {
+    for (let y = 0; y < ph; y++) {
+      for (let x = 0; x < pw; x++) {
+        let s = 0;
+        for (let dy = 0; dy < f; dy++) {
+          const row = (y0 + y * f + dy) * w + x0 + x * f;
+          for (let dx = 0; dx < f; dx++) s += data[row + dx]!;
+        }
+        patch[y * pw + x] = s / (f * f);
       }
-      patch[y * pw + x] = s / (f * f);
     }
   }
   const r = g.radius / f;

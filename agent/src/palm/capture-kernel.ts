@@ -9,7 +9,16 @@ import { CAPTURE_KERNEL_BASE64 } from './capture-kernel.wasm.ts';
  */
 interface KernelExports {
   memory: { buffer: ArrayBuffer; grow(pages: number): number };
-  blockAverage(src: number, fw: number, f: number, w: number, h: number, cols: number, out: number): void;
+  blockAverage(
+    src: number,
+    fw: number,
+    f: number,
+    w: number,
+    h: number,
+    cols: number,
+    out: number,
+    sums: number,
+  ): void;
   lagSums(res: number, pw: number, ph: number, out: number): void;
   lag0Sums(res: number, pw: number, ph: number, out: number): void;
   edgeSums(res: number, pw: number, ph: number, out: number): void;
@@ -58,8 +67,32 @@ export function blockAverageSimd(
   const out = cols + align16(w * f + 16) * 2;
   const buffer = reserve(kernel, out + w * h);
   new Uint8Array(buffer).set(data.subarray(0, inBytes), 0);
-  kernel.blockAverage(0, fw, f, w, h, cols, out);
+  kernel.blockAverage(0, fw, f, w, h, cols, out, 0);
   return new Uint8Array(buffer, out, w * h).slice();
+}
+
+/**
+ * The sums of the f × f blocks of a w·f × h·f window of the frame whose top-left pixel is
+ * (x0, y0) (2 ≤ f ≤ 257), or null without the kernel. Only the window's rows are copied into
+ * the kernel's memory. Valid until the next call into this module.
+ */
+export function blockSumsSimd(
+  frame: { width: number; data: Uint8Array },
+  x0: number,
+  y0: number,
+  f: number,
+  w: number,
+  h: number,
+): Int32Array | null {
+  if (!kernel || f < 2 || f > 257 || w < 1 || h < 1) return null;
+  const fw = frame.width;
+  const inBytes = fw * h * f;
+  const cols = align16(inBytes + x0 + 16); // 16 readable bytes after the window's last row
+  const out = cols + align16(w * f + 16) * 2;
+  const buffer = reserve(kernel, out + w * h * 4);
+  new Uint8Array(buffer).set(frame.data.subarray(y0 * fw, y0 * fw + inBytes), 0);
+  kernel.blockAverage(x0, fw, f, w, h, cols, out, 1);
+  return new Int32Array(buffer, out, w * h);
 }
 
 /** Doubles in the `lagSums` layout: 4 for row lag 0, then 60 interior and 60 edge sums. */

@@ -4,7 +4,8 @@
 ;;
 ;; blockAverage  the work-scale image: each output byte the mean of an f x f block of the frame,
 ;;               rounded half up, floor((2s + f*f) / (2*f*f)). Integer-only, so the bytes equal
-;;               the plain block average's (work-scale.ts, blockAverageReference).
+;;               the plain block average's (work-scale.ts, blockAverageReference). With `sums`
+;;               set, each block's sum as an i32 instead (the vein-contrast patch).
 ;; lagSums       the periodicity's autocorrelation sums for the row lags 1-5 (capture-checks.ts):
 ;;               for each row lag, the eleven horizontal lags -5..5 over the interior columns
 ;;               5 .. pw-6, summed row by row, column by column. One f64x2 lane per lag (lags
@@ -21,10 +22,11 @@
   (memory (export "memory") 1)
 
   ;; src: frame bytes (fw x at least h*f rows); cols: scratch, 2 bytes per column rounded up to
-  ;; 16 columns; out: w x h bytes. Requires f*255 <= 65535 (16-bit column sums).
+  ;; 16 columns; out: w x h bytes, or with sums != 0 w x h i32. Requires f*255 <= 65535
+  ;; (16-bit column sums).
   (func (export "blockAverage")
     (param $src i32) (param $fw i32) (param $f i32) (param $w i32) (param $h i32)
-    (param $cols i32) (param $out i32)
+    (param $cols i32) (param $out i32) (param $sums i32)
     (local $y i32) (local $dy i32) (local $row i32) (local $c i32) (local $n i32) (local $v v128)
     (local $p i32) (local $end i32) (local $x i32) (local $s i32)
     (local $area2 i32) (local $area i32) (local $o i32)
@@ -77,9 +79,14 @@
               (local.set $s (i32.add (local.get $s) (i32.load16_u (local.get $p))))
               (local.set $p (i32.add (local.get $p) (i32.const 2)))
               (br_if $sum (i32.lt_u (local.get $p) (local.get $end))))
-            (i32.store8 (local.get $o)
-              (i32.div_u (i32.add (i32.shl (local.get $s) (i32.const 1)) (local.get $area)) (local.get $area2)))
-            (local.set $o (i32.add (local.get $o) (i32.const 1)))
+            (if (local.get $sums)
+              (then
+                (i32.store (local.get $o) (local.get $s))
+                (local.set $o (i32.add (local.get $o) (i32.const 4))))
+              (else
+                (i32.store8 (local.get $o)
+                  (i32.div_u (i32.add (i32.shl (local.get $s) (i32.const 1)) (local.get $area)) (local.get $area2)))
+                (local.set $o (i32.add (local.get $o) (i32.const 1)))))
             (local.set $x (i32.add (local.get $x) (i32.const 1)))
             (br $outs)))
         (local.set $y (i32.add (local.get $y) (i32.const 1)))
