@@ -15,6 +15,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { captureSimdAvailable } from '../agent/src/palm/capture-kernel.ts';
 import { type GrayImage, readImage } from '../agent/src/palm/image-io.ts';
 import { processCapture } from '../agent/src/palm/pipeline.ts';
 import { SENSOR_NAMES, type SensorName } from '../agent/src/palm/sensor-profiles.ts';
@@ -107,6 +108,8 @@ const row = {
   p95_ms: Number(q(0.95).toFixed(2)),
   target_ms: TARGET_MS,
   ratio: Number((p50 / TARGET_MS).toFixed(2)),
+  /** the WebAssembly SIMD capture kernel in use (capture-kernel.ts), else the JavaScript loops */
+  simd: captureSimdAvailable,
 };
 process.stdout.write(`${JSON.stringify(row)}\n`);
 const resultsDir = join(HERE, 'results');

@@ -1,3 +1,4 @@
+import { blockSumsSimd, captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
 import type { HandGeometry } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
@@ -95,14 +96,20 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
   const ph = Math.floor((Math.min(frame.height, Math.round(g.cy + half)) - y0) / f);
   if (pw < 8 || ph < 8) return 0;
   const patch = new Float32Array(pw * ph);
-  for (let y = 0; y < ph; y++) {
-    for (let x = 0; x < pw; x++) {
-      let s = 0;
-      for (let dy = 0; dy < f; dy++) {
-        const row = (y0 + y * f + dy) * w + x0 + x * f;
-        for (let dx = 0; dx < f; dx++) s += data[row + dx]!;
+  // the blocks' integer sums on the kernel when it runs (the same sums in any order)
+  const sums = f > 1 ? blockSumsSimd(frame, x0, y0, f, pw, ph) : null;
+  if (sums) {
+    for (let i = 0; i < patch.length; i++) patch[i] = sums[i]! / (f * f);
+  } else {
+    for (let y = 0; y < ph; y++) {
+      for (let x = 0; x < pw; x++) {
+        let s = 0;
+        for (let dy = 0; dy < f; dy++) {
+          const row = (y0 + y * f + dy) * w + x0 + x * f;
+          for (let dx = 0; dx < f; dx++) s += data[row + dx]!;
+        }
+        patch[y * pw + x] = s / (f * f);
       }
-      patch[y * pw + x] = s / (f * f);
     }
   }
   const r = g.radius / f;
@@ -126,23 +133,24 @@ function veinScaleContrast(frame: GrayImage, g: HandGeometry, half: number): num
 }
 
 /**
- * Largest normalised autocorrelation of `res` (pw × ph) at the lags 2–5 px (|lx| ≥ 2 or ly ≥ 2,
- * ly 0–5, lx −5–5). Row lag 0 sums its four lags (2–5) one by one; for the row lags 1–5, all
- * eleven horizontal lags are summed in one pass with one
- * load of the centre pixel (docs/palm-pipeline.md, "Speed of the capture path"); the 5 px at
- * each end of a row, where some lags fall outside, go through the general loop.
+ * The autocorrelation sums of `res` (pw × ph, pw > 10) behind the periodicity, in the layout of
+ * the kernel's `lagSums` (capture-kernel.ts): [0, 4) row lag 0, horizontal lags 2–5, each over
+ * whole rows; 4 + (ly − 1) · 12 + lx + 5 the row lags 1–5 over the interior columns 5 … pw − 6,
+ * where all eleven horizontal lags −5…5 fall inside (one pass per row lag with one load of the
+ * centre pixel); 64 + (ly − 1) · 12 + lx + 5 the five columns at each end of a row, where some
+ * lags fall outside. Every sum runs row by row, column by column, as the kernel's does, so both
+ * give the same doubles (docs/palm-pipeline.md, "Speed of the capture path").
  */
-function maxAutocorrelation(res: Float32Array, pw: number, ph: number, e0: number): number {
-  let best = 0;
-  const edge = new Float64Array(11);
-  // row lag 0: only the four lags 2–5 count, each summed on its own
+export function autocorrelationSumsJs(res: Float64Array, pw: number, ph: number): Float64Array {
+  const out = new Float64Array(124);
   for (let lx = 2; lx <= 5; lx++) {
     let s = 0;
     for (let y = 0; y < ph; y++) {
       for (let i = y * pw, end = y * pw + pw - lx; i < end; i++) s += res[i]! * res[i + lx]!;
     }
-    best = Math.max(best, s / (e0 + 1e-6));
+    out[lx - 2] = s;
   }
+  const edge = new Float64Array(11);
   for (let ly = 1; ly <= 5; ly++) {
     edge.fill(0);
     let s0 = 0;
@@ -181,10 +189,24 @@ function maxAutocorrelation(res: Float32Array, pw: number, ph: number, e0: numbe
         }
       }
     }
-    const sums = [s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10];
+    out.set([s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10], 4 + (ly - 1) * 12);
+    out.set(edge, 64 + (ly - 1) * 12);
+  }
+  return out;
+}
+
+/**
+ * Largest normalised autocorrelation at the lags 2–5 px (|lx| ≥ 2 or ly ≥ 2, ly 0–5, lx −5–5),
+ * from the sums of `autocorrelationSumsJs` (or the kernel's `lagSums`) and the energy `e0`.
+ */
+function maxAutocorrelation(sums: Float64Array, e0: number): number {
+  let best = 0;
+  for (let lx = 2; lx <= 5; lx++) best = Math.max(best, sums[lx - 2]! / (e0 + 1e-6));
+  for (let ly = 1; ly <= 5; ly++) {
     for (let lx = -5; lx <= 5; lx++) {
       if (Math.abs(lx) < 2 && ly < 2) continue;
-      best = Math.max(best, (sums[lx + 5]! + edge[lx + 5]!) / (e0 + 1e-6));
+      const i = (ly - 1) * 12 + lx + 5;
+      best = Math.max(best, (sums[4 + i]! + sums[64 + i]!) / (e0 + 1e-6));
     }
   }
   return best;
@@ -210,13 +232,15 @@ export function measureFrame(
   const innerLo = rw * 0.84;
   const innerHi = rw * 1.4;
   const work = g.work.data;
+  const mask = g.mask;
+  const dist = g.distance;
   for (let i = 0; i < work.length; i++) {
-    if (!g.mask[i]) continue;
+    if (!mask[i]) continue;
     const v = work[i]!;
     sum += v;
     count++;
     if (v >= 250) sat++;
-    const d = g.distance[i]!;
+    const d = dist[i]!;
     if (d >= edgeLo && d <= edgeHi) {
       edge += v;
       edgeN++;
@@ -237,7 +261,11 @@ export function measureFrame(
   let periodicity = 0;
   const veinContrast = veinScaleContrast(frame, g, Math.max(4, Math.floor(g.radius * 0.7)));
   if (pw > 12 && ph > 12) {
-    const res = new Float32Array(pw * ph);
+    // float32 values (Math.fround: the residual's precision) held as doubles, so the
+    // autocorrelation's loads need no conversion; its energy summed in the same order as before
+    // in the kernel's memory when it runs the interior sums (no copy)
+    const res = lagBuffer(pw, ph) ?? new Float64Array(pw * ph);
+    let e0 = 0;
     // 3 × 3 box sums from column sums of three rows (integers: the same sums in any order)
     const col = new Int32Array(pw + 2);
     for (let y = 0; y < ph; y++) {
@@ -246,14 +274,15 @@ export function measureFrame(
         const i = i0 + x;
         col[x] = data[i - w]! + data[i]! + data[i + w]!;
       }
-      for (let x = 0; x < pw; x++) {
+      for (let x = 0, o = y * pw; x < pw; x++, o++) {
         const s = col[x]! + col[x + 1]! + col[x + 2]!;
-        res[y * pw + x] = data[i0 + x + 1]! - s / 9;
+        const v = Math.fround(data[i0 + x + 1]! - s / 9);
+        res[o] = v;
+        e0 += v * v;
       }
     }
-    let e0 = 0;
-    for (const v of res) e0 += v * v;
-    periodicity = maxAutocorrelation(res, pw, ph, e0);
+    const sums = captureSimdAvailable ? lagSums(pw, ph) : autocorrelationSumsJs(res, pw, ph);
+    periodicity = maxAutocorrelation(sums, e0);
   }
   return {
     handMean: count ? sum / count : 0,

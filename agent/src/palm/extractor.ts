@@ -24,8 +24,13 @@ export class FeatureExtractor {
   /** ROIs (each ROI_SIZE² floats) → responses, FEATURE_CHANNELS × GRID² floats per ROI. */
   async responses(rois: Float32Array[]): Promise<Float32Array> {
     const n = rois.length;
-    const input = new Float32Array(n * ROI_SIZE * ROI_SIZE);
-    for (const [i, r] of rois.entries()) input.set(r, i * ROI_SIZE * ROI_SIZE);
+    const plane = ROI_SIZE * ROI_SIZE;
+    // one ROI (the capture path) is fed as it is: the session only reads it
+    let input = n === 1 ? rois[0] : undefined;
+    if (!input || input.length !== plane) {
+      input = new Float32Array(n * plane);
+      for (const [i, r] of rois.entries()) input.set(r, i * plane);
+    }
     const feeds = { roi: new ort.Tensor('float32', input, [n, 1, ROI_SIZE, ROI_SIZE]) };
     const out = await this.session.run(feeds);
     const t = out.responses;

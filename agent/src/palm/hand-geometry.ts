@@ -1,6 +1,7 @@
 import { indexSide, largestComponent, outlineValleys, thumbWeb } from './hand-contour.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
+import { blockAverage, negative } from './work-scale.ts';
 
 /**
  * Hand localisation in a whole NIR frame: Otsu foreground, chamfer distance transform (the palm
@@ -139,70 +140,6 @@ function chamfer(d: Uint16Array, w: number, h: number): { best: number; at: numb
  */
 export const WORK_SIDE = 300;
 
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-
-/** Block average of a frame by an integer factor. */
-function downsample(frame: GrayImage, f: number): GrayImage {
-  const w = Math.floor(frame.width / f);
-  const h = Math.floor(frame.height / f);
-  const data = new Uint8Array(w * h);
-  const src = frame.data;
-  const fw = frame.width;
-  if (f === 2 && LITTLE_ENDIAN && fw % 4 === 0 && src.byteOffset % 4 === 0) {
-    // the common case (VGA frames), four bytes a read: the two 16-bit lanes of
-    // (v & 0x00ff00ff) + ((v >>> 8) & 0x00ff00ff) hold the sums of bytes 0+1 and 2+3
-    const words = new Uint32Array(src.buffer, src.byteOffset, (fw * frame.height) >> 2);
-    const fw4 = fw >> 2;
-    for (let y = 0; y < h; y++) {
-      const a = 2 * y * fw4;
-      const b = a + fw4;
-      const o = y * w;
-      for (let k = 0; 2 * k + 1 < w; k++) {
-        const p = words[a + k]!;
-        const q = words[b + k]!;
-        const sum = (p & 0xff00ff) + ((p >>> 8) & 0xff00ff) + (q & 0xff00ff) + ((q >>> 8) & 0xff00ff);
-        data[o + 2 * k] = ((sum & 0xffff) + 2) >> 2; // Math.round(sum / 4)
-        data[o + 2 * k + 1] = ((sum >>> 16) + 2) >> 2;
-      }
-      if (w % 2) {
-        const i = 2 * (w - 1);
-        const ra = 2 * y * fw;
-        const rb = ra + fw;
-        data[o + w - 1] = (src[ra + i]! + src[ra + i + 1]! + src[rb + i]! + src[rb + i + 1]! + 2) >> 2;
-      }
-    }
-    return { width: w, height: h, data };
-  }
-  if (f === 2) {
-    // without the inner loops
-    for (let y = 0; y < h; y++) {
-      const a = 2 * y * fw;
-      const b = a + fw;
-      const o = y * w;
-      for (let x = 0; x < w; x++) {
-        const i = 2 * x;
-        data[o + x] = (src[a + i]! + src[a + i + 1]! + src[b + i]! + src[b + i + 1]! + 2) >> 2; // Math.round(sum / 4)
-      }
-    }
-    return { width: w, height: h, data };
-  }
-  const row = new Uint32Array(w);
-  for (let y = 0; y < h; y++) {
-    row.fill(0);
-    for (let dy = 0; dy < f; dy++) {
-      const base = (y * f + dy) * frame.width;
-      for (let x = 0; x < w; x++) {
-        let s = 0;
-        const b = base + x * f;
-        for (let dx = 0; dx < f; dx++) s += frame.data[b + dx]!;
-        row[x] = row[x]! + s;
-      }
-    }
-    for (let x = 0; x < w; x++) data[y * w + x] = Math.round(row[x]! / (f * f));
-  }
-  return { width: w, height: h, data };
-}
-
 /** Where the ROI square sits relative to the finger valleys (see SIMULATOR_ROI). */
 export interface RoiProportions {
   /** square side over the outer valley spacing (index/middle to ring/little) */
@@ -243,13 +180,6 @@ export const SIMULATOR_ROI: RoiProportions = {
   mirrorLeft: true,
 };
 
-/** The negative of an image (a dark hand on a bright background becomes a bright one on dark). */
-function negative(img: GrayImage): GrayImage {
-  const data = new Uint8Array(img.data.length);
-  for (let i = 0; i < data.length; i++) data[i] = 255 - img.data[i]!;
-  return { width: img.width, height: img.height, data };
-}
-
 export function locateHand(
   frame: GrayImage,
   proportions: RoiProportions = SIMULATOR_ROI,
@@ -257,7 +187,7 @@ export function locateHand(
 ): HandGeometry {
   const short = Math.min(frame.width, frame.height);
   const f = short > WORK_SIDE ? Math.floor(short / (WORK_SIDE * 0.8)) : 1;
-  const work = f <= 1 ? frame : downsample(frame, f);
+  const work = blockAverage(frame, f);
   // a hand darker than its background is located on the negative; the measures read the true grey
   const g = locateOnWork(options.darkHand ? negative(work) : work, proportions);
   g.work = work;

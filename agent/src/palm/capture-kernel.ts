@@ -1,0 +1,124 @@
+import { compileKernelModule, instantiateKernel } from '@palmid/shared/wasm/kernel.ts';
+import { CAPTURE_KERNEL_BASE64 } from './capture-kernel.wasm.ts';
+
+/**
+ * The capture path's WebAssembly SIMD kernel (capture-kernel.wat): the work-scale block average
+ * and the periodicity's lag sums, each giving the same bytes / doubles as its JavaScript loop
+ * (docs/palm-pipeline.md, "Speed of the capture path"). `null` exports: no WebAssembly SIMD
+ * on this engine; callers then run the JavaScript loops.
+ */
+interface KernelExports {
+  memory: { buffer: ArrayBuffer; grow(pages: number): number };
+  blockAverage(
+    src: number,
+    fw: number,
+    f: number,
+    w: number,
+    h: number,
+    cols: number,
+    out: number,
+    sums: number,
+  ): void;
+  lagSums(res: number, pw: number, ph: number, out: number): void;
+  lag0Sums(res: number, pw: number, ph: number, out: number): void;
+  edgeSums(res: number, pw: number, ph: number, out: number): void;
+}
+
+function instantiate(): KernelExports | null {
+  const module = compileKernelModule(CAPTURE_KERNEL_BASE64);
+  if (!module) return null;
+  try {
+    return instantiateKernel<KernelExports>(module);
+  } catch {
+    return null;
+  }
+}
+
+const kernel = instantiate();
+
+/** Whether the SIMD kernel is in use on this engine. */
+export const captureSimdAvailable = kernel !== null;
+
+const PAGE = 65536;
+
+/** Grows the kernel memory to at least `bytes`; views made before a growth are stale. */
+function reserve(k: KernelExports, bytes: number): ArrayBuffer {
+  const have = k.memory.buffer.byteLength;
+  if (bytes > have) k.memory.grow(Math.ceil((bytes - have) / PAGE));
+  return k.memory.buffer;
+}
+
+const align16 = (n: number) => (n + 15) & ~15;
+
+/**
+ * f × f block average (rounded half up) of a w·f × h·f corner of the frame, f ≤ 16, or null
+ * without the kernel. The frame is copied into the kernel's memory (one memcpy).
+ */
+export function blockAverageSimd(
+  data: Uint8Array,
+  fw: number,
+  f: number,
+  w: number,
+  h: number,
+): Uint8Array | null {
+  if (!kernel || f < 2 || f > 16 || w < 1 || h < 1) return null;
+  const inBytes = fw * h * f;
+  const cols = align16(inBytes + 16); // 16 readable bytes after the last row
+  const out = cols + align16(w * f + 16) * 2;
+  const buffer = reserve(kernel, out + w * h);
+  new Uint8Array(buffer).set(data.subarray(0, inBytes), 0);
+  kernel.blockAverage(0, fw, f, w, h, cols, out, 0);
+  return new Uint8Array(buffer, out, w * h).slice();
+}
+
+/**
+ * The sums of the f × f blocks of a w·f × h·f window of the frame whose top-left pixel is
+ * (x0, y0) (2 ≤ f ≤ 257), or null without the kernel. Only the window's rows are copied into
+ * the kernel's memory. Valid until the next call into this module.
+ */
+export function blockSumsSimd(
+  frame: { width: number; data: Uint8Array },
+  x0: number,
+  y0: number,
+  f: number,
+  w: number,
+  h: number,
+): Int32Array | null {
+  if (!kernel || f < 2 || f > 257 || w < 1 || h < 1) return null;
+  const fw = frame.width;
+  const inBytes = fw * h * f;
+  const cols = align16(inBytes + x0 + 16); // 16 readable bytes after the window's last row
+  const out = cols + align16(w * f + 16) * 2;
+  const buffer = reserve(kernel, out + w * h * 4);
+  new Uint8Array(buffer).set(frame.data.subarray(y0 * fw, y0 * fw + inBytes), 0);
+  kernel.blockAverage(x0, fw, f, w, h, cols, out, 1);
+  return new Int32Array(buffer, out, w * h);
+}
+
+/** Doubles in the `lagSums` layout: 4 for row lag 0, then 60 interior and 60 edge sums. */
+export const LAG_SUMS = 124;
+
+/**
+ * A `pw × ph` array of doubles in the kernel's memory for `lagSums`, or null without the kernel.
+ * Valid until the next call into this module.
+ */
+export function lagBuffer(pw: number, ph: number): Float64Array | null {
+  if (!kernel) return null;
+  const buffer = reserve(kernel, (pw * ph + 2) * 8 + LAG_SUMS * 8);
+  return new Float64Array(buffer, 0, pw * ph);
+}
+
+/**
+ * The periodicity's autocorrelation sums of the `lagBuffer` contents (pw > 10, ph > 5), laid out
+ * as `autocorrelationSumsJs` in capture-checks.ts lays them out: [0, 4) row lag 0, horizontal
+ * lags 2–5; 4 + (ly − 1) · 12 + lx + 5 the interior columns 5 … pw − 6 of row lag ly (1–5);
+ * 64 + (ly − 1) · 12 + lx + 5 the five columns at each end of the row.
+ */
+export function lagSums(pw: number, ph: number): Float64Array {
+  const k = kernel as KernelExports;
+  const out = (pw * ph + 2) * 8;
+  k.lag0Sums(0, pw, ph, out);
+  k.lagSums(0, pw, ph, out + 4 * 8);
+  k.edgeSums(0, pw, ph, out + 64 * 8);
+  return new Float64Array(k.memory.buffer, out, LAG_SUMS);
+}

@@ -1,0 +1,214 @@
+;; palmid capture path, WebAssembly SIMD kernel (docs/palm-pipeline.md, "Speed of the capture path").
+;;
+;; Two loops of the capture path that JavaScript runs at one element per step:
+;;
+;; blockAverage  the work-scale image: each output byte the mean of an f x f block of the frame,
+;;               rounded half up, floor((2s + f*f) / (2*f*f)). Integer-only, so the bytes equal
+;;               the plain block average's (work-scale.ts, blockAverageReference). With `sums`
+;;               set, each block's sum as an i32 instead (the vein-contrast patch).
+;; lagSums       the periodicity's autocorrelation sums for the row lags 1-5 (capture-checks.ts):
+;;               for each row lag, the eleven horizontal lags -5..5 over the interior columns
+;;               5 .. pw-6, summed row by row, column by column. One f64x2 lane per lag (lags
+;;               2m and 2m+1 share a vector), so every lag is summed with the same products in
+;;               the same order as the JavaScript loop: the same doubles, bit for bit.
+;; lag0Sums,     the rest of those sums, scalar, each in the JavaScript loop's order: row lag 0
+;; edgeSums      (horizontal lags 2-5 over whole rows) and the five columns at each end of a
+;;               row for the row lags 1-5.
+;;
+;; Build: `npx tsx agent/scripts/build-capture-kernel.ts` (wabt) writes capture-kernel.wasm.ts.
+;; The caller places the data (byte offsets) and grows the memory; every input has 16 readable
+;; bytes after its end (vector loads run past the last element into ignored lanes).
+(module
+  (memory (export "memory") 1)
+
+  ;; src: frame bytes (fw x at least h*f rows); cols: scratch, 2 bytes per column rounded up to
+  ;; 16 columns; out: w x h bytes, or with sums != 0 w x h i32. Requires f*255 <= 65535
+  ;; (16-bit column sums).
+  (func (export "blockAverage")
+    (param $src i32) (param $fw i32) (param $f i32) (param $w i32) (param $h i32)
+    (param $cols i32) (param $out i32) (param $sums i32)
+    (local $y i32) (local $dy i32) (local $row i32) (local $c i32) (local $n i32) (local $v v128)
+    (local $p i32) (local $end i32) (local $x i32) (local $s i32)
+    (local $area2 i32) (local $area i32) (local $o i32)
+    (local.set $area (i32.mul (local.get $f) (local.get $f)))
+    (local.set $area2 (i32.shl (local.get $area) (i32.const 1)))
+    ;; the columns of whole blocks, rounded up to 16
+    (local.set $n (i32.and (i32.add (i32.mul (local.get $w) (local.get $f)) (i32.const 15)) (i32.const -16)))
+    (local.set $o (local.get $out))
+    (local.set $y (i32.const 0))
+    (block $done
+      (loop $rows
+        (br_if $done (i32.ge_u (local.get $y) (local.get $h)))
+        ;; first row of the band: store the widened bytes
+        (local.set $row (i32.add (local.get $src) (i32.mul (i32.mul (local.get $y) (local.get $f)) (local.get $fw))))
+        (local.set $c (i32.const 0))
+        (loop $first
+          (local.set $v (v128.load (i32.add (local.get $row) (local.get $c))))
+          (local.set $p (i32.add (local.get $cols) (i32.shl (local.get $c) (i32.const 1))))
+          (v128.store offset=0 (local.get $p) (i16x8.extend_low_i8x16_u (local.get $v)))
+          (v128.store offset=16 (local.get $p) (i16x8.extend_high_i8x16_u (local.get $v)))
+          (local.set $c (i32.add (local.get $c) (i32.const 16)))
+          (br_if $first (i32.lt_u (local.get $c) (local.get $n))))
+        ;; the other f - 1 rows: add
+        (local.set $dy (i32.const 1))
+        (block $banddone
+          (loop $band
+            (br_if $banddone (i32.ge_u (local.get $dy) (local.get $f)))
+            (local.set $row (i32.add (local.get $row) (local.get $fw)))
+            (local.set $c (i32.const 0))
+            (loop $add
+              (local.set $v (v128.load (i32.add (local.get $row) (local.get $c))))
+              (local.set $p (i32.add (local.get $cols) (i32.shl (local.get $c) (i32.const 1))))
+              (v128.store offset=0 (local.get $p)
+                (i16x8.add (v128.load offset=0 (local.get $p)) (i16x8.extend_low_i8x16_u (local.get $v))))
+              (v128.store offset=16 (local.get $p)
+                (i16x8.add (v128.load offset=16 (local.get $p)) (i16x8.extend_high_i8x16_u (local.get $v))))
+              (local.set $c (i32.add (local.get $c) (i32.const 16)))
+              (br_if $add (i32.lt_u (local.get $c) (local.get $n))))
+            (local.set $dy (i32.add (local.get $dy) (i32.const 1)))
+            (br $band)))
+        ;; groups of f columns
+        (local.set $p (local.get $cols))
+        (local.set $x (i32.const 0))
+        (block $outdone
+          (loop $outs
+            (br_if $outdone (i32.ge_u (local.get $x) (local.get $w)))
+            (local.set $s (i32.const 0))
+            (local.set $end (i32.add (local.get $p) (i32.shl (local.get $f) (i32.const 1))))
+            (loop $sum
+              (local.set $s (i32.add (local.get $s) (i32.load16_u (local.get $p))))
+              (local.set $p (i32.add (local.get $p) (i32.const 2)))
+              (br_if $sum (i32.lt_u (local.get $p) (local.get $end))))
+            (if (local.get $sums)
+              (then
+                (i32.store (local.get $o) (local.get $s))
+                (local.set $o (i32.add (local.get $o) (i32.const 4))))
+              (else
+                (i32.store8 (local.get $o)
+                  (i32.div_u (i32.add (i32.shl (local.get $s) (i32.const 1)) (local.get $area)) (local.get $area2)))
+                (local.set $o (i32.add (local.get $o) (i32.const 1)))))
+            (local.set $x (i32.add (local.get $x) (i32.const 1)))
+            (br $outs)))
+        (local.set $y (i32.add (local.get $y) (i32.const 1)))
+        (br $rows))))
+
+  ;; res: pw x ph doubles; out: 5 row lags x 12 doubles (lags -5..5 and one ignored lane).
+  ;; Requires pw > 10 and ph > 5.
+  (func (export "lagSums") (param $res i32) (param $pw i32) (param $ph i32) (param $out i32)
+    (local $ly i32) (local $y i32) (local $a v128) (local $r0 i32) (local $b i32) (local $end i32)
+    (local $stride i32) (local $s0 v128) (local $s1 v128) (local $s2 v128) (local $s3 v128)
+    (local $s4 v128) (local $s5 v128) (local $o i32)
+    (local.set $stride (i32.shl (local.get $pw) (i32.const 3)))
+    (local.set $ly (i32.const 1))
+    (local.set $o (local.get $out))
+    (loop $lags
+      (local.set $s0 (v128.const f64x2 0 0))
+      (local.set $s1 (v128.const f64x2 0 0))
+      (local.set $s2 (v128.const f64x2 0 0))
+      (local.set $s3 (v128.const f64x2 0 0))
+      (local.set $s4 (v128.const f64x2 0 0))
+      (local.set $s5 (v128.const f64x2 0 0))
+      (local.set $y (i32.const 0))
+      (block $rowsdone
+        (loop $rows
+          (br_if $rowsdone (i32.ge_s (i32.add (local.get $y) (local.get $ly)) (local.get $ph)))
+          ;; a: res[y][x] for x from 5; b: res[y + ly][x - 5]
+          (local.set $r0 (i32.add (local.get $res) (i32.add (i32.mul (local.get $y) (local.get $stride)) (i32.const 40))))
+          (local.set $end (i32.add (local.get $r0) (i32.shl (i32.sub (local.get $pw) (i32.const 10)) (i32.const 3))))
+          (local.set $b (i32.add (local.get $res) (i32.mul (i32.add (local.get $y) (local.get $ly)) (local.get $stride))))
+          (loop $cols
+            (local.set $a (f64x2.splat (f64.load (local.get $r0))))
+            (local.set $s0 (f64x2.add (local.get $s0) (f64x2.mul (local.get $a) (v128.load offset=0 (local.get $b)))))
+            (local.set $s1 (f64x2.add (local.get $s1) (f64x2.mul (local.get $a) (v128.load offset=16 (local.get $b)))))
+            (local.set $s2 (f64x2.add (local.get $s2) (f64x2.mul (local.get $a) (v128.load offset=32 (local.get $b)))))
+            (local.set $s3 (f64x2.add (local.get $s3) (f64x2.mul (local.get $a) (v128.load offset=48 (local.get $b)))))
+            (local.set $s4 (f64x2.add (local.get $s4) (f64x2.mul (local.get $a) (v128.load offset=64 (local.get $b)))))
+            (local.set $s5 (f64x2.add (local.get $s5) (f64x2.mul (local.get $a) (v128.load offset=80 (local.get $b)))))
+            (local.set $r0 (i32.add (local.get $r0) (i32.const 8)))
+            (local.set $b (i32.add (local.get $b) (i32.const 8)))
+            (br_if $cols (i32.lt_u (local.get $r0) (local.get $end))))
+          (local.set $y (i32.add (local.get $y) (i32.const 1)))
+          (br $rows)))
+      (v128.store offset=0 (local.get $o) (local.get $s0))
+      (v128.store offset=16 (local.get $o) (local.get $s1))
+      (v128.store offset=32 (local.get $o) (local.get $s2))
+      (v128.store offset=48 (local.get $o) (local.get $s3))
+      (v128.store offset=64 (local.get $o) (local.get $s4))
+      (v128.store offset=80 (local.get $o) (local.get $s5))
+      (local.set $o (i32.add (local.get $o) (i32.const 96)))
+      (local.set $ly (i32.add (local.get $ly) (i32.const 1)))
+      (br_if $lags (i32.le_u (local.get $ly) (i32.const 5)))))
+
+  ;; res: pw x ph doubles; out: 4 doubles, the sums for the horizontal lags 2..5 at row lag 0.
+  (func (export "lag0Sums") (param $res i32) (param $pw i32) (param $ph i32) (param $out i32)
+    (local $lx i32) (local $y i32) (local $i i32) (local $end i32) (local $s f64) (local $off i32)
+    (local.set $lx (i32.const 2))
+    (loop $lags
+      (local.set $s (f64.const 0))
+      (local.set $off (i32.shl (local.get $lx) (i32.const 3)))
+      (local.set $y (i32.const 0))
+      (loop $rows
+        (local.set $i (i32.add (local.get $res) (i32.shl (i32.mul (local.get $y) (local.get $pw)) (i32.const 3))))
+        (local.set $end (i32.add (local.get $i) (i32.shl (i32.sub (local.get $pw) (local.get $lx)) (i32.const 3))))
+        (loop $cols
+          (local.set $s (f64.add (local.get $s)
+            (f64.mul (f64.load (local.get $i)) (f64.load (i32.add (local.get $i) (local.get $off))))))
+          (local.set $i (i32.add (local.get $i) (i32.const 8)))
+          (br_if $cols (i32.lt_u (local.get $i) (local.get $end))))
+        (local.set $y (i32.add (local.get $y) (i32.const 1)))
+        (br_if $rows (i32.lt_s (local.get $y) (local.get $ph))))
+      (f64.store (i32.add (local.get $out) (i32.shl (i32.sub (local.get $lx) (i32.const 2)) (i32.const 3))) (local.get $s))
+      (local.set $lx (i32.add (local.get $lx) (i32.const 1)))
+      (br_if $lags (i32.le_s (local.get $lx) (i32.const 5)))))
+
+  ;; res: pw x ph doubles (pw >= 11); out: 5 row lags x 12 doubles (index lx + 5; one unused):
+  ;; per row lag and horizontal lag, the products of the columns 0-4 and pw-5 .. pw-1 whose
+  ;; partner column lies inside the row, rows in order, columns in that order.
+  (func (export "edgeSums") (param $res i32) (param $pw i32) (param $ph i32) (param $out i32)
+    (local $ly i32) (local $lx i32) (local $y i32) (local $x i32) (local $s f64) (local $xe i32)
+    (local $r0 i32) (local $r1 i32)
+    (local.set $ly (i32.const 1))
+    (loop $rowlags
+      (local.set $lx (i32.const -5))
+      (loop $lags
+        (local.set $s (f64.const 0))
+        (local.set $y (i32.const 0))
+        (block $rowsdone
+          (loop $rows
+            (br_if $rowsdone (i32.ge_s (i32.add (local.get $y) (local.get $ly)) (local.get $ph)))
+            (local.set $r0 (i32.add (local.get $res) (i32.shl (i32.mul (local.get $y) (local.get $pw)) (i32.const 3))))
+            (local.set $r1 (i32.add (local.get $res)
+              (i32.shl (i32.mul (i32.add (local.get $y) (local.get $ly)) (local.get $pw)) (i32.const 3))))
+            ;; x = 0..4, then pw-5 .. pw-1
+            (local.set $x (i32.const 0))
+            (local.set $xe (i32.const 5))
+            (loop $cols
+              (if (i32.and
+                    (i32.ge_s (i32.add (local.get $x) (local.get $lx)) (i32.const 0))
+                    (i32.lt_s (i32.add (local.get $x) (local.get $lx)) (local.get $pw)))
+                (then
+                  (local.set $s (f64.add (local.get $s)
+                    (f64.mul
+                      (f64.load (i32.add (local.get $r0) (i32.shl (local.get $x) (i32.const 3))))
+                      (f64.load (i32.add (local.get $r1)
+                        (i32.shl (i32.add (local.get $x) (local.get $lx)) (i32.const 3)))))))))
+              (local.set $x (i32.add (local.get $x) (i32.const 1)))
+              (if (i32.eq (local.get $x) (local.get $xe))
+                (then
+                  (if (i32.eq (local.get $xe) (i32.const 5))
+                    (then
+                      (local.set $x (i32.sub (local.get $pw) (i32.const 5)))
+                      (local.set $xe (local.get $pw))))))
+              (br_if $cols (i32.lt_s (local.get $x) (local.get $xe))))
+            (local.set $y (i32.add (local.get $y) (i32.const 1)))
+            (br $rows)))
+        (f64.store
+          (i32.add (local.get $out)
+            (i32.shl (i32.add (i32.mul (i32.sub (local.get $ly) (i32.const 1)) (i32.const 12))
+              (i32.add (local.get $lx) (i32.const 5))) (i32.const 3)))
+          (local.get $s))
+        (local.set $lx (i32.add (local.get $lx) (i32.const 1)))
+        (br_if $lags (i32.le_s (local.get $lx) (i32.const 5))))
+      (local.set $ly (i32.add (local.get $ly) (i32.const 1)))
+      (br_if $rowlags (i32.le_s (local.get $ly) (i32.const 5)))))
+)
