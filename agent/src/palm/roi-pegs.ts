@@ -1,0 +1,210 @@
+/**
+ * The palm ROI of a hand held by pegs (colour and contact profiles; docs/palm-pipeline.md, "ROI
+ * per sensor", _pegs_). Pegs fix the fingers, not the palm: between captures of the same hand the
+ * palm still slides along its axis and turns by 10–20°, and the finger valleys beside the pegs
+ * move with finger spread. Three measures of the whole hand's silhouette proved stable instead:
+ *
+ * - **Where the arm leaves the frame** gives the coarse direction of the hand (fingers away from
+ *   it): a hand on a scanner or under a camera with pegs is always cut by the frame at the wrist.
+ * - **The palm's centre of mass** (mean shift of the hand mask in a disc of 1.4 × the inscribed
+ *   radius, from the largest inscribed circle): the inscribed circle alone slides along the palm,
+ *   which is longer than wide, by up to half a radius between captures.
+ * - **The principal axis of the hand** (second moments of the mask within 1.8 radii of that
+ *   centre: palm, finger roots, thumb root and wrist), on the side of the coarse direction: it
+ *   follows the whole hand's rotation, where the valley line follows finger spread.
+ *
+ * All in the work image's pixels; `locateHand` (hand-geometry.ts) converts to frame pixels.
+ */
+
+/** Disc (× inscribed radius) of the mean shift towards the palm's centre of mass. */
+export const PEG_CENTRE_REACH = 1.4;
+/** Disc (× inscribed radius) whose mask moments give the hand's axis. */
+export const PEG_AXIS_REACH = 1.8;
+/** Mean-shift steps at most (it settles in 3–6 on the development hands). */
+const MEAN_SHIFT_STEPS = 40;
+/** Below this elongation (axis length ratio) the moments give no axis: the coarse direction stays. */
+const MIN_ELONGATION = 1.05;
+
+export interface PegPose {
+  /** ROI centre (the palm's centre of mass), work px */
+  cx: number;
+  cy: number;
+  /** direction from the palm towards the fingers (rad, image coordinates) */
+  up: number;
+  /** where the coarse direction came from */
+  from: 'arm' | 'valleys';
+}
+
+const wrapAngle = (a: number) => Math.atan2(Math.sin(a), Math.cos(a));
+
+/**
+ * Direction (rad) from (cx, cy) to the hand's pixels on the frame border, i.e. towards the wrist
+ * and arm; null when the hand touches the border with fewer than `minPixels` pixels.
+ */
+export function armDirection(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  minPixels = 3,
+): number | null {
+  let sx = 0;
+  let sy = 0;
+  let n = 0;
+  const add = (x: number, y: number) => {
+    if (mask[y * w + x]) {
+      sx += x - cx;
+      sy += y - cy;
+      n++;
+    }
+  };
+  for (let x = 0; x < w; x++) {
+    add(x, 0);
+    if (h > 1) add(x, h - 1);
+  }
+  for (let y = 1; y < h - 1; y++) {
+    add(0, y);
+    if (w > 1) add(w - 1, y);
+  }
+  if (n < minPixels || (sx === 0 && sy === 0)) return null;
+  return Math.atan2(sy, sx);
+}
+
+/** The mask's centre of mass within `reach` of the centre, iterated from (cx, cy) until it settles. */
+export function meanShiftCentre(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  reach: number,
+): { x: number; y: number } {
+  let x0 = cx;
+  let y0 = cy;
+  const r2 = reach * reach;
+  for (let step = 0; step < MEAN_SHIFT_STEPS; step++) {
+    let sx = 0;
+    let sy = 0;
+    let n = 0;
+    const ya = Math.max(0, Math.ceil(y0 - reach));
+    const yb = Math.min(h - 1, Math.floor(y0 + reach));
+    for (let y = ya; y <= yb; y++) {
+      const dy = y - y0;
+      const half = Math.sqrt(Math.max(0, r2 - dy * dy));
+      const xa = Math.max(0, Math.ceil(x0 - half));
+      const xb = Math.min(w - 1, Math.floor(x0 + half));
+      for (let x = xa, i = y * w + xa; x <= xb; x++, i++) {
+        if (mask[i]) {
+          sx += x;
+          sy += y;
+          n++;
+        }
+      }
+    }
+    if (n === 0) break;
+    const nx = sx / n;
+    const ny = sy / n;
+    const moved = Math.hypot(nx - x0, ny - y0);
+    x0 = nx;
+    y0 = ny;
+    if (moved < 0.05) break;
+  }
+  return { x: x0, y: y0 };
+}
+
+/**
+ * The principal axis of the mask within `reach` of (cx, cy), as the one of its two directions
+ * nearest `near`; `elongation` is the ratio of the axis lengths (1 for a disc).
+ */
+export function principalAxis(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  reach: number,
+  near: number,
+): { angle: number; elongation: number } {
+  let n = 0;
+  let sx = 0;
+  let sy = 0;
+  let sxx = 0;
+  let syy = 0;
+  let sxy = 0;
+  const r2 = reach * reach;
+  const ya = Math.max(0, Math.ceil(cy - reach));
+  const yb = Math.min(h - 1, Math.floor(cy + reach));
+  for (let y = ya; y <= yb; y++) {
+    const dy = y - cy;
+    const half = Math.sqrt(Math.max(0, r2 - dy * dy));
+    const xa = Math.max(0, Math.ceil(cx - half));
+    const xb = Math.min(w - 1, Math.floor(cx + half));
+    for (let x = xa, i = y * w + xa; x <= xb; x++, i++) {
+      if (!mask[i]) continue;
+      // relative to the centre: small numbers, no cancellation
+      const u = x - cx;
+      n++;
+      sx += u;
+      sy += dy;
+      sxx += u * u;
+      syy += dy * dy;
+      sxy += u * dy;
+    }
+  }
+  if (n < 3) return { angle: near, elongation: 1 };
+  const mx = sx / n;
+  const my = sy / n;
+  const a = sxx / n - mx * mx;
+  const b = sxy / n - mx * my;
+  const d = syy / n - my * my;
+  const axis = 0.5 * Math.atan2(2 * b, a - d);
+  const root = Math.sqrt(((a - d) / 2) ** 2 + b * b);
+  const major = (a + d) / 2 + root;
+  const minor = Math.max(1e-12, (a + d) / 2 - root);
+  const angle = Math.cos(axis - near) >= 0 ? axis : axis + Math.PI;
+  return { angle: wrapAngle(angle), elongation: Math.sqrt(major / minor) };
+}
+
+/**
+ * The pose of a peg-held hand from its mask (largest component, work px) and largest inscribed
+ * circle: ROI centre and fingers-up direction. `valleysUp` (the finger valleys' normal, when found)
+ * gives the coarse direction of a hand the frame does not cut. Null when neither tells it.
+ */
+export function pegPose(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  radius: number,
+  valleysUp: number | null,
+): PegPose | null {
+  const arm = armDirection(mask, w, h, cx, cy, Math.max(3, Math.round(radius * 0.2)));
+  const coarse = arm !== null ? wrapAngle(arm + Math.PI) : valleysUp;
+  if (coarse === null) return null;
+  const c = meanShiftCentre(mask, w, h, cx, cy, radius * PEG_CENTRE_REACH);
+  const axis = principalAxis(mask, w, h, c.x, c.y, radius * PEG_AXIS_REACH, coarse);
+  // a round blob has no axis; an axis more than 45° off the coarse direction is the palm's width
+  const up =
+    axis.elongation >= MIN_ELONGATION && Math.cos(axis.angle - coarse) > Math.SQRT1_2 ? axis.angle : coarse;
+  return { cx: c.x, cy: c.y, up, from: arm !== null ? 'arm' : 'valleys' };
+}
+
+/**
+ * The ROI square of a peg-held hand (work px): `sidePerRadius` × the inscribed radius around the
+ * palm's centre of mass, turned to the hand's axis; null when the hand's direction is unknown.
+ */
+export function pegRoi(
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  cx: number,
+  cy: number,
+  radius: number,
+  sidePerRadius: number,
+  valleysUp: number | null,
+): { cx: number; cy: number; side: number; up: number } | null {
+  const pose = pegPose(mask, w, h, cx, cy, radius, valleysUp);
+  return pose && { cx: pose.cx, cy: pose.cy, side: radius * sidePerRadius, up: pose.up };
+}
