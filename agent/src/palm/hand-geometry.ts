@@ -394,7 +394,7 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const my = (valleys[0]!.y + valleys[2]!.y) / 2;
   // pegs: the square on the palm's centre of mass along the hand's axis (roi-pegs.ts)
   const roi = (proportions.circle &&
-    pegRoi(largestComponent(mask, w, h).comp, w, h, cx, cy, radius, proportions.circle, up)) || {
+    pegRoi(largestComponent(mask, w, h).comp, w, h, cx, cy, radius, proportions.circle, up, distance)) || {
     cx: mx - ux * side * proportions.centreBelow,
     cy: my - uy * side * proportions.centreBelow,
     side,
@@ -442,8 +442,18 @@ const outsideFrame = (points: Point[], w: number, h: number) =>
  */
 function pegsWithoutValleys(geometry: HandGeometry, proportions: RoiProportions): HandGeometry {
   const { width: w, height: h } = geometry.work;
-  const { mask, cx, cy, radius } = geometry;
-  const roi = pegRoi(largestComponent(mask, w, h).comp, w, h, cx, cy, radius, proportions.circle!, null);
+  const { mask, distance, cx, cy, radius } = geometry;
+  const roi = pegRoi(
+    largestComponent(mask, w, h).comp,
+    w,
+    h,
+    cx,
+    cy,
+    radius,
+    proportions.circle!,
+    null,
+    distance,
+  );
   if (!roi) return geometry;
   geometry.up = roi.up;
   geometry.roi = roi;

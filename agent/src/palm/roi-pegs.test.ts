@@ -15,7 +15,15 @@ const angleDiff = (a: number, b: number) => Math.abs(Math.atan2(Math.sin(a - b),
  * fingers and a thumb, and the arm running from the palm out of the frame, all turned so that the
  * fingers point along `up` (rad, image coordinates).
  */
-function handMask(w: number, h: number, px: number, py: number, r: number, up: number): Uint8Array {
+function handMask(
+  w: number,
+  h: number,
+  px: number,
+  py: number,
+  r: number,
+  up: number,
+  arm = 0.8,
+): Uint8Array {
   const m = new Uint8Array(w * h);
   const ux = Math.cos(up);
   const uy = Math.sin(up);
@@ -25,7 +33,7 @@ function handMask(w: number, h: number, px: number, py: number, r: number, up: n
       const a = (x - px) * ux + (y - py) * uy;
       const b = -(x - px) * uy + (y - py) * ux;
       const palm = (a / (1.25 * r)) ** 2 + (b / r) ** 2 <= 1;
-      const arm = a < 0 && Math.abs(b) < 0.8 * r;
+      const forearm = a < 0 && Math.abs(b) < arm * r;
       let finger = false;
       for (let k = 0; k < 4; k++) {
         const c = (-0.75 + 0.5 * k) * r;
@@ -38,10 +46,39 @@ function handMask(w: number, h: number, px: number, py: number, r: number, up: n
         Math.abs(ta * 0.5 - tb * 0.87) < 0.22 * r &&
         ta * 0.87 + tb * 0.5 > 0 &&
         ta * 0.87 + tb * 0.5 < 1.6 * r;
-      if (palm || arm || finger || thumb) m[y * w + x] = 1;
+      if (palm || forearm || finger || thumb) m[y * w + x] = 1;
     }
   }
   return m;
+}
+
+/** City-block distance to the background (two passes) and the first pixel farthest from it. */
+function largestInscribed(m: Uint8Array, w: number, h: number) {
+  const d = new Uint16Array(w * h);
+  for (let i = 0; i < d.length; i++) d[i] = m[i] ? 60000 : 0;
+  for (let y = 0; y < h; y++)
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      if (!d[i]) continue;
+      const up = y > 0 ? d[i - w]! : 0;
+      const left = x > 0 ? d[i - 1]! : 0;
+      d[i] = Math.min(d[i]!, up + 1, left + 1);
+    }
+  let best = 0;
+  let at = 0;
+  for (let y = h - 1; y >= 0; y--)
+    for (let x = w - 1; x >= 0; x--) {
+      const i = y * w + x;
+      if (!d[i]) continue;
+      const down = y < h - 1 ? d[i + w]! : 0;
+      const right = x < w - 1 ? d[i + 1]! : 0;
+      d[i] = Math.min(d[i]!, down + 1, right + 1);
+      if (d[i]! >= best) {
+        best = d[i]!;
+        at = i;
+      }
+    }
+  return { distance: d, x: at % w, y: Math.floor(at / w) };
 }
 
 /** A frame turned by `angle` about its centre (background where nothing maps). */
@@ -115,6 +152,18 @@ describe('peg-held hand ROI (roi-pegs.ts)', () => {
     const moved = handMask(w, h, 172, 114, r, up);
     const c2 = meanShiftCentre(moved, w, h, 172, 114, 1.4 * r);
     expect(Math.hypot(c2.x - 12 - centres[1]!.x, c2.y + 6 - centres[1]!.y)).toBeLessThan(1);
+  });
+
+  it('starts on the palm, not on a forearm as wide as the palm', () => {
+    const up = Math.PI - 6 * DEG;
+    const m = handMask(w, h, 130, 120, r, up, 1.3);
+    const { distance, x, y } = largestInscribed(m, w, h);
+    const pose = pegPose(m, w, h, x, y, r, null, distance);
+    expect(pose).not.toBeNull();
+    // the palm's centre of mass lies between the palm's centre and the wrist, not out on the arm
+    const along = (pose!.cx - 130) * Math.cos(up) + (pose!.cy - 120) * Math.sin(up);
+    expect(along).toBeLessThan(0.2 * r);
+    expect(along).toBeGreaterThan(-0.8 * r);
   });
 
   it('turns the ROI with the hand, not by quarter turns', () => {

@@ -113,6 +113,38 @@ export function meanShiftCentre(
   return { x: x0, y: y0 };
 }
 
+/** Share of the largest distance to the background that still counts as a palm-sized circle. */
+const LARGE_CIRCLE = 0.85;
+
+/**
+ * Of the inscribed circles almost as large as the largest (`distance`: any monotone distance to
+ * the background), the centre farthest along `up`, i.e. nearest the fingers.
+ */
+export function fingerMostCircle(
+  distance: Uint16Array,
+  w: number,
+  h: number,
+  up: number,
+): { x: number; y: number } {
+  let best = 0;
+  for (let i = 0; i < distance.length; i++) if (distance[i]! > best) best = distance[i]!;
+  const floor = best * LARGE_CIRCLE;
+  const ux = Math.cos(up);
+  const uy = Math.sin(up);
+  let far = Number.NEGATIVE_INFINITY;
+  let at = { x: 0, y: 0 };
+  for (let y = 0, i = 0; y < h; y++)
+    for (let x = 0; x < w; x++, i++) {
+      if (distance[i]! < floor) continue;
+      const along = x * ux + y * uy;
+      if (along > far) {
+        far = along;
+        at = { x, y };
+      }
+    }
+  return at;
+}
+
 /**
  * The principal axis of the mask within `reach` of (cx, cy), as the one of its two directions
  * nearest `near`; `elongation` is the ratio of the axis lengths (1 for a disc).
@@ -179,11 +211,15 @@ export function pegPose(
   cy: number,
   radius: number,
   valleysUp: number | null,
+  distance?: Uint16Array,
 ): PegPose | null {
   const arm = armDirection(mask, w, h, cx, cy, Math.max(3, Math.round(radius * 0.2)));
   const coarse = arm !== null ? wrapAngle(arm + Math.PI) : valleysUp;
   if (coarse === null) return null;
-  const c = meanShiftCentre(mask, w, h, cx, cy, radius * PEG_CENTRE_REACH);
+  // the mean shift starts from the inscribed circle nearest the fingers: a forearm as wide as the
+  // palm holds circles as large as the palm's
+  const start = distance ? fingerMostCircle(distance, w, h, coarse) : { x: cx, y: cy };
+  const c = meanShiftCentre(mask, w, h, start.x, start.y, radius * PEG_CENTRE_REACH);
   const axis = principalAxis(mask, w, h, c.x, c.y, radius * PEG_AXIS_REACH, coarse);
   // a round blob has no axis; an axis more than 45° off the coarse direction is the palm's width
   const up =
@@ -204,7 +240,8 @@ export function pegRoi(
   radius: number,
   sidePerRadius: number,
   valleysUp: number | null,
+  distance?: Uint16Array,
 ): { cx: number; cy: number; side: number; up: number } | null {
-  const pose = pegPose(mask, w, h, cx, cy, radius, valleysUp);
+  const pose = pegPose(mask, w, h, cx, cy, radius, valleysUp, distance);
   return pose && { cx: pose.cx, cy: pose.cy, side: radius * sidePerRadius, up: pose.up };
 }
