@@ -113,6 +113,10 @@ describe('peg-held hand ROI (roi-pegs.ts)', () => {
       // the mean border pixel lies near the arm's axis (within the arm's width seen from the palm)
       expect(angleDiff(arm!, up + Math.PI)).toBeLessThan(12 * DEG);
     }
+    // a thumb (or fingers) cut by the frame elsewhere does not count: the wrist is the widest crossing
+    const cut = handMask(w, h, 170, 60, r, Math.PI);
+    expect(cut.subarray(0, w).some((v, x) => v === 1 && x < 200)).toBe(true);
+    expect(angleDiff(armDirection(cut, w, h, 170, 60)!, 0)).toBeLessThan(3 * DEG);
     // a hand wholly inside the frame has no arm to point from
     const inside = new Uint8Array(w * h);
     for (let y = 80; y < 160; y++) for (let x = 100; x < 200; x++) inside[y * w + x] = 1;

@@ -5,7 +5,8 @@
  * move with finger spread. Three measures of the whole hand's silhouette proved stable instead:
  *
  * - **Where the arm leaves the frame** gives the coarse direction of the hand (fingers away from
- *   it): a hand on a scanner or under a camera with pegs is always cut by the frame at the wrist.
+ *   it): a hand on a scanner or under a camera with pegs is cut by the frame at the wrist, the
+ *   widest of the crossings (a thumb or fingertips cut by the frame cross it narrower).
  * - **The palm's centre of mass** (mean shift of the hand mask in a disc of 1.4 × the inscribed
  *   radius, from the largest inscribed circle): the inscribed circle alone slides along the palm,
  *   which is longer than wide, by up to half a radius between captures.
@@ -38,8 +39,9 @@ export interface PegPose {
 const wrapAngle = (a: number) => Math.atan2(Math.sin(a), Math.cos(a));
 
 /**
- * Direction (rad) from (cx, cy) to the hand's pixels on the frame border, i.e. towards the wrist
- * and arm; null when the hand touches the border with fewer than `minPixels` pixels.
+ * Direction (rad) from (cx, cy) to where the arm leaves the frame: the middle of the longest run of
+ * hand pixels along the frame border (the wrist is wider than any finger, so fingers cut by the
+ * frame elsewhere do not count); null when no run reaches `minPixels` pixels.
  */
 export function armDirection(
   mask: Uint8Array,
@@ -49,25 +51,43 @@ export function armDirection(
   cy: number,
   minPixels = 3,
 ): number | null {
+  // the border, clockwise from the top-left corner, each pixel once
+  const xs: number[] = [];
+  const ys: number[] = [];
+  const at = (x: number, y: number) => {
+    xs.push(x);
+    ys.push(y);
+  };
+  for (let x = 0; x < w; x++) at(x, 0);
+  for (let y = 1; y < h; y++) at(w - 1, y);
+  for (let x = w - 2; x >= 0 && h > 1; x--) at(x, h - 1);
+  for (let y = h - 2; y >= 1 && w > 1; y--) at(0, y);
+  const n = xs.length;
+  const on = (k: number) => mask[ys[k % n]! * w + xs[k % n]!] === 1;
+  // start after a background pixel so that a run crossing the start is not split
+  let start = -1;
+  for (let k = 0; k < n; k++) if (!on(k)) start = k;
+  if (start < 0) return null;
+  let best = 0;
+  let bestFrom = 0;
+  let run = 0;
+  for (let k = start + 1; k <= start + n; k++) {
+    if (on(k)) {
+      run++;
+      if (run > best) {
+        best = run;
+        bestFrom = k - run + 1;
+      }
+    } else run = 0;
+  }
+  if (best < minPixels) return null;
   let sx = 0;
   let sy = 0;
-  let n = 0;
-  const add = (x: number, y: number) => {
-    if (mask[y * w + x]) {
-      sx += x - cx;
-      sy += y - cy;
-      n++;
-    }
-  };
-  for (let x = 0; x < w; x++) {
-    add(x, 0);
-    if (h > 1) add(x, h - 1);
+  for (let k = bestFrom; k < bestFrom + best; k++) {
+    sx += xs[k % n]! - cx;
+    sy += ys[k % n]! - cy;
   }
-  for (let y = 1; y < h - 1; y++) {
-    add(0, y);
-    if (w > 1) add(w - 1, y);
-  }
-  if (n < minPixels || (sx === 0 && sy === 0)) return null;
+  if (sx === 0 && sy === 0) return null;
   return Math.atan2(sy, sx);
 }
 
