@@ -91,6 +91,9 @@ export function armDirection(
   return Math.atan2(sy, sx);
 }
 
+/** Row prefix tables of the mean shift, reused between captures (every entry is rewritten). */
+let prefixScratch = new Int32Array(0);
+
 /** The mask's centre of mass within `reach` of the centre, iterated from (cx, cy) until it settles. */
 export function meanShiftCentre(
   mask: Uint8Array,
@@ -100,6 +103,25 @@ export function meanShiftCentre(
   cy: number,
   reach: number,
 ): { x: number; y: number } {
+  // per row, running counts and x sums of the mask: each step then costs one lookup per row
+  const stride = w + 1;
+  if (prefixScratch.length < 2 * h * stride) prefixScratch = new Int32Array(2 * h * stride);
+  const count = prefixScratch.subarray(0, h * stride);
+  const xsum = prefixScratch.subarray(h * stride, 2 * h * stride);
+  for (let y = 0; y < h; y++) {
+    let c = 0;
+    let sx = 0;
+    count[y * stride] = 0;
+    xsum[y * stride] = 0;
+    for (let x = 0, i = y * w, o = y * stride + 1; x < w; x++, i++, o++) {
+      if (mask[i]) {
+        c++;
+        sx += x;
+      }
+      count[o] = c;
+      xsum[o] = sx;
+    }
+  }
   let x0 = cx;
   let y0 = cy;
   const r2 = reach * reach;
@@ -114,13 +136,12 @@ export function meanShiftCentre(
       const half = Math.sqrt(Math.max(0, r2 - dy * dy));
       const xa = Math.max(0, Math.ceil(x0 - half));
       const xb = Math.min(w - 1, Math.floor(x0 + half));
-      for (let x = xa, i = y * w + xa; x <= xb; x++, i++) {
-        if (mask[i]) {
-          sx += x;
-          sy += y;
-          n++;
-        }
-      }
+      if (xb < xa) continue;
+      const o = y * stride;
+      const k = count[o + xb + 1]! - count[o + xa]!;
+      sx += xsum[o + xb + 1]! - xsum[o + xa]!;
+      sy += k * y;
+      n += k;
     }
     if (n === 0) break;
     const nx = sx / n;
