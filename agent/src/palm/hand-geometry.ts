@@ -393,8 +393,8 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const mx = (valleys[0]!.x + valleys[2]!.x) / 2;
   const my = (valleys[0]!.y + valleys[2]!.y) / 2;
   // pegs: the square on the palm's centre of mass along the hand's axis (roi-pegs.ts)
-  const roi = (proportions.circle &&
-    pegRoi(largestComponent(mask, w, h).comp, w, h, cx, cy, radius, proportions.circle, up, distance)) || {
+  const handComp = proportions.circle ? largestComponent(mask, w, h).comp : null;
+  const roi = (handComp && pegRoi(handComp, w, h, cx, cy, radius, proportions.circle!, up, distance)) || {
     cx: mx - ux * side * proportions.centreBelow,
     cy: my - uy * side * proportions.centreBelow,
     side,
@@ -407,7 +407,7 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const ref = { cx: mx - ux * refSide * 0.69, cy: my - uy * refSide * 0.69, side: refSide, up };
   const mass = handSide(mask, w, h, ref);
   if (!web && fingerMask === mask)
-    web = thumbWeb(largestComponent(mask, w, h).comp, w, h, cx, cy, radius, valleys);
+    web = thumbWeb(handComp ?? largestComponent(mask, w, h).comp, w, h, cx, cy, radius, valleys);
   const byWeb = web ? webSide(web, roi) : null;
   const fingers = indexSide(fingerMask, w, h, valleys, up);
   geometry.cues = { mass: bySide(mass), web: bySide(byWeb), fingers: fingers?.side ?? 0 };
