@@ -1,6 +1,7 @@
 import { indexSide, largestComponent, outlineValleys, thumbWeb } from './hand-contour.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
+import { pegRoi } from './roi-pegs.ts';
 import { blockAverage, negative } from './work-scale.ts';
 
 /**
@@ -156,8 +157,9 @@ export interface RoiProportions {
    */
   outlineOnly?: boolean;
   /**
-   * hands held by pegs: the ROI is the square of this × the inscribed radius around the largest
-   * inscribed circle, turned by quarter turns only (the valleys' angle moves with finger spread)
+   * hands held by pegs: the ROI is the square of this × the inscribed radius around the palm's
+   * centre of mass, turned to the hand's principal axis (roi-pegs.ts); the valleys, when found,
+   * only tell the side (and the direction of a hand the frame does not cut)
    */
   circle?: number;
   /**
@@ -301,7 +303,7 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
       o = outlineValleys(comp, w, h, cx, cy, radius);
       if (o) break;
     }
-    if (!o) return geometry;
+    if (!o) return proportions.circle ? pegsWithoutValleys(geometry, proportions) : geometry;
     found = { valleys: o.valleys, up: o.up, runs: 4 };
     web = o.web;
     geometry.fingers = 4;
@@ -320,21 +322,14 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   // centre below the valley line, on the perpendicular through the middle of the outer valleys
   const mx = (valleys[0]!.x + valleys[2]!.x) / 2;
   const my = (valleys[0]!.y + valleys[2]!.y) / 2;
-  const roi = proportions.circle
-    ? {
-        // pegs fix the hand's pose: the square around the largest inscribed circle, turned to the
-        // nearest quarter turn of the valleys' "up" (the valleys only tell which way the fingers point)
-        cx,
-        cy,
-        side: radius * proportions.circle,
-        up: Math.round(up / (Math.PI / 2)) * (Math.PI / 2),
-      }
-    : {
-        cx: mx - ux * side * proportions.centreBelow,
-        cy: my - uy * side * proportions.centreBelow,
-        side,
-        up,
-      };
+  // pegs: the square on the palm's centre of mass along the hand's axis (roi-pegs.ts)
+  const handComp = proportions.circle ? largestComponent(mask, w, h).comp : null;
+  const roi = (handComp && pegRoi(handComp, w, h, cx, cy, radius, proportions.circle!, up, distance)) || {
+    cx: mx - ux * side * proportions.centreBelow,
+    cy: my - uy * side * proportions.centreBelow,
+    side,
+    up,
+  };
   geometry.roi = roi;
   const bySide = (s: 'left' | 'right' | null) => (s === 'right' ? 1 : s === 'left' ? -1 : 0);
   // the thumb's mass is looked for beside the simulator's (whole-palm) square, whatever the ROI
@@ -342,7 +337,7 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const ref = { cx: mx - ux * refSide * 0.69, cy: my - uy * refSide * 0.69, side: refSide, up };
   const mass = handSide(mask, w, h, ref);
   if (!web && fingerMask === mask)
-    web = thumbWeb(largestComponent(mask, w, h).comp, w, h, cx, cy, radius, valleys);
+    web = thumbWeb(handComp ?? largestComponent(mask, w, h).comp, w, h, cx, cy, radius, valleys);
   const byWeb = web ? webSide(web, roi) : null;
   const fingers = indexSide(fingerMask, w, h, valleys, up);
   geometry.cues = { mass: bySide(mass), web: bySide(byWeb), fingers: fingers?.side ?? 0 };
@@ -353,15 +348,52 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const weak = fingers?.side ?? 0;
   geometry.hand = vote > 0 || (vote === 0 && weak > 0) ? 'right' : vote < 0 || weak < 0 ? 'left' : null;
   // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside
-  const half = (roi.side / 2) * proportions.edgeMargin;
+  geometry.touchesEdge = outsideFrame([...squareCorners(roi, proportions.edgeMargin), ...valleys], w, h);
+  return geometry;
+}
+
+/** Corners of a ROI square scaled by `margin`. */
+function squareCorners(roi: { cx: number; cy: number; side: number; up: number }, margin: number): Point[] {
+  const half = (roi.side / 2) * margin;
   const rx = Math.cos(roi.up);
   const ry = Math.sin(roi.up);
-  const corners = [-1, 1].flatMap((a) =>
+  return [-1, 1].flatMap((a) =>
     [-1, 1].map((b) => ({ x: roi.cx + half * (a * rx - b * ry), y: roi.cy + half * (a * ry + b * rx) })),
   );
-  geometry.touchesEdge = [...corners, ...valleys].some(
-    (p) => p.x < 1 || p.y < 1 || p.x > w - 2 || p.y > h - 2,
+}
+
+const outsideFrame = (points: Point[], w: number, h: number) =>
+  points.some((p) => p.x < 1 || p.y < 1 || p.x > w - 2 || p.y > h - 2);
+
+/**
+ * A peg-held hand whose finger valleys were not found: the pose comes from the silhouette alone
+ * (roi-pegs.ts), the side from the thumb's mass beside the palm; unknown when the frame does not
+ * cut the hand (no arm to point from).
+ */
+function pegsWithoutValleys(geometry: HandGeometry, proportions: RoiProportions): HandGeometry {
+  const { width: w, height: h } = geometry.work;
+  const { mask, distance, cx, cy, radius } = geometry;
+  const roi = pegRoi(
+    largestComponent(mask, w, h).comp,
+    w,
+    h,
+    cx,
+    cy,
+    radius,
+    proportions.circle!,
+    null,
+    distance,
   );
+  if (!roi) return geometry;
+  geometry.up = roi.up;
+  geometry.roi = roi;
+  geometry.hand = handSide(mask, w, h, { cx: roi.cx, cy: roi.cy, side: radius * 1.5, up: roi.up });
+  geometry.cues = {
+    mass: geometry.hand === 'right' ? 1 : geometry.hand === 'left' ? -1 : 0,
+    web: 0,
+    fingers: 0,
+  };
+  geometry.touchesEdge = outsideFrame(squareCorners(roi, proportions.edgeMargin), w, h);
   return geometry;
 }
 

@@ -56,12 +56,14 @@ describe('sensor profiles', () => {
     }
   });
 
-  it('crop peg-held hands around the inscribed circle, by quarter turns, and never mirror camera crops', async () => {
+  it('crop peg-held hands on the palm along the hand, and never mirror camera crops', async () => {
     const frame = await renderPalm({ identity: 'sensor-2', hand: 'left', capture: 1 });
     const g = locateHand(frame, SENSOR_PROFILES.colour.roi);
     expect(g.roi).toBeDefined();
-    const q = g.roi!.up / (Math.PI / 2);
-    expect(Math.abs(q - Math.round(q))).toBeLessThan(1e-9);
+    // the simulator's hand stands fingers up; the peg ROI follows its axis (roi-pegs.test.ts)
+    expect(
+      Math.abs(Math.atan2(Math.sin(g.roi!.up + Math.PI / 2), Math.cos(g.roi!.up + Math.PI / 2))),
+    ).toBeLessThan(0.5);
     expect(g.roi!.side).toBeCloseTo(1.2 * g.radius, 6);
     expect(Math.hypot(g.roi!.cx - g.cx, g.roi!.cy - g.cy)).toBeLessThan(g.radius);
     for (const n of SENSOR_NAMES) expect(SENSOR_PROFILES[n].roi.mirrorLeft === true).toBe(n === 'simulator');
