@@ -64,8 +64,9 @@ const RELEASE = CompiledQuery.raw('release savepoint group_job');
  * the same fsync. Each job runs inside a savepoint, so a job that throws is rolled back alone and the others
  * still commit.
  *
- * PostgreSQL: one group at a time, formed when the previous one is durable; a group of writes that only stage
- * rows costs three round trips (BEGIN, one INSERT per table, COMMIT) whatever its size. Savepoints would cost
+ * PostgreSQL: a group is formed when the previous one sent its COMMIT (and the one before is durable); a group
+ * of writes that only stage rows costs three round trips (BEGIN, one INSERT per table, COMMIT) whatever its
+ * size. Savepoints would cost
  * two round trips per job, so the group runs without them and, if any job (or a staged insert) throws, the
  * whole group is rolled back and every job is run again, in arrival order, in a transaction of its own.
  * A failed staged insert on SQLite is handled the same way.
@@ -80,7 +81,7 @@ export class GroupCommit {
   #queue: Job[] = [];
   /** A group is being formed or run (SQLite: until its COMMIT returned; PostgreSQL: until durable). */
   #busy = false;
-  /** SQLite: groups committed whose fsync has not completed yet. */
+  /** Groups whose COMMIT (and fsync) is in flight. */
   #syncing = 0;
   #transactions = 0;
   /** Insert SQL per table and column list (SQLite: one prepared statement each, db/sqlite-driver.ts). */
@@ -105,18 +106,26 @@ export class GroupCommit {
 
   #schedule(): void {
     if (this.#busy || this.#queue.length === 0) return;
-    // SQLite: at most one group waits for an fsync behind the one in flight; later arrivals join the next.
-    if (this.#kind === 'sqlite' && this.#syncing > 1) return;
+    // At most one group runs (or waits for its fsync) behind the one whose commit is in flight; later
+    // arrivals join the next group instead of paying a commit of their own.
+    if (this.#syncing > 1) return;
     this.#busy = true;
     // After the current I/O phase: every request whose bytes arrived with this one joins the same commit.
     setImmediate(() => void (this.#kind === 'sqlite' ? this.#flushSqlite() : this.#flushPostgres()));
   }
 
   async #flushPostgres(): Promise<void> {
+    let committing = false;
     try {
-      await this.#allOrEach(this.#queue.splice(0, MAX_GROUP));
+      await this.#allOrEach(this.#queue.splice(0, MAX_GROUP), () => {
+        committing = true;
+        this.#syncing += 1;
+        this.#busy = false;
+        this.#schedule();
+      });
     } finally {
-      this.#busy = false;
+      if (committing) this.#syncing -= 1;
+      else this.#busy = false;
       this.#schedule();
     }
   }
@@ -216,43 +225,44 @@ export class GroupCommit {
     }
   }
 
-  async #allOrEach(group: Job[]): Promise<void> {
-    if (group.length > 1) {
-      const failed = new JobFailed();
-      let values: unknown[] | undefined;
-      try {
-        values = await this.#transaction().execute(async (trx) => {
-          const out: unknown[] = [];
-          const staged: Staged = new Map();
-          const batch = stager(staged);
-          for (const job of group) {
-            try {
-              out.push(await job.run(trx, batch));
-            } catch {
-              throw failed; // rolls the group back; the jobs run again one by one below
-            }
-          }
-          try {
-            await this.#insertStaged(trx, staged);
-          } catch {
-            throw failed;
-          }
-          return out;
-        });
-      } catch (err) {
-        if (err !== failed) {
-          // The commit itself failed (connection lost, server gone): the outcome is unknown, as for any
-          // single transaction, so nothing runs twice.
-          for (const job of group) job.reject(err);
-          return;
+  /**
+   * PostgreSQL: the group in one transaction without savepoints. `committing` is called when only the COMMIT
+   * is left, so the next group may start meanwhile (on another pooled connection).
+   */
+  async #allOrEach(group: Job[], committing: () => void): Promise<void> {
+    const failed = new JobFailed();
+    let cause: unknown;
+    let values: unknown[] | undefined;
+    try {
+      values = await this.#transaction().execute(async (trx) => {
+        const out: unknown[] = [];
+        const staged: Staged = new Map();
+        const batch = stager(staged);
+        try {
+          for (const job of group) out.push(await job.run(trx, batch));
+          await this.#insertStaged(trx, staged);
+        } catch (err) {
+          cause = err;
+          throw failed; // rolls the group back; the jobs run again one by one below
         }
-      }
-      if (values) {
-        for (const [i, job] of group.entries()) job.resolve(values[i]);
+        committing();
+        return out;
+      });
+    } catch (err) {
+      if (err !== failed) {
+        // The commit itself failed (connection lost, server gone): the outcome is unknown, as for any
+        // single transaction, so nothing runs twice.
+        for (const job of group) job.reject(err);
         return;
       }
     }
-    await this.#eachAlone(group);
+    if (values) {
+      for (const [i, job] of group.entries()) job.resolve(values[i]);
+    } else if (group.length === 1) {
+      group[0]!.reject(cause);
+    } else {
+      await this.#eachAlone(group);
+    }
   }
 
   /** Each job in a transaction of its own, in arrival order, so that appends (the audit chain) keep it. */
