@@ -168,7 +168,7 @@ export class GroupCommit {
     let group: Job[] = [];
     const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
     let committing = false;
-    const failed = new JobFailed();
+    const failed = GROUP_FAILED;
     try {
       await this.#transaction().execute(async (trx) => {
         group = this.#queue.splice(0, MAX_GROUP);
@@ -230,7 +230,7 @@ export class GroupCommit {
    * is left, so the next group may start meanwhile (on another pooled connection).
    */
   async #allOrEach(group: Job[], committing: () => void): Promise<void> {
-    const failed = new JobFailed();
+    const failed = GROUP_FAILED;
     let cause: unknown;
     let values: unknown[] | undefined;
     try {
@@ -281,3 +281,9 @@ export class GroupCommit {
 }
 
 class JobFailed extends Error {}
+
+/**
+ * Thrown inside a group's transaction to roll it back when one of its jobs (or a staged insert) failed; only
+ * its identity matters, so one instance serves every group (building an Error per group costs a stack trace).
+ */
+const GROUP_FAILED = new JobFailed('a write of the group failed');
