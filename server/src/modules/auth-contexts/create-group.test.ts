@@ -30,7 +30,7 @@ function contract(name: string, databaseUrl: () => Promise<string | undefined>) 
         payload: { auth_context: { type: 'payment', amount, ...extra } },
       });
 
-    it('concurrent creates share a commit; every answered context is stored as answered', async () => {
+    it('concurrent creates share commits; every answered context is stored as answered', async () => {
       expect((await create(1)).statusCode).toBe(201); // the key is verified once, then cached
       const before = t.ctx.database.commits();
       const answers = await Promise.all(Array.from({ length: N }, (_, i) => create(100 + i)));
@@ -39,7 +39,8 @@ function contract(name: string, databaseUrl: () => Promise<string | undefined>) 
       expect(new Set(ids).size).toBe(N);
       const commits = t.ctx.database.commits() - before;
       expect(commits).toBeGreaterThan(0);
-      expect(commits).toBeLessThanOrEqual(3);
+      // Observed: 1 on SQLite, 2–3 on PostgreSQL (the next group starts while the previous one commits).
+      expect(commits).toBeLessThanOrEqual(8);
       const rows = await t.ctx.database.db
         .selectFrom('auth_contexts')
         .select(['id', 'amount', 'status'])
@@ -49,9 +50,12 @@ function contract(name: string, databaseUrl: () => Promise<string | undefined>) 
       expect(ids.map((id) => amount.get(id))).toEqual(Array.from({ length: N }, (_, i) => 100 + i));
       expect(rows.every((r) => r.status === 'pending')).toBe(true);
       if (t.ctx.database.kind === 'postgres') {
-        const tx = await sql<{ n: string }>`select count(distinct xmin::text) as n from auth_contexts
-          where id in (${sql.join(ids)})`.execute(t.ctx.database.db);
-        expect(Number(tx.rows[0]!.n)).toBe(commits);
+        // Rows per inserting transaction: as many transactions as the group commit counted, and one COMMIT
+        // carried a large share of the creates.
+        const tx = await sql<{ n: string }>`select count(*) as n from auth_contexts
+          where id in (${sql.join(ids)}) group by xmin::text`.execute(t.ctx.database.db);
+        expect(tx.rows).toHaveLength(commits);
+        expect(Math.max(...tx.rows.map((r) => Number(r.n)))).toBeGreaterThanOrEqual(N / 4);
       }
     });
 
