@@ -22,6 +22,7 @@ import {
   createAuthContext,
   currentState,
   dispatchToKiosks,
+  insertNewAuthContext,
   loadVendorContext,
   publishUpdate,
   readResult,
@@ -50,10 +51,12 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      // Group commit (db/group-commit.ts): answered once durably committed, one flush for concurrent creates.
-      const row = await ctx.database.write((trx, batch) =>
-        createAuthContext(ctx, trx, vendor, request.body.auth_context, batch),
-      );
+      const input = request.body.auth_context;
+      // Group commit (db/group-commit.ts): answered once durably committed, one flush for concurrent creates;
+      // without predicates a create is one row, inserted with the group's in one statement.
+      const row = input.predicates
+        ? await ctx.database.write((trx, batch) => createAuthContext(ctx, trx, vendor, input, batch))
+        : await insertNewAuthContext(ctx, vendor, input);
       dispatchToKiosks(ctx, row);
       return ok(reply, toRecord(row), 201);
     },
