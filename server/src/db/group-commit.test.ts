@@ -77,14 +77,7 @@ function contract(name: string, open: () => Promise<{ db: Database; reopen: () =
     });
 
     it('inserts share commits; a refused row fails alone, the rows around it are stored', async () => {
-      const vendor = (id: string) => ({
-        id,
-        name: id,
-        url: '',
-        mode: 'test' as const,
-        scopes: 'auth',
-        created_at: 1,
-      });
+      const vendor = (id: string) => ({ id, name: id, url: '', mode: 'test', scopes: 'auth', created_at: 1 });
       const taken = randomUUID();
       await db.insert('vendors', vendor(taken));
       const ids = Array.from({ length: 20 }, () => randomUUID());
