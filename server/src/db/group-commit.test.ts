@@ -76,38 +76,6 @@ function contract(name: string, open: () => Promise<{ db: Database; reopen: () =
       expect((await verifyAuditChain(db.db, keyring)).ok).toBe(true);
     });
 
-    it('inserts share commits; a refused row fails alone, the rows around it are stored', async () => {
-      const vendor = (id: string) => ({ id, name: id, url: '', mode: 'test', scopes: 'auth', created_at: 1 });
-      const taken = randomUUID();
-      await db.insert('vendors', vendor(taken));
-      const ids = Array.from({ length: 20 }, () => randomUUID());
-      const before = db.commits();
-      const results = await Promise.allSettled([
-        ...ids.slice(0, 10).map((id) => db.insert('vendors', vendor(id))),
-        db.insert('vendors', vendor(taken)), // primary key taken: refused
-        ...ids.slice(10).map((id) => db.insert('vendors', vendor(id))),
-      ]);
-      expect(results.map((r) => r.status)).toEqual([
-        ...Array(10).fill('fulfilled'),
-        'rejected',
-        ...Array(10).fill('fulfilled'),
-      ]);
-      expect(db.commits() - before).toBeGreaterThan(0);
-      const stored = await db.db.selectFrom('vendors').select('id').where('id', 'in', ids).execute();
-      expect(stored).toHaveLength(20);
-    });
-
-    it('concurrent inserts without failures take fewer commits than inserts', async () => {
-      const before = db.commits();
-      const ids = Array.from({ length: 30 }, () => randomUUID());
-      await Promise.all(
-        ids.map((id) =>
-          db.insert('vendors', { id, name: id, url: '', mode: 'test', scopes: 'auth', created_at: 1 }),
-        ),
-      );
-      expect(db.commits() - before).toBeLessThan(30);
-    });
-
     it('a resolved write is durable: another connection opened afterwards reads it', async () => {
       const id = randomUUID();
       await db.write((trx) =>

@@ -22,8 +22,6 @@ export type WriteJob<T> = (trx: Transaction<DB>, batch: WriteBatch) => Promise<T
 
 interface Job {
   run: WriteJob<unknown>;
-  /** The job only stages this row (`GroupCommit.insert`): no statement of its own, nothing to roll back. */
-  insertOnly?: { table: string; row: Record<string, unknown> };
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -37,12 +35,8 @@ interface UntypedInsert {
     compile(): { sql: string };
   };
 }
-const into = (db: Kysely<DB> | Transaction<DB>, table: string) =>
-  db.insertInto(table as keyof DB) as unknown as UntypedInsert;
-
-/** An error answered by PostgreSQL to a statement (so the statement did not take effect), not a lost link. */
-const refusedByServer = (err: unknown) =>
-  typeof (err as { severity?: unknown } | null)?.severity === 'string';
+const into = (trx: Transaction<DB>, table: string) =>
+  trx.insertInto(table as keyof DB) as unknown as UntypedInsert;
 
 function stager(staged: Staged): WriteBatch {
   return {
@@ -106,23 +100,6 @@ export class GroupCommit {
   write<T>(run: WriteJob<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ run, resolve: resolve as (v: unknown) => void, reject });
-      this.#schedule();
-    });
-  }
-
-  /**
-   * Inserts one row with group commit: resolves once durable. On PostgreSQL a group made only of such
-   * inserts into one table is a single multi-row INSERT outside any transaction (atomic on its own): one
-   * round trip and one commit for the whole group.
-   */
-  insert<T extends keyof DB & string>(table: T, row: Insertable<DB[T]>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({
-        run: async (_trx, batch) => batch.insert(table, row),
-        insertOnly: { table, row: row as Record<string, unknown> },
-        resolve: resolve as (v: unknown) => void,
-        reject,
-      });
       this.#schedule();
     });
   }
@@ -197,10 +174,6 @@ export class GroupCommit {
         group = this.#queue.splice(0, MAX_GROUP);
         const staged: Staged = new Map();
         for (const job of group) {
-          if (job.insertOnly) {
-            outcomes.push({ ok: true, value: await job.run(trx, stager(staged)) });
-            continue;
-          }
           await trx.executeQuery(SAVEPOINT);
           const mine: Staged = new Map();
           try {
@@ -253,33 +226,10 @@ export class GroupCommit {
   }
 
   /**
-   * PostgreSQL: a group of inserts into one table is one INSERT on its own (autocommit); any other group runs
-   * in one transaction without savepoints. `committing` is called when only the COMMIT (or the lone INSERT)
+   * PostgreSQL: the group in one transaction without savepoints. `committing` is called when only the COMMIT
    * is left, so the next group may start meanwhile (on another pooled connection).
    */
   async #allOrEach(group: Job[], committing: () => void): Promise<void> {
-    const table = group[0]?.insertOnly?.table;
-    if (
-      table !== undefined &&
-      group.length <= MAX_INSERT_ROWS &&
-      group.every((job) => job.insertOnly?.table === table)
-    ) {
-      this.#transactions += 1;
-      committing();
-      try {
-        await into(this.#db, table)
-          .values(group.map((job) => job.insertOnly!.row))
-          .execute();
-      } catch (err) {
-        // Refused by the server: the statement took no effect, each row is tried alone (the bad one fails
-        // by itself). A lost link: the outcome is unknown, so nothing runs twice.
-        if (refusedByServer(err) && group.length > 1) await this.#eachAlone(group);
-        else for (const job of group) job.reject(err);
-        return;
-      }
-      for (const job of group) job.resolve(undefined);
-      return;
-    }
     const failed = GROUP_FAILED;
     let cause: unknown;
     let values: unknown[] | undefined;

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { type Insertable, Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import { type CredentialWatch, postgresCredentialWatch, sqliteCredentialWatch } from './credential-watch.ts';
 import { GroupCommit, type WriteJob } from './group-commit.ts';
 import { migrationProvider } from './migrations.ts';
@@ -22,11 +22,6 @@ export interface Database {
    * once and must only use `trx` and `batch` (rows inserted with the whole group's, after every write ran).
    */
   write<T>(run: WriteJob<T>): Promise<T>;
-  /**
-   * Inserts one row with group commit, resolving once durable: the cheapest durable write (on PostgreSQL the
-   * inserts of a group into one table are one multi-row INSERT, one round trip).
-   */
-  insert<T extends keyof DB & string>(table: T, row: Insertable<DB[T]>): Promise<void>;
   /** Transactions `write` ran so far: with concurrent writers, fewer than the writes. */
   commits(): number;
   /**
@@ -65,7 +60,6 @@ export async function openDatabase(url: string): Promise<Database> {
       kind: 'sqlite',
       location: `sqlite:${path}`,
       write: (run) => group.write(run),
-      insert: (table, row) => group.insert(table, row),
       commits: () => group.transactions,
       ping: singleFlight(() => sql`select 1`.execute(db)),
       credentials: sqliteCredentialWatch(sqlite),
@@ -89,7 +83,6 @@ export async function openDatabase(url: string): Promise<Database> {
       kind: 'postgres',
       location: `postgres://${u.host}${u.pathname}`,
       write: (run) => group.write(run),
-      insert: (table, row) => group.insert(table, row),
       commits: () => group.transactions,
       ping: singleFlight(() => sql`select 1`.execute(db)),
       credentials,

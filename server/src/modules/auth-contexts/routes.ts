@@ -22,7 +22,6 @@ import {
   createAuthContext,
   currentState,
   dispatchToKiosks,
-  insertNewAuthContext,
   loadVendorContext,
   publishUpdate,
   readResult,
@@ -51,12 +50,10 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      const input = request.body.auth_context;
-      // Group commit (db/group-commit.ts): answered once durably committed, one flush for concurrent creates;
-      // without predicates a create is one row, inserted with the group's in one statement.
-      const row = input.predicates
-        ? await ctx.database.write((trx, batch) => createAuthContext(ctx, trx, vendor, input, batch))
-        : await insertNewAuthContext(ctx, vendor, input);
+      // Group commit (db/group-commit.ts): answered once durably committed, one flush for concurrent creates.
+      const row = await ctx.database.write((trx, batch) =>
+        createAuthContext(ctx, trx, vendor, request.body.auth_context, batch),
+      );
       dispatchToKiosks(ctx, row);
       return ok(reply, toRecord(row), 201);
     },

@@ -14,7 +14,7 @@ import { inBatches } from '../../db/batches.ts';
 import type { Db, WriteBatch } from '../../db/index.ts';
 import { findKiosk } from '../pvs/service.ts';
 import { savePredicates } from '../verification/zk.ts';
-import { type AuthContext, authContextStore, insertAuthContext } from './store.ts';
+import { type AuthContext, authContextStore } from './store.ts';
 
 /**
  * The state machine of an authentication context (docs/architecture.md, "Life of an authentication
@@ -91,35 +91,6 @@ export async function createAuthContext(
   input: AuthContextInput,
   batch?: WriteBatch,
 ): Promise<AuthContext> {
-  const c = await newAuthContext(ctx, db, vendor, input);
-  if (batch) authContextStore(db).stage(batch, c);
-  else await authContextStore(db).insert(c);
-  if (input.predicates) await savePredicates(db, c.id, input.predicates);
-  return c;
-}
-
-/**
- * Creates a pending context without predicates as a single durable insert with group commit
- * (`Database.insert`): the kiosk it names is checked first, by a read.
- */
-export async function insertNewAuthContext(
-  ctx: AppContext,
-  vendor: VendorPrincipal,
-  input: AuthContextInput,
-): Promise<AuthContext> {
-  if (input.predicates) throw new Error('a context with predicates is created in a transaction');
-  const c = await newAuthContext(ctx, ctx.database.db, vendor, input);
-  await insertAuthContext(ctx.database, c);
-  return c;
-}
-
-/** Checks the kiosk a context names and builds the pending context; writes nothing. */
-async function newAuthContext(
-  ctx: AppContext,
-  db: Db,
-  vendor: VendorPrincipal,
-  input: AuthContextInput,
-): Promise<AuthContext> {
   if (input.pvs_id) {
     const kiosk = await findKiosk(db, input.pvs_id);
     if (!kiosk || kiosk.revokedAt !== null) {
@@ -151,6 +122,9 @@ async function newAuthContext(
     expiresAt: now + (input.expires_in_s ?? ctx.config.PALMID_AUTH_TTL_S) * 1000,
     updatedAt: now,
   };
+  if (batch) authContextStore(db).stage(batch, c);
+  else await authContextStore(db).insert(c);
+  if (input.predicates) await savePredicates(db, c.id, input.predicates);
   return c;
 }
 

@@ -1,5 +1,5 @@
 import type { AuthStatus, AuthType } from '@palmid/shared/api/auth-contexts.ts';
-import type { Database, Db, WriteBatch } from '../../db/index.ts';
+import type { Db, WriteBatch } from '../../db/index.ts';
 import type { AuthContextsTable } from '../../db/schema.ts';
 
 /**
@@ -203,8 +203,3 @@ export class KyselyAuthContextStore implements AuthContextStore {
 }
 
 export const authContextStore = (db: Db): AuthContextStore => new KyselyAuthContextStore(db);
-
-/** Inserts a new context on its own, with group commit (db/group-commit.ts): resolved once durable. */
-export function insertAuthContext(database: Pick<Database, 'insert'>, c: AuthContext): Promise<void> {
-  return database.insert('auth_contexts', toRow(c));
-}
