@@ -2,7 +2,13 @@
  * End-to-end latency: vendor creates a payment context → kiosk agent captures the simulated palm,
  * extracts, identifies → vendor receives `auth.updated` (completed) on /ws/vendor. Real processes on
  * loopback (server, firmware simulator, agent), SQLite file. Prints p50/p95/max and writes
- * bench/results/e2e.json.  `npx tsx bench/e2e.ts [--runs 100]`
+ * bench/results/e2e.json.  `npx tsx bench/e2e.ts [--runs 100] [--walk-up]`
+ *
+ * The customer's hand is on the scanner when the vendor creates the context (the simulator's presentation
+ * is made before the create), so the time measured is the sensor's exposure plus the system's work. With
+ * `--walk-up` the hand is removed before each run and the simulator presents it AUTO_PRESENT_MS after the
+ * first capture started (a person walking up): that wait is simulated time too and is reported with the
+ * sensor's, not with the rest.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import {
@@ -17,10 +23,18 @@ import {
   VendorSocket,
 } from '../test/e2e/harness.ts';
 
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write('usage: npx tsx bench/e2e.ts [--runs 100] [--walk-up]\n');
+  process.exit(0);
+}
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 100;
 /** The simulated sensor's exposure per capture (`--capture-ms` of the firmware simulator). */
 const CAPTURE_MS = 100;
+/** The simulator's delay before it presents the auto-present hand to a capture that waits for one. */
+const AUTO_PRESENT_MS = 150;
+const WALK_UP = process.argv.includes('--walk-up');
+const PALM = { identity: 'bench-user', hand: 'right' } as const;
 
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -50,7 +64,7 @@ async function main(): Promise<void> {
   const captures = async () =>
     ((await (await fetch(`${sim.control}/state`)).json()) as { captureId: number }).captureId;
   const agentEnv = kioskAgentEnv(`${tmp.dir}/a.json`, sim, server.base, kiosk);
-  await sim.autoPresent({ identity: 'bench-user', hand: 'right' });
+  await sim.autoPresent(PALM);
   await run(
     'agent/src/cli/main.ts',
     ['enroll', '--hands', 'right', '--samples', '2', '--json'],
@@ -66,7 +80,8 @@ async function main(): Promise<void> {
   const failures: Record<string, number> = {};
   try {
     for (let i = 0; i < RUNS; i++) {
-      await sim.post('/remove');
+      if (WALK_UP) await sim.post('/remove');
+      else await sim.present(PALM);
       const before = await captures();
       const t0 = performance.now();
       const res = await api(server.base, 'POST', '/api/v1/auth/create', {
@@ -76,7 +91,9 @@ async function main(): Promise<void> {
       const id = res.body.data.auth_id as string;
       const done = await vws.until(id, ['completed', 'failed', 'expired'], 60_000);
       const ms = performance.now() - t0;
-      const sensorMs = ((await captures()) - before) * CAPTURE_MS;
+      // Simulated time: each capture's exposure, and with --walk-up the wait for the hand (one presentation
+      // per run: the hand stays on the scanner for the next captures).
+      const sensorMs = ((await captures()) - before) * CAPTURE_MS + (WALK_UP ? AUTO_PRESENT_MS : 0);
       if (done.status === 'completed') {
         times.push(ms);
         sensorTimes.push(sensorMs);
@@ -110,7 +127,8 @@ async function main(): Promise<void> {
     sensor_p95_ms: Math.round(pct(sensor, 95)),
     not_sensor_p50_ms: Math.round(pct(rest, 50)),
     not_sensor_p95_ms: Math.round(pct(rest, 95)),
-    note: `context created → vendor notified. sensor: the simulated sensor's own time (captures × ${CAPTURE_MS} ms exposure); not_sensor: everything else (frame transfer, pipeline, uplink, matching, resolution, vendor push), per run`,
+    walk_up: WALK_UP,
+    note: `context created → vendor notified. sensor: the simulated sensor's own time (captures × ${CAPTURE_MS} ms exposure${WALK_UP ? `, plus ${AUTO_PRESENT_MS} ms for the hand to be presented` : '; the hand is on the scanner when the context is created'}); not_sensor: everything else (frame transfer, pipeline, uplink, matching, resolution, vendor push), per run`,
   };
   console.table([{ ...result, failure_reasons: JSON.stringify(failures) }]);
   mkdirSync('bench/results', { recursive: true });

@@ -1,40 +1,91 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { CompiledQuery, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { DB, DbKind } from './schema.ts';
 
 /** The most writes that share one commit; more wait for the next one. */
 export const MAX_GROUP = 256;
 
+/** Rows of one multi-row INSERT at most (PostgreSQL allows 65 535 parameters in a statement). */
+const MAX_INSERT_ROWS = 500;
+
+/**
+ * Rows a write hands to its group instead of inserting them itself: the group inserts the rows of all its
+ * writes, table by table in the order the tables were first named and each table's rows in arrival order,
+ * after the writes ran and before its COMMIT. On PostgreSQL that is one multi-row INSERT (one round trip)
+ * per table for the whole group; on SQLite one prepared statement run per row, without building a query.
+ * A write must not read back a row it staged (it is inserted after every write of the group ran).
+ */
+export interface WriteBatch {
+  insert<T extends keyof DB & string>(table: T, row: Insertable<DB[T]>): void;
+}
+
+export type WriteJob<T> = (trx: Transaction<DB>, batch: WriteBatch) => Promise<T>;
+
 interface Job {
-  run(trx: Transaction<DB>): Promise<unknown>;
+  run: WriteJob<unknown>;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
+
+type Staged = Map<string, Record<string, unknown>[]>;
+
+/** An INSERT into a table named at run time; the rows were typed by `WriteBatch.insert`. */
+interface UntypedInsert {
+  values(rows: Record<string, unknown> | Record<string, unknown>[]): {
+    execute(): Promise<unknown>;
+    compile(): { sql: string };
+  };
+}
+const into = (trx: Transaction<DB>, table: string) =>
+  trx.insertInto(table as keyof DB) as unknown as UntypedInsert;
+
+function stager(staged: Staged): WriteBatch {
+  return {
+    insert(table, row) {
+      const rows = staged.get(table);
+      if (rows) rows.push(row as Record<string, unknown>);
+      else staged.set(table, [row as Record<string, unknown>]);
+    },
+  };
+}
+
+const SAVEPOINT = CompiledQuery.raw('savepoint group_job');
+const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint group_job');
+const RELEASE = CompiledQuery.raw('release savepoint group_job');
 
 /**
  * Group commit (docs/performance.md): write transactions that arrive while a commit is in flight are run,
  * in arrival order, inside the next single database transaction, and every caller's promise settles only
  * after that transaction is durable (fsync done), so each answer is still durable while one fsync serves
- * many requests.
+ * many requests. Rows the writes stage (`WriteBatch`) are inserted together at the end of the group.
  *
- * SQLite: a group is formed when its transaction gets the (single) connection, which is as soon as the
- * previous group's COMMIT returned; the previous group's fsync then runs while this one executes
- * (db/sqlite-driver.ts). Each job runs inside a savepoint, so a job that throws is rolled back alone and
- * the others still commit.
+ * SQLite: a group is formed when its transaction gets the (single) connection and the group before the
+ * previous one is durable: one group runs while the previous one's fsync is in flight (db/sqlite-driver.ts),
+ * and the requests that arrive meanwhile wait for the next group instead of paying a COMMIT of their own for
+ * the same fsync. Each job runs inside a savepoint, so a job that throws is rolled back alone and the others
+ * still commit.
  *
- * PostgreSQL: one group at a time, formed when the previous one is durable. Savepoints would cost two round
- * trips per job, so the group runs without them and, if any job throws, the whole group is rolled back and
- * every job is run again, in arrival order, in a transaction of its own.
+ * PostgreSQL: a group is formed when the previous one sent its COMMIT (and the one before is durable); a group
+ * of writes that only stage rows costs three round trips (BEGIN, one INSERT per table, COMMIT) whatever its
+ * size. Savepoints would cost
+ * two round trips per job, so the group runs without them and, if any job (or a staged insert) throws, the
+ * whole group is rolled back and every job is run again, in arrival order, in a transaction of its own.
+ * A failed staged insert on SQLite is handled the same way.
  *
- * A job may therefore run more than once: it must only touch the database through `trx` (side effects
- * belong after its promise resolved), and it must not itself call `write` (it would wait for a commit that
- * waits for it).
+ * A job may therefore run more than once: it must only touch the database through `trx` and `batch` (side
+ * effects belong after its promise resolved), and it must not itself call `write` (it would wait for a
+ * commit that waits for it).
  */
 export class GroupCommit {
   readonly #db: Kysely<DB>;
   readonly #kind: DbKind;
   #queue: Job[] = [];
+  /** A group is being formed or run (SQLite: until its COMMIT returned; PostgreSQL: until durable). */
   #busy = false;
+  /** Groups whose COMMIT (and fsync) is in flight. */
+  #syncing = 0;
   #transactions = 0;
+  /** Insert SQL per table and column list (SQLite: one prepared statement each, db/sqlite-driver.ts). */
+  readonly #insertSql = new Map<string, string>();
 
   constructor(db: Kysely<DB>, kind: DbKind) {
     this.#db = db;
@@ -46,7 +97,7 @@ export class GroupCommit {
     return this.#transactions;
   }
 
-  write<T>(run: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  write<T>(run: WriteJob<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ run, resolve: resolve as (v: unknown) => void, reject });
       this.#schedule();
@@ -55,26 +106,26 @@ export class GroupCommit {
 
   #schedule(): void {
     if (this.#busy || this.#queue.length === 0) return;
+    // At most one group runs (or waits for its fsync) behind the one whose commit is in flight; later
+    // arrivals join the next group instead of paying a commit of their own.
+    if (this.#syncing > 1) return;
     this.#busy = true;
     // After the current I/O phase: every request whose bytes arrived with this one joins the same commit.
     setImmediate(() => void (this.#kind === 'sqlite' ? this.#flushSqlite() : this.#flushPostgres()));
   }
 
-  /** The queued jobs, up to a group; on SQLite the next group may form from here on. */
-  #take(): Job[] {
-    const group = this.#queue.splice(0, MAX_GROUP);
-    if (this.#kind === 'sqlite') {
-      this.#busy = false;
-      this.#schedule();
-    }
-    return group;
-  }
-
   async #flushPostgres(): Promise<void> {
+    let committing = false;
     try {
-      await this.#allOrEach(this.#take());
+      await this.#allOrEach(this.#queue.splice(0, MAX_GROUP), () => {
+        committing = true;
+        this.#syncing += 1;
+        this.#busy = false;
+        this.#schedule();
+      });
     } finally {
-      this.#busy = false;
+      if (committing) this.#syncing -= 1;
+      else this.#busy = false;
       this.#schedule();
     }
   }
@@ -84,74 +135,155 @@ export class GroupCommit {
     return this.#db.transaction();
   }
 
+  /** Inserts the staged rows, table by table. */
+  async #insertStaged(trx: Transaction<DB>, staged: Staged): Promise<void> {
+    for (const [table, rows] of staged) {
+      if (this.#kind === 'postgres') {
+        for (let i = 0; i < rows.length; i += MAX_INSERT_ROWS) {
+          await into(trx, table)
+            .values(rows.slice(i, i + MAX_INSERT_ROWS))
+            .execute();
+        }
+        continue;
+      }
+      for (const row of rows) {
+        const columns = Object.keys(row);
+        const key = `${table}\u0000${columns.join('\u0000')}`;
+        let text = this.#insertSql.get(key);
+        if (text === undefined) {
+          text = into(trx, table).values(row).compile().sql;
+          this.#insertSql.set(key, text);
+        }
+        await trx.executeQuery(
+          CompiledQuery.raw(
+            text,
+            columns.map((c) => row[c]),
+          ),
+        );
+      }
+    }
+  }
+
   async #flushSqlite(): Promise<void> {
-    let group: Job[] | undefined;
+    let group: Job[] = [];
     const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
+    let committing = false;
+    const failed = GROUP_FAILED;
     try {
       await this.#transaction().execute(async (trx) => {
-        group = this.#take();
+        group = this.#queue.splice(0, MAX_GROUP);
+        const staged: Staged = new Map();
         for (const job of group) {
-          await sql`savepoint group_job`.execute(trx);
+          await trx.executeQuery(SAVEPOINT);
+          const mine: Staged = new Map();
           try {
-            outcomes.push({ ok: true, value: await job.run(trx) });
+            outcomes.push({ ok: true, value: await job.run(trx, stager(mine)) });
+            for (const [table, rows] of mine) {
+              const all = staged.get(table);
+              if (all) all.push(...rows);
+              else staged.set(table, rows);
+            }
           } catch (err) {
-            await sql`rollback to savepoint group_job`.execute(trx);
+            await trx.executeQuery(ROLLBACK_TO);
             outcomes.push({ ok: false, err });
           }
-          await sql`release savepoint group_job`.execute(trx);
+          await trx.executeQuery(RELEASE);
         }
+        try {
+          await this.#insertStaged(trx, staged);
+        } catch {
+          throw failed; // rolls the group back; the jobs run again one by one below
+        }
+        // COMMIT comes next: the connection is free once it returned and the fsync follows
+        // (db/sqlite-driver.ts), so the next group may form now.
+        committing = true;
+        this.#syncing += 1;
+        this.#busy = false;
+        this.#schedule();
       });
     } catch (err) {
-      // The transaction could not start, or the commit or its fsync failed: nothing of the group is
-      // acknowledged.
-      group ??= this.#take();
-      for (const job of group) job.reject(err);
+      if (committing) {
+        // The commit or its fsync failed: nothing of the group is acknowledged.
+        this.#syncing -= 1;
+        for (const job of group) job.reject(err);
+      } else {
+        // Rolled back before COMMIT (still the only group in flight, so arrival order is kept): a staged
+        // insert failed, and every job runs again alone; or the transaction could not start.
+        if (err === failed) await this.#eachAlone(group);
+        else for (const job of group.length ? group : this.#queue.splice(0, MAX_GROUP)) job.reject(err);
+        this.#busy = false;
+      }
+      this.#schedule();
       return;
     }
-    for (const [i, job] of (group ?? []).entries()) {
+    this.#syncing -= 1;
+    this.#schedule();
+    for (const [i, job] of group.entries()) {
       const o = outcomes[i]!;
       if (o.ok) job.resolve(o.value);
       else job.reject(o.err);
     }
   }
 
-  async #allOrEach(group: Job[]): Promise<void> {
-    if (group.length > 1) {
-      const failed = new JobFailed();
-      let values: unknown[] | undefined;
-      try {
-        values = await this.#transaction().execute(async (trx) => {
-          const out: unknown[] = [];
-          for (const job of group) {
-            try {
-              out.push(await job.run(trx));
-            } catch {
-              throw failed; // rolls the group back; the jobs run again one by one below
-            }
-          }
-          return out;
-        });
-      } catch (err) {
-        if (err !== failed) {
-          // The commit itself failed (connection lost, server gone): the outcome is unknown, as for any
-          // single transaction, so nothing runs twice.
-          for (const job of group) job.reject(err);
-          return;
+  /**
+   * PostgreSQL: the group in one transaction without savepoints. `committing` is called when only the COMMIT
+   * is left, so the next group may start meanwhile (on another pooled connection).
+   */
+  async #allOrEach(group: Job[], committing: () => void): Promise<void> {
+    const failed = GROUP_FAILED;
+    let cause: unknown;
+    let values: unknown[] | undefined;
+    try {
+      values = await this.#transaction().execute(async (trx) => {
+        const out: unknown[] = [];
+        const staged: Staged = new Map();
+        const batch = stager(staged);
+        try {
+          for (const job of group) out.push(await job.run(trx, batch));
+          await this.#insertStaged(trx, staged);
+        } catch (err) {
+          cause = err;
+          throw failed; // rolls the group back; the jobs run again one by one below
         }
-      }
-      if (values) {
-        for (const [i, job] of group.entries()) job.resolve(values[i]);
+        committing();
+        return out;
+      });
+    } catch (err) {
+      if (err !== failed) {
+        // The commit itself failed (connection lost, server gone): the outcome is unknown, as for any
+        // single transaction, so nothing runs twice.
+        for (const job of group) job.reject(err);
         return;
       }
     }
-    // In arrival order, so that appends (the audit chain) keep it.
+    if (values) {
+      for (const [i, job] of group.entries()) job.resolve(values[i]);
+    } else if (group.length === 1) {
+      group[0]!.reject(cause);
+    } else {
+      await this.#eachAlone(group);
+    }
+  }
+
+  /** Each job in a transaction of its own, in arrival order, so that appends (the audit chain) keep it. */
+  async #eachAlone(group: Job[]): Promise<void> {
     for (const job of group) {
-      await this.#db
-        .transaction()
-        .execute((trx) => job.run(trx))
+      await this.#transaction()
+        .execute(async (trx) => {
+          const staged: Staged = new Map();
+          const value = await job.run(trx, stager(staged));
+          await this.#insertStaged(trx, staged);
+          return value;
+        })
         .then(job.resolve, job.reject);
     }
   }
 }
 
 class JobFailed extends Error {}
+
+/**
+ * Thrown inside a group's transaction to roll it back when one of its jobs (or a staged insert) failed; only
+ * its identity matters, so one instance serves every group (building an Error per group costs a stack trace).
+ */
+const GROUP_FAILED = new JobFailed('a write of the group failed');

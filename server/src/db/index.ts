@@ -1,13 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import { type CredentialWatch, postgresCredentialWatch, sqliteCredentialWatch } from './credential-watch.ts';
-import { GroupCommit } from './group-commit.ts';
+import { GroupCommit, type WriteJob } from './group-commit.ts';
 import { migrationProvider } from './migrations.ts';
 import type { DB, DbKind } from './schema.ts';
 import { DurableSqliteDialect } from './sqlite-driver.ts';
 
+export type { WriteBatch, WriteJob } from './group-commit.ts';
 export type { DB, Db, DbKind } from './schema.ts';
 
 export interface Database {
@@ -18,9 +19,9 @@ export interface Database {
   /**
    * Runs a write transaction with group commit (db/group-commit.ts): resolves once the transaction that
    * carried it is durably committed, shared with the writes that arrived meanwhile. `run` may run more than
-   * once and must only use `trx`.
+   * once and must only use `trx` and `batch` (rows inserted with the whole group's, after every write ran).
    */
-  write<T>(run: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+  write<T>(run: WriteJob<T>): Promise<T>;
   /** Transactions `write` ran so far: with concurrent writers, fewer than the writes. */
   commits(): number;
   /**

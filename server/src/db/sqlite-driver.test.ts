@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DurableSqliteDialect, WalFlusher } from './sqlite-driver.ts';
+import { DurableSqliteDialect, WalFlusher, walSync } from './sqlite-driver.ts';
 
 /** A sync the test releases by hand, recording what it was asked. */
 function manualSync() {
@@ -39,6 +39,29 @@ describe('WalFlusher', () => {
     await Promise.all([b, c]);
     expect(settled).toEqual(['a', 'b', 'c']);
     expect(calls.map((x) => x.path)).toEqual(['/x-wal', '/x-wal']);
+  });
+});
+
+describe('walSync', () => {
+  it('opens the log once and keeps it; a missing log is nothing to sync; close releases it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palmid-walsync-'));
+    try {
+      const path = join(dir, 'd.db-wal');
+      const sync = walSync();
+      await sync(path); // no log yet
+      writeFileSync(path, 'frames');
+      const fds = () => readdirSync('/proc/self/fd').length;
+      const before = fds();
+      await sync(path);
+      expect(fds()).toBe(before + 1); // kept open for the next commits
+      await sync(path);
+      await sync(path);
+      expect(fds()).toBe(before + 1);
+      await sync.close?.();
+      expect(fds()).toBe(before);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import type SQLite from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -17,7 +17,8 @@ import {
  *
  * The connection runs in WAL mode with `synchronous=NORMAL`, so COMMIT appends to the write-ahead log
  * without waiting for the disk; this driver then fsyncs the log on libuv's thread pool and only then
- * resolves the commit. Nothing is acknowledged before its fsync, exactly as with `synchronous=FULL`, but:
+ * resolves the commit (fdatasync, as SQLite's own sync of the log, through a descriptor kept open).
+ * Nothing is acknowledged before its fsync, exactly as with `synchronous=FULL`, but:
  *   - the event loop keeps parsing, checking and answering requests while the disk works, and
  *   - every commit that lands while an fsync is in flight shares the next one (group commit for every
  *     write path, not only `Database.write`).
@@ -34,7 +35,7 @@ export class DurableSqliteDialect implements Dialect {
     private readonly sqlite: SQLite.Database,
     /** The file to fsync after a commit (`<db>-wal`), or undefined for an in-memory database. */
     private readonly walPath: string | undefined,
-    private readonly syncFile: (path: string) => Promise<void> = fsyncFile,
+    private readonly syncFile: SyncFile = walSync(),
   ) {}
   createAdapter() {
     return new SqliteAdapter();
@@ -120,9 +121,10 @@ class DurableSqliteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
-    // Commits still waiting for their fsync keep waiting for it: it runs on its own file descriptor.
     this.#statements.clear();
     this.#sqlite.close();
+    // Commits still waiting for their fsync get it: the log's descriptor is closed after the last one.
+    await this.#flusher.close();
   }
 }
 
@@ -177,8 +179,15 @@ export class WalFlusher {
 
   constructor(
     private readonly path: string | undefined,
-    private readonly syncFile: (path: string) => Promise<void> = fsyncFile,
+    private readonly syncFile: SyncFile = walSync(),
   ) {}
+
+  /** Waits for the fsyncs asked for so far, then releases what the sync function holds. */
+  async close(): Promise<void> {
+    await this.#next?.catch(() => undefined);
+    await this.#running?.catch(() => undefined);
+    await this.syncFile.close?.();
+  }
 
   flush(): Promise<void> {
     if (!this.path) return Promise.resolve();
@@ -202,21 +211,43 @@ export class WalFlusher {
   }
 }
 
+/** Makes a file's written data durable; `close` releases what it keeps open. */
+export type SyncFile = ((path: string) => Promise<void>) & { close?: () => Promise<void> };
+
 /**
- * fsync of one file, opened for it: fsync covers the file whichever descriptor wrote it, and a fresh open
- * follows the log if SQLite ever recreated it.
+ * fdatasync of the write-ahead log through one descriptor, opened on first use and kept: the log's data and
+ * size reach the disk (what SQLite's own sync of the log does with synchronous=FULL), without an open and a
+ * close on the thread pool per commit. Keeping the descriptor is safe because SQLite keeps the log file while
+ * any connection has the database open (it deletes it when the last one closes, docs: sqlite.org/wal.html),
+ * and this connection is open until the driver is destroyed, which closes the descriptor after the last
+ * sync; a checkpoint that truncates the log keeps the same file. A failed sync drops the descriptor (the
+ * next one reopens it) and fails the commit that waited for it.
  */
-export async function fsyncFile(path: string): Promise<void> {
-  const file = await open(path, 'r').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined; // no log yet: nothing was written through it
-    throw err;
-  });
-  if (!file) return;
-  try {
-    await file.sync();
-  } finally {
-    await file.close();
-  }
+export function walSync(): SyncFile {
+  let handle: FileHandle | undefined;
+  const sync: SyncFile = async (path: string) => {
+    if (!handle) {
+      handle = await open(path, 'r').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return undefined; // no log yet: nothing was written through it
+        throw err;
+      });
+      if (!handle) return;
+    }
+    const h = handle;
+    try {
+      await h.datasync();
+    } catch (err) {
+      if (handle === h) handle = undefined;
+      await h.close().catch(() => undefined);
+      throw err;
+    }
+  };
+  sync.close = async () => {
+    const h = handle;
+    handle = undefined;
+    await h?.close();
+  };
+  return sync;
 }
 
 class Mutex {

@@ -51,8 +51,8 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const vendor = vendorOf(request);
       // Group commit (db/group-commit.ts): answered once durably committed, one flush for concurrent creates.
-      const row = await ctx.database.write((trx) =>
-        createAuthContext(ctx, trx, vendor, request.body.auth_context),
+      const row = await ctx.database.write((trx, batch) =>
+        createAuthContext(ctx, trx, vendor, request.body.auth_context, batch),
       );
       dispatchToKiosks(ctx, row);
       return ok(reply, toRecord(row), 201);

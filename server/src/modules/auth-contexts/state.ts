@@ -11,7 +11,7 @@ import { AppError } from '@palmid/shared/errors.ts';
 import type { AppContext, VendorPrincipal } from '../../context.ts';
 import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import { inBatches } from '../../db/batches.ts';
-import type { Db } from '../../db/index.ts';
+import type { Db, WriteBatch } from '../../db/index.ts';
 import { findKiosk } from '../pvs/service.ts';
 import { savePredicates } from '../verification/zk.ts';
 import { type AuthContext, authContextStore } from './store.ts';
@@ -80,11 +80,16 @@ export function currentState(ctx: AppContext, c: AuthContext): { status: AuthSta
   return { status: c.status, ...(result ? { result } : {}) };
 }
 
+/**
+ * Creates a pending context in `db`'s transaction. With a group commit's `batch` (db/group-commit.ts) the row
+ * is inserted with the rest of the group's, after this returned (one multi-row INSERT on PostgreSQL).
+ */
 export async function createAuthContext(
   ctx: AppContext,
   db: Db,
   vendor: VendorPrincipal,
   input: AuthContextInput,
+  batch?: WriteBatch,
 ): Promise<AuthContext> {
   if (input.pvs_id) {
     const kiosk = await findKiosk(db, input.pvs_id);
@@ -117,7 +122,8 @@ export async function createAuthContext(
     expiresAt: now + (input.expires_in_s ?? ctx.config.PALMID_AUTH_TTL_S) * 1000,
     updatedAt: now,
   };
-  await authContextStore(db).insert(c);
+  if (batch) authContextStore(db).stage(batch, c);
+  else await authContextStore(db).insert(c);
   if (input.predicates) await savePredicates(db, c.id, input.predicates);
   return c;
 }

@@ -1,5 +1,5 @@
 import type { AuthStatus, AuthType } from '@palmid/shared/api/auth-contexts.ts';
-import type { Db } from '../../db/index.ts';
+import type { Db, WriteBatch } from '../../db/index.ts';
 import type { AuthContextsTable } from '../../db/schema.ts';
 
 /**
@@ -44,6 +44,8 @@ export interface AuthHistoryItem {
 /** The auth contexts' store: every query on `auth_contexts`. */
 export interface AuthContextStore {
   insert(c: AuthContext): Promise<void>;
+  /** Hands the row to a group commit, which inserts it with the group's (db/group-commit.ts). */
+  stage(batch: WriteBatch, c: AuthContext): void;
   get(id: string): Promise<AuthContext | undefined>;
   /** Compare-and-set on the status: true if `c` was still in `c.status` and now holds `change`. */
   update(c: AuthContext, change: ContextChange): Promise<boolean>;
@@ -111,6 +113,10 @@ export class KyselyAuthContextStore implements AuthContextStore {
 
   async insert(c: AuthContext): Promise<void> {
     await this.db.insertInto('auth_contexts').values(toRow(c)).execute();
+  }
+
+  stage(batch: WriteBatch, c: AuthContext): void {
+    batch.insert('auth_contexts', toRow(c));
   }
 
   async get(id: string): Promise<AuthContext | undefined> {
