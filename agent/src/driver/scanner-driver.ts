@@ -62,6 +62,11 @@ export interface DriverOptions {
   /** READ_IMAGE length; default and upper bound: the device's maxChunk. */
   chunkSize?: number;
   /**
+   * READ_IMAGE requests in flight at once (docs/wire-protocol.md §3: the device answers in order).
+   * 1 reads one chunk per round trip; the default 8 hides the round trip on USB and TCP links.
+   */
+  readWindow?: number;
+  /**
    * Retries of the idempotent reads of a capture (CAPTURE_STATUS, READ_IMAGE). Higher than `retries`:
    * an image is ~40 chunks, so on a noisy line (30 % of frames lost) 2 retries per chunk lose almost
    * every image, while 8 complete most of them at the cost of a few timeouts.
@@ -107,6 +112,7 @@ export class ScannerDriver extends EventEmitter {
       reconnectInitialMs: options.reconnectInitialMs ?? 250,
       reconnectMaxMs: options.reconnectMaxMs ?? 5000,
       chunkSize: options.chunkSize,
+      readWindow: Math.max(1, Math.min(32, Math.floor(options.readWindow ?? 8))),
     };
     this.on('error', () => {});
   }
@@ -300,28 +306,60 @@ export class ScannerDriver extends EventEmitter {
     const chunk = Math.max(1, Math.min(this.opts.chunkSize ?? info.maxChunk, info.maxChunk));
     const data = new Uint8Array(size);
     progress({ phase: 'transferring', done: 0, total: size });
-    for (let offset = 0; offset < size; ) {
-      await checkAbort();
-      const length = Math.min(chunk, size - offset);
-      const context = `during image transfer (${offset}/${size} bytes)`;
-      const part = await this.request(
-        { kind: 'READ_IMAGE', captureId, offset, length },
-        'IMAGE_CHUNK',
-        context,
-        { retries: this.opts.readRetries },
-      );
-      if (part.captureId !== captureId || part.offset !== offset || part.data.length !== length) {
-        throw new ScannerError('DEVICE_ERROR', `scanner answered with the wrong image chunk ${context}`);
-      }
-      data.set(part.data, offset);
-      offset += length;
-      progress({ phase: 'transferring', done: offset, total: size });
-    }
+    await this.readImage(captureId, data, chunk, checkAbort, (done) =>
+      progress({ phase: 'transferring', done, total: size }),
+    );
     if (crc32(data) !== imageCrc) {
       throw new ScannerError('CORRUPT_IMAGE', 'image checksum mismatch after transfer; try again');
     }
     progress({ phase: 'done', done: size, total: size });
     return { captureId, width, height, data, durationMs: Date.now() - started };
+  }
+
+  /**
+   * Reads the image with up to `readWindow` READ_IMAGE requests in flight. Each chunk keeps its own
+   * retries (a corrupted or overtaken answer is asked for again at once, docs/wire-protocol.md §3); the
+   * first failure stops new requests, waits for those in flight and is thrown.
+   */
+  private async readImage(
+    captureId: number,
+    data: Uint8Array,
+    chunk: number,
+    checkAbort: () => Promise<void>,
+    onBytes: (done: number) => void,
+  ): Promise<void> {
+    const size = data.length;
+    let nextOffset = 0;
+    let received = 0;
+    let failure: unknown;
+    const worker = async () => {
+      while (failure === undefined && nextOffset < size) {
+        const offset = nextOffset;
+        const length = Math.min(chunk, size - offset);
+        nextOffset += length;
+        const context = `during image transfer (${offset}/${size} bytes)`;
+        try {
+          await checkAbort();
+          const part = await this.request(
+            { kind: 'READ_IMAGE', captureId, offset, length },
+            'IMAGE_CHUNK',
+            context,
+            { retries: this.opts.readRetries },
+          );
+          if (part.captureId !== captureId || part.offset !== offset || part.data.length !== length) {
+            throw new ScannerError('DEVICE_ERROR', `scanner answered with the wrong image chunk ${context}`);
+          }
+          data.set(part.data, offset);
+          received += length;
+          onBytes(received);
+        } catch (err) {
+          failure ??= err;
+        }
+      }
+    };
+    const workers = Math.min(this.opts.readWindow, Math.ceil(size / chunk));
+    await Promise.all(Array.from({ length: workers }, worker));
+    if (failure !== undefined) throw failure;
   }
 
   /** Close the link for good (stops reconnecting). */

@@ -130,4 +130,52 @@ describe('WireChannel', () => {
     });
     await expect(channel.request({ kind: 'GET_INFO' }, 'INFO')).rejects.toThrow(/write failed: EIO/);
   });
+
+  it('several requests in flight: a lost answer is asked for again as soon as a later answer overtakes it', async () => {
+    const { channel } = harness((_m, seq, n) => (n === 0 ? undefined : [frame(info, seq)]), 60_000);
+    const all = [1, 2, 3].map(() => channel.request({ kind: 'GET_INFO' }, 'INFO'));
+    await expect(Promise.all(all)).resolves.toEqual([info, info, info]);
+    expect(channel.stats).toMatchObject({ overtaken: 1, retries: 1, timeouts: 0, unmatched: 0 });
+  });
+
+  it('several requests in flight: a corrupted answer retries the oldest waiting request at once', async () => {
+    const { channel } = harness((_m, seq, n) => {
+      const bytes = frame(info, seq);
+      if (n === 1) bytes[bytes.length - 1]! ^= 0xff; // the second answer arrives with a bad CRC
+      return [bytes];
+    }, 60_000);
+    const all = [1, 2, 3].map(() => channel.request({ kind: 'GET_INFO' }, 'INFO'));
+    await expect(Promise.all(all)).resolves.toEqual([info, info, info]);
+    expect(channel.stats).toMatchObject({ badCrc: 1, retries: 1, timeouts: 0, overtaken: 0 });
+  });
+
+  it('answers queued behind each other on a slow line do not time out while the queue moves', async () => {
+    // The device answers one command every 40 ms; 8 in flight take 320 ms, longer than the 200 ms timeout.
+    const queue: Uint8Array[] = [];
+    const parser = new FrameParser();
+    const channel: WireChannel = new WireChannel(
+      (bytes) => {
+        for (const f of parser.push(bytes)) queue.push(frame(info, f.seq));
+      },
+      { timeoutMs: 200, retries: 0 },
+    );
+    const line = setInterval(() => {
+      const next = queue.shift();
+      if (next) channel.receive(next);
+    }, 40);
+    try {
+      const all = Array.from({ length: 8 }, () => channel.request({ kind: 'GET_INFO' }, 'INFO'));
+      await expect(Promise.all(all)).resolves.toHaveLength(8);
+      expect(channel.stats).toMatchObject({ timeouts: 0, retries: 0 });
+    } finally {
+      clearInterval(line);
+    }
+  });
+
+  it('a silent device still fails every request in flight with TIMEOUT', async () => {
+    const { channel } = harness(() => undefined, 10);
+    const all = [1, 2, 3].map(() => channel.request({ kind: 'GET_INFO' }, 'INFO').catch((e: unknown) => e));
+    for (const err of await Promise.all(all)) expect((err as WireError).code).toBe('TIMEOUT');
+    expect(channel.stats.timeouts).toBe(9);
+  });
 });

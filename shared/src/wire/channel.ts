@@ -28,6 +28,11 @@ export interface ChannelStats extends ParserStats {
   badPayloads: number;
   /** Intact responses that matched no outstanding request (late answers to a retried request). */
   unmatched: number;
+  /**
+   * Requests retried at once because the answer to a request sent after them arrived first: the device
+   * answers in order, so theirs was lost (corrupted beyond recognition, or the command never arrived).
+   */
+  overtaken: number;
 }
 
 export type ChannelEvent = Extract<Message, { kind: `EVT_${string}` }>;
@@ -35,6 +40,8 @@ export type ChannelEvent = Extract<Message, { kind: `EVT_${string}` }>;
 interface Pending {
   seq: number;
   expect: number;
+  /** Send order of this attempt (retries get a new, later one): the device answers in this order. */
+  order: number;
   resolve(msg: Message): void;
   reject(err: Error): void;
   /** Ends this attempt early (answer arrived corrupted): retry without waiting for the timer. */
@@ -51,6 +58,9 @@ export class WireChannel {
   private readonly parser = new FrameParser();
   private readonly pending = new Map<number, Pending>();
   private nextSeq = 1;
+  private nextOrder = 0;
+  /** When the device last answered (or sent a frame that failed its CRC): the line is alive. */
+  private lastAnswerAt = Number.NEGATIVE_INFINITY;
   private closedWith: WireError | undefined;
   private readonly counters = {
     requests: 0,
@@ -60,6 +70,7 @@ export class WireChannel {
     unknownFrames: 0,
     badPayloads: 0,
     unmatched: 0,
+    overtaken: 0,
   };
   private readonly defaults: Required<ChannelOptions>;
 
@@ -86,12 +97,16 @@ export class WireChannel {
   receive(bytes: Uint8Array): void {
     const corrupted = this.parser.stats.badCrc;
     for (const frame of this.parser.push(bytes)) this.dispatch(frame);
-    // A frame failed its CRC while exactly one request waits: almost surely its answer, lost on a noisy
-    // line. Retry now instead of sitting out the timeout (the seq of a corrupted frame cannot be trusted,
-    // so with several requests in flight the timers decide). A stray retry is harmless: the new attempt
-    // has a fresh seq and a late answer to the old one is dropped as unmatched.
-    if (this.parser.stats.badCrc > corrupted && this.pending.size === 1)
-      for (const p of this.pending.values()) p.retryNow();
+    // A frame failed its CRC: the device answers in order, so it was almost surely the answer to the
+    // oldest request still waiting, lost on a noisy line. Retry that one now instead of sitting out the
+    // timeout (the seq of a corrupted frame cannot be trusted, the order can). A stray retry (the
+    // corrupted frame was an event) is harmless: the new attempt has a fresh seq and the late answer to
+    // the old one is dropped as unmatched.
+    if (this.parser.stats.badCrc > corrupted) {
+      this.lastAnswerAt = performance.now();
+      const oldest = this.pending.values().next();
+      if (!oldest.done) oldest.value.retryNow();
+    }
   }
 
   /** Send a command and wait for its response kind (a NAK rejects with code NAK). */
@@ -149,16 +164,29 @@ export class WireChannel {
         clearTimeout(timer);
         this.pending.delete(seq);
       };
-      const timer = setTimeout(() => {
+      // With several requests in flight the answers queue up behind each other on a slow line (a serial
+      // port at 115 200 baud carries one 1 KiB chunk in ~90 ms). An attempt therefore times out only
+      // when it has waited timeoutMs AND the device has not answered anything for timeoutMs: while the
+      // queue moves, a request behind it is not lost, and a silent device still fails every request
+      // timeoutMs after it was sent.
+      const onTimer = () => {
+        const quietUntil = this.lastAnswerAt + timeoutMs;
+        const now = performance.now();
+        if (quietUntil > now && this.pending.has(seq)) {
+          timer = setTimeout(onTimer, Math.ceil(quietUntil - now));
+          return;
+        }
         finish();
         this.counters.timeouts += 1;
         // A truncated frame may be blocking the parser; give up on it and rescan.
         for (const frame of this.parser.skipPending()) this.dispatch(frame);
         resolve({ ok: false, reason: 'timed out' });
-      }, timeoutMs);
+      };
+      let timer = setTimeout(onTimer, timeoutMs);
       this.pending.set(seq, {
         seq,
         expect,
+        order: this.nextOrder++,
         resolve: (m) => {
           finish();
           resolve({ ok: true, msg: m });
@@ -217,19 +245,29 @@ export class WireChannel {
       this.counters.unmatched += 1;
       return;
     }
-    if (msg.kind === 'NAK' && msg.forType === (p.expect & 0x7f)) {
+    const nak = msg.kind === 'NAK' && msg.forType === (p.expect & 0x7f) ? msg : undefined;
+    if (!nak && frame.type !== p.expect) {
+      this.counters.unmatched += 1;
+      return;
+    }
+    this.lastAnswerAt = performance.now();
+    // Answers come in the order the commands were sent: every request sent before this one and still
+    // waiting has lost its answer (or its command). Retry those now, within the window of requests in
+    // flight, rather than after their timeout.
+    for (const q of [...this.pending.values()]) {
+      if (q.order >= p.order) break;
+      this.counters.overtaken += 1;
+      q.retryNow();
+    }
+    if (nak) {
       this.counters.naks += 1;
       p.reject(
         new WireError(
           'NAK',
-          `device refused the command: ${deviceErrorName(msg.code)} (${msg.message})`,
-          msg.code,
+          `device refused the command: ${deviceErrorName(nak.code)} (${nak.message})`,
+          nak.code,
         ),
       );
-      return;
-    }
-    if (frame.type !== p.expect) {
-      this.counters.unmatched += 1;
       return;
     }
     p.resolve(msg);
