@@ -266,6 +266,25 @@ describe('ScannerDriver over the in-memory link', () => {
     expect(err.code).toBe('ABORTED');
   });
 
+  it('an abort during the windowed transfer stops it with one ABORT_CAPTURE', async () => {
+    const { scanner, device } = setup();
+    await scanner.connect();
+    const commands: string[] = [];
+    device.on('command', (m: { kind: string }) => commands.push(m.kind));
+    const ac = new AbortController();
+    const err = await failure(
+      scanner.capture({
+        signal: ac.signal,
+        onProgress: (p) => {
+          if (p.phase === 'transferring' && p.done >= 10 * 1024) ac.abort();
+        },
+      }),
+    );
+    expect(err.code).toBe('ABORTED');
+    expect(commands.filter((k) => k === 'ABORT_CAPTURE')).toHaveLength(1);
+    expect(commands.filter((k) => k === 'READ_IMAGE').length).toBeLessThan(75);
+  });
+
   it('refuses a second capture while one is running', async () => {
     const { scanner } = setup({ captureMs: 100 });
     await scanner.connect();

@@ -228,11 +228,14 @@ export class ScannerDriver extends EventEmitter {
         // A progress bar's failure is not a capture failure.
       }
     };
+    // One ABORT_CAPTURE however many chunk readers notice the abort.
+    let aborting: Promise<never> | undefined;
     const checkAbort = async () => {
-      if (options.signal?.aborted) {
-        await this.abortQuietly();
+      if (!options.signal?.aborted) return;
+      aborting ??= this.abortQuietly().then(() => {
         throw new ScannerError('ABORTED', 'capture aborted');
-      }
+      });
+      await aborting;
     };
 
     this.lastDeviceError = undefined;
