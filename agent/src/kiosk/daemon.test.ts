@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ScannerDriver } from '../driver/scanner-driver.ts';
 import { processCapture } from '../palm/pipeline.ts';
 import { MemoryTransport } from '../transport/memory.ts';
-import { KioskDaemon, type KioskLink, type Outcome, type ProcessFrame } from './daemon.ts';
+import { KioskDaemon, type KioskLink, type Outcome } from './daemon.ts';
 
 class FakeLink extends EventEmitter implements KioskLink {
   readonly calls: { method: string; params: Record<string, unknown>; id: string | undefined }[] = [];
@@ -45,10 +45,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
 });
 
-function kiosk(
-  presented: { identity: string; hand: 'left' | 'right'; attack?: 'print' | 'screen' },
-  process: ProcessFrame = processCapture,
-) {
+function kiosk(presented: { identity: string; hand: 'left' | 'right'; attack?: 'print' | 'screen' }) {
   const device = new FirmwareSimulator({
     source: synthPalmSource,
     captureMs: 10,
@@ -58,7 +55,7 @@ function kiosk(
   const driver = new ScannerDriver(new MemoryTransport(() => device.connectMemory()), { pollMs: 10 });
   const link = new FakeLink();
   const lines: string[] = [];
-  const daemon = new KioskDaemon(driver, process, link, {
+  const daemon = new KioskDaemon(driver, processCapture, link, {
     repromptMs: 5,
     display: (l) => lines.push(l),
     attest: (authId, nonce, sample) =>
@@ -238,61 +235,5 @@ describe('KioskDaemon multi-frame presentation-attack detection', () => {
       quality: 0.95,
       template: Buffer.from([95]).toString('base64'),
     });
-  });
-
-  it('the second capture is started while the first frame is in the pipeline, and is not left running', async () => {
-    const log: string[] = [];
-    const k = kiosk({ identity: 'ada', hand: 'right' }, async (frame) => {
-      log.push('pipeline start');
-      const r = await processCapture(frame);
-      log.push('pipeline end');
-      return r;
-    });
-    // what the agent writes to the scanner link (one frame per write; byte 1 is the type, 0x02 START_CAPTURE)
-    const transport = k.driver.transport;
-    const write = transport.write.bind(transport);
-    transport.write = (bytes) => {
-      if (bytes[1] === 0x02) log.push('START_CAPTURE');
-      return write(bytes);
-    };
-    await k.driver.connect();
-    const done = outcome(k.daemon);
-    k.link.request('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb');
-    expect(await done, k.lines.join('\n')).toMatchObject({ status: 'completed', attempts: 2 });
-    expect(log).toEqual([
-      'START_CAPTURE',
-      'START_CAPTURE', // the next capture is sent before the first frame's pipeline starts
-      'pipeline start',
-      'pipeline end',
-      'pipeline start',
-      'pipeline end',
-    ]);
-    expect(k.device.snapshot().state).toBe('READY');
-  });
-
-  it('a refused first frame drops the capture started in advance, re-prompts, then captures again', async () => {
-    let n = 0;
-    const k = kiosk({ identity: 'ada', hand: 'right' }, async (frame) => {
-      const r = await processCapture(frame);
-      n += 1;
-      return n === 1 ? ({ ok: false, reason: 'moved', message: 'Hand moved' } as never) : r;
-    });
-    const commands: string[] = [];
-    k.device.on('command', (m: { kind: string }) => {
-      if (m.kind === 'START_CAPTURE' || m.kind === 'ABORT_CAPTURE') commands.push(m.kind);
-    });
-    await k.driver.connect();
-    const done = outcome(k.daemon);
-    k.link.request('cccccccc-cccc-4ccc-8ccc-cccccccccccc');
-    expect(await done, k.lines.join('\n')).toMatchObject({ status: 'completed', attempts: 3 });
-    expect(k.lines.some((l) => /Hand moved\. Please hold your palm flat/.test(l))).toBe(true);
-    // 1st capture, its successor started in advance and aborted, then the 2nd and 3rd after the re-prompt
-    expect(commands).toEqual([
-      'START_CAPTURE',
-      'START_CAPTURE',
-      'ABORT_CAPTURE',
-      'START_CAPTURE',
-      'START_CAPTURE',
-    ]);
   });
 });

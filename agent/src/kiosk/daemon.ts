@@ -150,27 +150,6 @@ export class KioskDaemon extends EventEmitter {
     const say = this.#opts.display;
     let attempts = 0;
     const policy = new PresentationPolicy(this.#opts.liveFrames, this.#opts.livenessStrikes);
-    // The next capture, started while the current frame goes through the pipeline (docs/performance.md,
-    // end to end): with liveFrames 2 a good first frame is always followed by a second capture, so the
-    // sensor exposes it while the CPU works on the first. Dropped (aborted) when the frame turns out not to
-    // need a successor: refused (the person is re-prompted first), or the last one needed.
-    let next: { frame: Promise<Frame>; stop: AbortController } | undefined;
-    const startCapture = () => {
-      const stop = new AbortController();
-      const frame = this.#scanner.capture({
-        signal: AbortSignal.any([abort.signal, stop.signal]),
-        timeoutMs: Math.max(1000, deadline - Date.now()),
-      });
-      frame.catch(() => undefined); // awaited below, or dropped
-      return { frame, stop };
-    };
-    const dropNext = async () => {
-      const dropped = next;
-      next = undefined;
-      if (!dropped) return;
-      dropped.stop.abort();
-      await dropped.frame.catch(() => undefined);
-    };
     try {
       say(req.display);
       await this.#leds(0);
@@ -178,11 +157,9 @@ export class KioskDaemon extends EventEmitter {
         const remaining = deadline - Date.now();
         if (remaining <= 0) return { auth_id: req.auth_id, status: 'expired', attempts };
         attempts += 1;
-        const current = next ?? startCapture();
-        next = undefined;
         let frame: Frame;
         try {
-          frame = await current.frame;
+          frame = await this.#scanner.capture({ signal: abort.signal, timeoutMs: Math.max(1000, remaining) });
         } catch (err) {
           if (abort.signal.aborted) break;
           const msg = err instanceof ScannerError ? err.message : String(err);
@@ -191,14 +168,8 @@ export class KioskDaemon extends EventEmitter {
           await sleep(this.#opts.repromptMs * 2);
           continue;
         }
-        if (policy.wantsMoreAfterLive && attempts < this.#opts.maxAttempts) {
-          next = startCapture();
-          // let START_CAPTURE reach the scanner before the pipeline takes the CPU
-          await new Promise<void>((r) => setImmediate(r));
-        }
         const processed = await this.#process(frame);
         const verdict = policy.observe(processed);
-        if (verdict.kind !== 'again' || !processed.ok) await dropNext();
         if (verdict.kind === 'attack')
           return await this.#identify(req, attempts, {
             template: undefined,
@@ -227,7 +198,6 @@ export class KioskDaemon extends EventEmitter {
       say('No usable capture. Please ask staff for help.');
       return { auth_id: req.auth_id, status: 'gave_up', attempts };
     } finally {
-      await dropNext();
       this.#current = undefined;
     }
   }

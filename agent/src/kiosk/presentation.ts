@@ -22,11 +22,6 @@ export class PresentationPolicy {
     readonly strikes: number,
   ) {}
 
-  /** Whether a live frame now would still leave the policy short of `liveFrames` (another capture follows). */
-  get wantsMoreAfterLive(): boolean {
-    return this.#live.length + 1 < this.liveFrames;
-  }
-
   observe(p: CaptureResult): Verdict {
     if (!p.ok) {
       if (p.reason === 'liveness_failed' && ++this.#strikes >= this.strikes) return { kind: 'attack' };
