@@ -25,7 +25,8 @@ describe('sqliteCredentialWatch', () => {
     other.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const bump = (db: SQLite.Database) => db.prepare('update credential_epoch set n = n + 1 where id = 1').run();
+  const bump = (db: SQLite.Database) =>
+    db.prepare('update credential_epoch set n = n + 1 where id = 1').run();
 
   it("sees another connection's change on the next turn, and shares one read within a turn", async () => {
     const watch = sqliteCredentialWatch(mine, 60_000);
