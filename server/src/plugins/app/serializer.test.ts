@@ -45,6 +45,13 @@ describe('responseSerializerCompiler', () => {
     expect(out).toBe(responseSerializerCompiler({ check: false })(route(statusSchema))(data));
   });
 
+  it('keeps the declared order when an optional property comes before required ones', () => {
+    const schema = z.object({ id: z.string(), vendor_id: z.string().optional(), name: z.string() });
+    const serialize = responseSerializerCompiler({ check: true })(route(schema));
+    expect(serialize({ name: 'n', vendor_id: 'v', id: 'a' })).toBe('{"id":"a","vendor_id":"v","name":"n"}');
+    expect(serialize({ name: 'n', id: 'a' })).toBe('{"id":"a","name":"n"}');
+  });
+
   it('writes error envelopes with their free-form details', () => {
     const serialize = responseSerializerCompiler({ check: true })(route(errorBodySchema));
     const body = {

@@ -54,8 +54,31 @@ export function compileFast(schema: unknown): Serialize | undefined {
   if (!zod) return undefined;
   try {
     const json = z.toJSONSchema(zod, { io: 'output', target: 'draft-7', unrepresentable: 'throw' });
+    keepPropertyOrder(json);
     return fastJson(json as Parameters<typeof fastJson>[0]) as Serialize;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * fast-json-stringify writes an object's required properties before its optional ones; zod (and the
+ * OpenAPI schema) keep the declared order. Where an optional property comes before a required one, the
+ * object's `required` list is dropped so that the declared order is kept (a missing property is then left
+ * out instead of refused: the zod check under NODE_ENV=test still refuses it).
+ */
+function keepPropertyOrder(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) keepPropertyOrder(item);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const schema = node as { properties?: Record<string, unknown>; required?: string[] };
+  if (schema.properties && schema.required) {
+    const required = new Set(schema.required);
+    const keys = Object.keys(schema.properties);
+    const firstOptional = keys.findIndex((k) => !required.has(k));
+    if (firstOptional >= 0 && keys.slice(firstOptional).some((k) => required.has(k))) delete schema.required;
+  }
+  for (const value of Object.values(node)) keepPropertyOrder(value);
 }
