@@ -17,8 +17,9 @@ interface Entry {
  * of a database join (docs/performance.md). Entries are keyed by the key's SHA-256 (never the key itself) and
  * stamped with the credential epoch read *before* the database lookup that verified them; any change to
  * `api_keys` or `vendors`, in any process, moves the epoch (db/credential-watch.ts) and so empties the cache
- * before the next request is answered. Only successes are cached: a refused key always reaches the database
- * (and the failed-credential budget).
+ * for the requests that follow: on SQLite from the next event-loop turn (at once for this process's own
+ * changes), on PostgreSQL once the change's notification is read. Only successes are cached: a refused key
+ * always reaches the database (and the failed-credential budget).
  */
 export class VerifiedKeyCache {
   readonly #entries = new Map<string, Entry>();
