@@ -37,6 +37,33 @@ describe('TurnBatch', () => {
     expect(calls).toEqual([['a', 'b', 'c'], ['dd', 'ee', 'fff'], ['g']]);
   });
 
+  it('gathers the keys asked for while fetches are in flight, and fetches them together when one ends', async () => {
+    const calls: string[][] = [];
+    const release: (() => void)[] = [];
+    const batch = new TurnBatch<string, number>(
+      (keys) => {
+        calls.push(keys);
+        return new Promise((resolve) => release.push(() => resolve(new Map(keys.map((k) => [k, k.length])))));
+      },
+      100,
+      1,
+    );
+    const a = batch.load('a');
+    await nextTurn();
+    expect(calls).toEqual([['a']]);
+    const b = batch.load('bb');
+    await nextTurn();
+    const c = batch.load('ccc');
+    await nextTurn();
+    expect(calls).toEqual([['a']]);
+    release.shift()!();
+    expect(await a).toBe(1);
+    for (let i = 0; i < 3 && calls.length < 2; i++) await nextTurn();
+    expect(calls).toEqual([['a'], ['bb', 'ccc']]);
+    release.shift()!();
+    expect(await Promise.all([b, c])).toEqual([2, 3]);
+  });
+
   it("rejects only the callers of a failed fetch, with the fetch's error", async () => {
     const calls: string[][] = [];
     const batch = source(calls, 'dd');

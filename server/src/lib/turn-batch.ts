@@ -10,15 +10,21 @@ interface Waiter<V> {
  * after every caller asked for it, so it sees everything committed before any of those requests arrived;
  * under load it replaces dozens of identical one-row queries (each a PostgreSQL round trip, or a SQLite
  * read lock) by one. A key asked for twice in a turn is fetched once.
+ *
+ * While `maxInFlight` fetches are running, keys keep gathering and are fetched together when one of them
+ * ends (as a group commit forms its next group): under load a batch holds every request that arrived during
+ * a round trip, and an idle server still fetches at the end of the turn.
  */
 export class TurnBatch<K, V> {
   #pending = new Map<K, Waiter<V>[]>();
   #scheduled = false;
+  #inFlight = 0;
 
   constructor(
     /** The values of some keys; a key it leaves out resolves to undefined. */
     private readonly fetch: (keys: K[]) => Promise<Map<K, V>>,
     private readonly max = 100,
+    private readonly maxInFlight = 2,
   ) {}
 
   load(key: K): Promise<V | undefined> {
@@ -26,12 +32,20 @@ export class TurnBatch<K, V> {
       const waiters = this.#pending.get(key);
       if (waiters) waiters.push({ resolve, reject });
       else this.#pending.set(key, [{ resolve, reject }]);
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(this.#flush);
-      }
+      this.#schedule();
     });
   }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight >= this.maxInFlight || this.#pending.size === 0) return;
+    this.#scheduled = true;
+    setImmediate(this.#flush);
+  }
+
+  readonly #settled = () => {
+    this.#inFlight -= 1;
+    this.#schedule();
+  };
 
   readonly #flush = () => {
     this.#scheduled = false;
@@ -46,14 +60,17 @@ export class TurnBatch<K, V> {
       } catch (err) {
         fetched = Promise.reject(err);
       }
-      fetched.then(
-        (found) => {
-          for (const k of chunk) for (const w of batch.get(k)!) w.resolve(found.get(k));
-        },
-        (err: unknown) => {
-          for (const k of chunk) for (const w of batch.get(k)!) w.reject(err);
-        },
-      );
+      this.#inFlight += 1;
+      fetched
+        .then(
+          (found) => {
+            for (const k of chunk) for (const w of batch.get(k)!) w.resolve(found.get(k));
+          },
+          (err: unknown) => {
+            for (const k of chunk) for (const w of batch.get(k)!) w.reject(err);
+          },
+        )
+        .finally(this.#settled);
     }
   };
 }
