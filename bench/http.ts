@@ -10,6 +10,7 @@
  *   npm run bench -- http                 # 5 s per route, in 5 slices interleaved with the baseline
  *   npm run bench -- http --duration 10 --connections 64 --rounds 5
  *   npm run bench -- http --quick         # 2 s per route in one slice, for a smoke run
+ *   npm run bench -- http --quick --targets sqlite,postgres --routes status   # a subset (substrings)
  *
  * Every server runs in its own process; PostgreSQL and Redis are throwaway instances (test/support).
  * Targets whose dependency is missing are skipped with a note. Writes bench/results/http.json.
@@ -227,12 +228,43 @@ async function api(port: number, method: string, path: string, key: string, body
   return (await res.json()) as { data: Record<string, unknown> };
 }
 
+/** `--targets a,b` / `--routes a,b`: keep the targets (routes) whose name contains one of the words. */
+function filter(name: string): ((value: string) => boolean) | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return undefined;
+  const words = (process.argv[i + 1] ?? '')
+    .split(',')
+    .map((w) => w.trim().toLowerCase())
+    .filter(Boolean);
+  if (words.length === 0) {
+    process.stderr.write(`--${name} needs a comma-separated list of words\n`);
+    process.exit(2);
+  }
+  return (value) => words.some((w) => value.toLowerCase().includes(w));
+}
+
+const HELP = `usage: npm run bench -- http [options]
+  --quick               2 s per route in one slice (smoke run)
+  --duration <s>        seconds per route (default 5)
+  --rounds <n>          slices per route, each after a slice of bare Fastify (default 5)
+  --connections <n>     autocannon connections (default 32)
+  --targets <w1,w2>     only the palmid targets whose name contains a word: sqlite, postgres, x2
+  --routes <w1,w2>      only the routes whose name contains a word (e.g. status, health, create)
+Bare Fastify always runs (it is the baseline). Writes bench/results/http.json.
+`;
+
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
 }
 
 async function orchestrate(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const wantTarget = filter('targets') ?? (() => true);
+  const wantRoute = filter('routes') ?? (() => true);
   const quick = process.argv.includes('--quick');
   const duration = arg('duration', quick ? 2 : 5);
   const connections = arg('connections', 32);
@@ -256,8 +288,10 @@ async function orchestrate(): Promise<void> {
 
   try {
     // Durable (fsync on), like production and like SQLite's synchronous=FULL: commits cost the same on both.
-    if (!pgWhy) pg = await startPostgres({ durable: true });
-    if (!redisWhy && pg) redis = await startRedis();
+    const wantPg = wantTarget('palmid-postgres');
+    const wantCluster = wantTarget('palmid-pg-redis-x2') || wantTarget('fastify-bare-x2');
+    if (!pgWhy && (wantPg || wantCluster)) pg = await startPostgres({ durable: true });
+    if (!redisWhy && pg && wantCluster) redis = await startRedis();
 
     const bareGet: RouteSpec = { name: 'GET /health', method: 'GET', path: '/health' };
     const barePost: RouteSpec = {
@@ -303,14 +337,16 @@ async function orchestrate(): Promise<void> {
     };
 
     const common = { PALMID_MASTER_KEY: masterKey, PALMID_ENV: 'development', PALMID_SIM: '0' };
-    const sqlite = await spawnChild(['--serve-palmid'], {
-      ...common,
-      DATABASE_URL: `sqlite:${join(tmp, 'bench.db')}`,
-      BENCH_SEED: '1',
-    });
-    await palmid('palmid-sqlite', [sqlite], sqlite.port);
+    if (wantTarget('palmid-sqlite')) {
+      const sqlite = await spawnChild(['--serve-palmid'], {
+        ...common,
+        DATABASE_URL: `sqlite:${join(tmp, 'bench.db')}`,
+        BENCH_SEED: '1',
+      });
+      await palmid('palmid-sqlite', [sqlite], sqlite.port);
+    }
 
-    if (pg) {
+    if (pg && wantPg) {
       const one = await spawnChild(['--serve-palmid'], {
         ...common,
         DATABASE_URL: await pg.createDatabase('bench_single'),
@@ -376,9 +412,11 @@ async function orchestrate(): Promise<void> {
       };
     };
     for (const t of targets.slice(1)) {
-      await cannon(t.port, t.routes[0]!, t.headers, 1, connections); // warm-up: JIT, pools, plans
+      const routes = t.routes.filter((r) => wantRoute(r.name));
+      if (routes.length === 0) continue;
+      await cannon(t.port, routes[0]!, t.headers, 1, connections); // warm-up: JIT, pools, plans
       await cannon(bareTarget.port, bareGet, {}, 1, connections);
-      for (const r of t.routes) {
+      for (const r of routes) {
         const m = await measure(t, r);
         rows.push({
           target: t.name,
