@@ -148,19 +148,23 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       // Failed identifications lock out per capture device and per API key (modules/devices/direct-lockout.ts).
       const settle = capture.ok ? await lockout.admit(capture.deviceId, vendor.keyId, ctx.now()) : undefined;
       let failed: boolean | undefined;
+      let resolved: Awaited<ReturnType<typeof resolve>>;
       try {
-        const { context: c, result } = await resolve(ctx, {
+        resolved = await resolve(ctx, {
           palm: { template, hand: palm.hand, liveness: palm.liveness, capture },
           caller: callerOf(request),
           // Created after the capture checks (a bad template creates nothing), committed before proving.
           context: () =>
             ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
         });
-        failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
-        return ok(reply, { auth_id: c.id, status: c.status, auth_result: result });
+        failed = resolved.result.reason === 'no_match' || resolved.result.reason === 'liveness_failed';
       } finally {
+        // Recorded before the answer leaves: a caller that reads no_match and retries at once, on this
+        // instance or another, already meets the count (and the lock) this attempt left.
         await settle?.(failed);
       }
+      const { context: c, result } = resolved;
+      return ok(reply, { auth_id: c.id, status: c.status, auth_result: result });
     },
   );
 };
