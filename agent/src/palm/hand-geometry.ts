@@ -30,6 +30,8 @@ export interface HandGeometry {
   hand: 'left' | 'right' | null;
   fingers: number;
   touchesEdge: boolean;
+  /** share of the ROI square inside the frame (1 when it lies wholly inside) */
+  roiInside?: number;
   /** finger valleys (between index/middle, middle/ring, ring/little) when found, frame px */
   valleys?: Array<{ x: number; y: number }>;
   /** hand-side cues (diagnostics): thumb mass, thumb web, finger widths; +1 right, −1 left, 0 none */
@@ -213,6 +215,12 @@ export interface RoiProportions {
   radiusWeight: number;
   /** the square scaled by this must lie inside the frame, or the hand counts as partial */
   edgeMargin: number;
+  /**
+   * when set, a square that overhangs the frame is still accepted if at least this share of it
+   * lies inside (the cells near and beyond the edge are then masked in the template, hand-roi.ts
+   * `roiOutsideCells`); otherwise any overhang counts as partial
+   */
+  minInside?: number;
   /**
    * find the valleys on the outline only (convexity defects), not first by the finger-ring scan:
    * for real cameras, whose hands the rings rarely fit (cut by the frame, fingers touching)
@@ -422,22 +430,48 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     3 * bySide(mass) + 2 * bySide(byWeb) + (fingers && fingers.margin >= FINGER_MARGIN ? fingers.side : 0);
   const weak = fingers?.side ?? 0;
   geometry.hand = vote > 0 || (vote === 0 && weak > 0) ? 'right' : vote < 0 || weak < 0 ? 'left' : null;
-  // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside
+  // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside, or
+  // (profiles with `minInside`) enough of the bare square
   const half = (roi.side / 2) * proportions.edgeMargin;
   const rx = Math.cos(roi.up);
   const ry = Math.sin(roi.up);
+  const out = (p: Point) => p.x < 1 || p.y < 1 || p.x > w - 2 || p.y > h - 2;
   const corners = [-1, 1].flatMap((a) =>
     [-1, 1].map((b) => ({ x: roi.cx + half * (a * rx - b * ry), y: roi.cy + half * (a * ry + b * rx) })),
   );
-  geometry.touchesEdge = [...corners, ...valleys].some(
-    (p) => p.x < 1 || p.y < 1 || p.x > w - 2 || p.y > h - 2,
-  );
+  const squareOut = corners.some(out);
+  geometry.roiInside = squareOut ? insideShare(roi, w, h) : 1;
+  geometry.touchesEdge =
+    valleys.some(out) ||
+    (squareOut && (proportions.minInside === undefined || geometry.roiInside < proportions.minInside));
   return geometry;
 }
 
 interface Point {
   x: number;
   y: number;
+}
+
+/** Share of a square (centre, side, angle) inside a w × h frame, sampled on a 32 × 32 grid. */
+function insideShare(
+  roi: { cx: number; cy: number; side: number; up: number },
+  w: number,
+  h: number,
+): number {
+  const rx = Math.cos(roi.up);
+  const ry = Math.sin(roi.up);
+  const n = 32;
+  let inside = 0;
+  for (let i = 0; i < n; i++) {
+    const a = ((i + 0.5) / n - 0.5) * roi.side;
+    for (let j = 0; j < n; j++) {
+      const b = ((j + 0.5) / n - 0.5) * roi.side;
+      const x = roi.cx + a * rx - b * ry;
+      const y = roi.cy + a * ry + b * rx;
+      if (x >= -0.5 && y >= -0.5 && x <= w - 0.5 && y <= h - 0.5) inside++;
+    }
+  }
+  return inside / (n * n);
 }
 
 /** Least relative width difference of the outer (and inner) fingers that decides a hand side. */
