@@ -232,12 +232,19 @@ export function convexityDefects(outline: Point[]): Defect[] {
   return defects.sort((p, q) => p.index - q.index);
 }
 
-/** Proportions a run of three finger valleys must have, relative to the palm's inscribed radius. */
+/**
+ * Proportions a run of three finger valleys must have, relative to the palm's inscribed radius.
+ * The outer spacing of the finger valleys is about 0.95 r on a hand (the simulator's proportions;
+ * 0.83–1.16 r, 1st–99th percentile, and evenness ≥ 0.64 on the 1st percentile on the CASIA
+ * development subset's well-matched captures), while a run that takes the thumb web for a finger
+ * valley spans 1.2–1.6 r and is uneven (median 0.61): MAX_SPACING and MIN_EVENNESS keep those out
+ * (docs/palm-pipeline.md, "Capture path on real hands").
+ */
 const MIN_DEPTH = 0.3;
 const MAX_VALLEY_DISTANCE = 2.6;
 const MIN_SPACING = 0.55;
-const MAX_SPACING = 1.9;
-const MIN_EVENNESS = 0.5;
+const MAX_SPACING = 1.3;
+const MIN_EVENNESS = 0.65;
 
 /**
  * The three finger valleys (index/middle, middle/ring, ring/little, in outline order), the
