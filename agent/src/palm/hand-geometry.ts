@@ -430,12 +430,6 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     3 * bySide(mass) + 2 * bySide(byWeb) + (fingers && fingers.margin >= FINGER_MARGIN ? fingers.side : 0);
   const weak = fingers?.side ?? 0;
   geometry.hand = vote > 0 || (vote === 0 && weak > 0) ? 'right' : vote < 0 || weak < 0 ? 'left' : null;
-  if (geometry.hand === null && proportions.mirrorLeft !== true) {
-    // unmirrored (camera) crops do not depend on the side, which is then only reported: when no
-    // cue speaks, the thumb mass with a weaker dominance, then the web's side at any distance
-    const last = bySide(handSide(mask, w, h, ref, 1.5)) || bySide(web ? webSide(web, roi, 0) : null);
-    geometry.hand = last > 0 ? 'right' : last < 0 ? 'left' : null;
-  }
   // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside, or
   // (profiles with `minInside`) enough of the bare square
   const half = (roi.side / 2) * proportions.edgeMargin;
@@ -739,8 +733,6 @@ function handSide(
   w: number,
   h: number,
   roi: { cx: number; cy: number; side: number; up: number },
-  /** how many times more mass one side must have than the other */
-  dominance = 3,
 ): 'left' | 'right' | null {
   const rho = roi.side / 1.5;
   const ux = Math.cos(roi.up);
@@ -767,7 +759,7 @@ function handSide(
     }
   }
   const big = Math.max(left, right);
-  if (big < 0.2 * rho * rho || big < dominance * Math.min(left, right)) return null;
+  if (big < 0.2 * rho * rho || big < 3 * Math.min(left, right)) return null;
   return right > left ? 'right' : 'left';
 }
 
@@ -775,11 +767,9 @@ function handSide(
 function webSide(
   web: Point,
   roi: { cx: number; cy: number; side: number; up: number },
-  /** least distance across "up", as a share of the ROI side */
-  offset = 0.3,
 ): 'left' | 'right' | null {
   const across = -(web.x - roi.cx) * Math.sin(roi.up) + (web.y - roi.cy) * Math.cos(roi.up);
-  if (across === 0 || Math.abs(across) < roi.side * offset) return null;
+  if (Math.abs(across) < roi.side * 0.3) return null;
   return across > 0 ? 'right' : 'left';
 }
 
