@@ -346,24 +346,29 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   // found do not look like a hand's.
   const palm = histMedian(palmHist, palmN);
   const level = (share: number) => threshold + share * (palm - threshold);
-  let found: { valleys: Point[]; up: number; runs: number } | null = null;
+  type Found = { valleys: Point[]; up: number; runs: number };
+  // assigned in ringScan too (the cast keeps TypeScript from narrowing it to null here)
+  let found = null as Found | null;
   let runs = 0;
-  for (const c of proportions.outlineOnly ? [] : centres) {
-    for (const share of VALLEY_LEVELS) {
-      const r = findValleys(frame, level(share), c.x, c.y, radius);
-      runs = Math.max(runs, r.runs);
-      if (r.valleys) {
-        found = { valleys: r.valleys, up: r.up, runs: r.runs };
+  const ringScan = () => {
+    for (const c of centres) {
+      for (const share of VALLEY_LEVELS) {
+        const r = findValleys(frame, level(share), c.x, c.y, radius);
+        runs = Math.max(runs, r.runs);
+        if (r.valleys) {
+          found = { valleys: r.valleys, up: r.up, runs: r.runs };
+          break;
+        }
+      }
+      if (found) {
+        // the finger scan's centre; the scale stays that of the largest circle (the palm's size)
+        geometry.cx = c.x;
+        geometry.cy = c.y;
         break;
       }
     }
-    if (found) {
-      // the finger scan's centre; the scale stays that of the largest circle (the palm's size)
-      geometry.cx = c.x;
-      geometry.cy = c.y;
-      break;
-    }
-  }
+  };
+  if (!proportions.outlineOnly) ringScan();
   geometry.fingers = found?.runs ?? runs;
   let web: Point | null = null;
   let fingerMask: Uint8Array = mask;
@@ -379,11 +384,18 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
       o = outlineValleys(comp, w, h, cx, cy, radius);
       if (o) break;
     }
-    if (!o) return geometry;
-    found = { valleys: o.valleys, up: o.up, runs: 4 };
-    web = o.web;
-    geometry.fingers = 4;
-    fingerMask = comp;
+    if (o) {
+      found = { valleys: o.valleys, up: o.up, runs: 4 };
+      web = o.web;
+      geometry.fingers = 4;
+      fingerMask = comp;
+    } else if (proportions.outlineOnly) {
+      // no outline run looks like a hand's: the finger-ring scan, with its own plausibility
+      // checks, as a last resort (CASIA subset: FTA 7.3 → 6.1 %, EER 0.90 → 0.88 %)
+      ringScan();
+      geometry.fingers = (found as Found | null)?.runs ?? runs;
+    }
+    if (!found) return geometry;
   }
   const { valleys, up } = found;
   geometry.up = up;
