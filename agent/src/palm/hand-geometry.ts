@@ -346,29 +346,24 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   // found do not look like a hand's.
   const palm = histMedian(palmHist, palmN);
   const level = (share: number) => threshold + share * (palm - threshold);
-  type Found = { valleys: Point[]; up: number; runs: number };
-  // assigned in ringScan too (the cast keeps TypeScript from narrowing it to null here)
-  let found = null as Found | null;
+  let found: { valleys: Point[]; up: number; runs: number } | null = null;
   let runs = 0;
-  const ringScan = () => {
-    for (const c of centres) {
-      for (const share of VALLEY_LEVELS) {
-        const r = findValleys(frame, level(share), c.x, c.y, radius);
-        runs = Math.max(runs, r.runs);
-        if (r.valleys) {
-          found = { valleys: r.valleys, up: r.up, runs: r.runs };
-          break;
-        }
-      }
-      if (found) {
-        // the finger scan's centre; the scale stays that of the largest circle (the palm's size)
-        geometry.cx = c.x;
-        geometry.cy = c.y;
+  for (const c of proportions.outlineOnly ? [] : centres) {
+    for (const share of VALLEY_LEVELS) {
+      const r = findValleys(frame, level(share), c.x, c.y, radius);
+      runs = Math.max(runs, r.runs);
+      if (r.valleys) {
+        found = { valleys: r.valleys, up: r.up, runs: r.runs };
         break;
       }
     }
-  };
-  if (!proportions.outlineOnly) ringScan();
+    if (found) {
+      // the finger scan's centre; the scale stays that of the largest circle (the palm's size)
+      geometry.cx = c.x;
+      geometry.cy = c.y;
+      break;
+    }
+  }
   geometry.fingers = found?.runs ?? runs;
   let web: Point | null = null;
   let fingerMask: Uint8Array = mask;
@@ -384,18 +379,11 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
       o = outlineValleys(comp, w, h, cx, cy, radius);
       if (o) break;
     }
-    if (o) {
-      found = { valleys: o.valleys, up: o.up, runs: 4 };
-      web = o.web;
-      geometry.fingers = 4;
-      fingerMask = comp;
-    } else if (proportions.outlineOnly) {
-      // no outline run looks like a hand's: the finger-ring scan, with its own plausibility
-      // checks, as a last resort (CASIA subset: FTA 7.3 → 6.1 %, EER 0.90 → 0.88 %)
-      ringScan();
-      geometry.fingers = (found as Found | null)?.runs ?? runs;
-    }
-    if (!found) return geometry;
+    if (!o) return geometry;
+    found = { valleys: o.valleys, up: o.up, runs: 4 };
+    web = o.web;
+    geometry.fingers = 4;
+    fingerMask = comp;
   }
   const { valleys, up } = found;
   geometry.up = up;
