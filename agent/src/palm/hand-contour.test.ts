@@ -4,6 +4,7 @@ import {
   indexSide,
   largestComponent,
   outlineValleys,
+  PEG_VALLEYS,
   traceOutline,
 } from './hand-contour.ts';
 
@@ -89,6 +90,8 @@ describe('outline valleys', () => {
     // fused: web, index/middle, middle/ring is the only run left, too uneven for a hand's
     const fused = largestComponent(cutHand({ thumbX: 215, fusedLittle: true }), W, H).comp;
     expect(outlineValleys(fused, W, H, 235, 120, 80)).toBeNull();
+    // hands held by pegs keep the looser rule (their square does not follow the valleys)
+    expect(outlineValleys(fused, W, H, 235, 120, 80, PEG_VALLEYS)).not.toBeNull();
   });
 
   it('finds no valleys on a blob without fingers', () => {

@@ -246,6 +246,19 @@ const MIN_SPACING = 0.55;
 const MAX_SPACING = 1.3;
 const MIN_EVENNESS = 0.65;
 
+/** How strictly a run of three defects must look like a hand's finger valleys. */
+export interface ValleyRule {
+  maxSpacing: number;
+  minEvenness: number;
+}
+export const STRICT_VALLEYS: ValleyRule = { maxSpacing: MAX_SPACING, minEvenness: MIN_EVENNESS };
+/**
+ * The earlier, looser rule, kept for hands held by pegs: their square does not move with the
+ * valleys (they only choose its quarter turn), and the strict rule refused 4 more of the 284 COEP
+ * frames (docs/palm-pipeline.md, "Real-data numbers").
+ */
+export const PEG_VALLEYS: ValleyRule = { maxSpacing: 1.9, minEvenness: 0.5 };
+
 /**
  * The three finger valleys (index/middle, middle/ring, ring/little, in outline order), the
  * fingers-up angle and the thumb web when found, from the outline of the hand component.
@@ -257,6 +270,7 @@ export function outlineValleys(
   cx: number,
   cy: number,
   radius: number,
+  rule: ValleyRule = STRICT_VALLEYS,
 ): { valleys: Point[]; up: number; web: Point | null } | null {
   const defects = deepDefects(comp, w, h, cx, cy, radius);
   if (defects.length < 3) return null;
@@ -270,8 +284,8 @@ export function outlineValleys(
     const d2 = dist(b.point, c.point);
     const spacing = dist(a.point, c.point);
     const evenness = Math.min(d1, d2) / Math.max(d1, d2);
-    if (evenness < MIN_EVENNESS) continue;
-    if (spacing < MIN_SPACING * radius || spacing > MAX_SPACING * radius) continue;
+    if (evenness < rule.minEvenness) continue;
+    if (spacing < MIN_SPACING * radius || spacing > rule.maxSpacing * radius) continue;
     // the three valleys lie about on a line (the middle one no more than a third of the spacing off)
     const off =
       Math.abs(

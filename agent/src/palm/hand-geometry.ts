@@ -1,4 +1,11 @@
-import { indexSide, largestComponent, outlineValleys, thumbWeb } from './hand-contour.ts';
+import {
+  indexSide,
+  largestComponent,
+  outlineValleys,
+  PEG_VALLEYS,
+  STRICT_VALLEYS,
+  thumbWeb,
+} from './hand-contour.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
 
@@ -376,7 +383,7 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     for (const share of OUTLINE_LEVELS) {
       // thresholded in the labelling pass itself (no mask per level)
       comp = largestComponent(data, w, h, level(share)).comp;
-      o = outlineValleys(comp, w, h, cx, cy, radius);
+      o = outlineValleys(comp, w, h, cx, cy, radius, proportions.circle ? PEG_VALLEYS : STRICT_VALLEYS);
       if (o) break;
     }
     if (!o) return geometry;
