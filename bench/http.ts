@@ -22,7 +22,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -173,6 +173,34 @@ function rssMb(pid: number | undefined): number | null {
   }
 }
 
+/** The process and its descendants (a target's pid is tsx's launcher; node runs in its child). */
+function processTree(pid: number): number[] {
+  const out = [pid];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const children = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      for (const c of children ? children.split(' ') : []) out.push(...processTree(Number(c)));
+    }
+  } catch {
+    // gone meanwhile
+  }
+  return out;
+}
+
+/** CPU time (user + system, all threads) of the processes and their descendants so far, in ms (ticks of 10 ms). */
+function cpuMs(pids: (number | undefined)[]): number {
+  let ticks = 0;
+  for (const pid of pids.flatMap((p) => (p ? processTree(p) : []))) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    } catch {
+      // the process is gone: nothing more to count
+    }
+  }
+  return ticks * 10;
+}
+
 interface RouteSpec {
   name: string;
   method: 'GET' | 'POST';
@@ -199,6 +227,11 @@ interface Row {
   /** Bare Fastify, same method, measured in slices interleaved with this route's. */
   baseline_req_per_s: number;
   vs_baseline: number | null;
+  /** Process CPU time per request (µs), the target's node processes only (not PostgreSQL's backends). */
+  cpu_us_per_req: number | null;
+  baseline_cpu_us_per_req: number | null;
+  /** Bare Fastify's worst slice p99 in the same slices. */
+  baseline_p99_ms: number;
   rss_mb: number | null;
 }
 
@@ -385,12 +418,20 @@ async function orchestrate(): Promise<void> {
       let seconds = 0;
       let non2xx = 0;
       let errors = 0;
+      let cpu = 0;
+      let bareCpu = 0;
       const p50: number[] = [];
       const p99: number[] = [];
+      let bareP99 = 0;
       for (let i = 0; i < rounds; i++) {
+        const bareCpu0 = cpuMs(bareTarget.pids.slice(0, 1));
         const b = await cannon(bareTarget.port, bare, {}, slice, connections);
+        bareCpu += cpuMs(bareTarget.pids.slice(0, 1)) - bareCpu0;
+        const cpu0 = cpuMs(t.pids);
         const res = await cannon(t.port, r, t.headers, slice, connections);
+        cpu += cpuMs(t.pids) - cpu0;
         bareRequests += b.requests.total;
+        bareP99 = Math.max(bareP99, b.latency.p99);
         requests += res.requests.total;
         seconds += slice;
         non2xx += res.non2xx;
@@ -405,10 +446,13 @@ async function orchestrate(): Promise<void> {
       return {
         rps,
         bareRps,
+        cpuUs: requests ? Math.round((cpu * 1000) / requests) : null,
+        bareCpuUs: bareRequests ? Math.round((bareCpu * 1000) / bareRequests) : null,
         non2xx,
         errors,
         p50: p50[Math.floor(p50.length / 2)]!,
         p99: Math.max(...p99),
+        bareP99,
       };
     };
     for (const t of targets.slice(1)) {
@@ -428,6 +472,9 @@ async function orchestrate(): Promise<void> {
           errors: m.errors,
           baseline_req_per_s: m.bareRps,
           vs_baseline: m.bareRps ? Math.round((m.rps / m.bareRps) * 1000) / 1000 : null,
+          cpu_us_per_req: m.cpuUs,
+          baseline_cpu_us_per_req: m.bareCpuUs,
+          baseline_p99_ms: m.bareP99,
           rss_mb: t.pids.reduce<number | null>((sum, pid) => {
             const v = rssMb(pid);
             return v === null ? sum : (sum ?? 0) + v;
@@ -446,6 +493,9 @@ async function orchestrate(): Promise<void> {
       'errors',
       'bare req/s',
       'vs bare',
+      'CPU µs/req',
+      'bare CPU µs/req',
+      'bare p99 ms',
       'RSS MB',
     ];
     const table = rows.map((r) => [
@@ -458,6 +508,9 @@ async function orchestrate(): Promise<void> {
       String(r.errors),
       String(r.baseline_req_per_s),
       r.vs_baseline === null ? '-' : r.vs_baseline.toFixed(3),
+      r.cpu_us_per_req === null ? '-' : String(r.cpu_us_per_req),
+      r.baseline_cpu_us_per_req === null ? '-' : String(r.baseline_cpu_us_per_req),
+      String(r.baseline_p99_ms),
       r.rss_mb === null ? '-' : String(r.rss_mb),
     ]);
     const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
@@ -474,6 +527,7 @@ async function orchestrate(): Promise<void> {
         .join(' ')}\n${out}\n` +
         `vs bare: req/s divided by bare Fastify's req/s (same method: GET /health or POST /echo), measured in ${rounds} slice(s) of ${slice} s interleaved with the route's.\n` +
         `p50: median of the slices' p50; p99: the worst slice's p99.\n` +
+        `CPU µs/req: CPU time (user + system) of the target's node processes per request during its slices (not PostgreSQL's); bare: the same for bare Fastify (the first instance) during its slices.\n` +
         `RSS MB: resident memory of the target's processes (both instances and the proxy for x2) after the run.\n` +
         (notes.length ? `${notes.map((n) => `note: ${n}`).join('\n')}\n` : ''),
     );
