@@ -165,12 +165,20 @@ function startChild(mode: string[], env: Record<string, string> = {}): Promise<C
 
 function rssMb(pid: number | undefined): number | null {
   if (!pid) return null;
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : null;
-  } catch {
-    return null;
+  let kb = 0;
+  let found = false;
+  for (const p of processTree(pid)) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (m) {
+        kb += Number(m[1]);
+        found = true;
+      }
+    } catch {
+      // gone meanwhile
+    }
   }
+  return found ? Math.round(kb / 1024) : null;
 }
 
 /** The process and its descendants (a target's pid is tsx's launcher; node runs in its child). */
@@ -528,7 +536,7 @@ async function orchestrate(): Promise<void> {
         `vs bare: req/s divided by bare Fastify's req/s (same method: GET /health or POST /echo), measured in ${rounds} slice(s) of ${slice} s interleaved with the route's.\n` +
         `p50: median of the slices' p50; p99: the worst slice's p99.\n` +
         `CPU µs/req: CPU time (user + system) of the target's node processes per request during its slices (not PostgreSQL's); bare: the same for bare Fastify (the first instance) during its slices.\n` +
-        `RSS MB: resident memory of the target's processes (both instances and the proxy for x2) after the run.\n` +
+        `RSS MB: resident memory of the target's processes and their children (tsx's launcher runs node as its child; both instances and the proxy for x2) after the run.\n` +
         (notes.length ? `${notes.map((n) => `note: ${n}`).join('\n')}\n` : ''),
     );
     const resultsDir = join(HERE, 'results');
