@@ -10,6 +10,7 @@
  *   npm run bench -- http                 # 5 s per route, in 5 slices interleaved with the baseline
  *   npm run bench -- http --duration 10 --connections 64 --rounds 5
  *   npm run bench -- http --quick         # 2 s per route in one slice, for a smoke run
+ *   npm run bench -- http --quick --targets sqlite,postgres --routes status   # a subset (substrings)
  *
  * Every server runs in its own process; PostgreSQL and Redis are throwaway instances (test/support).
  * Targets whose dependency is missing are skipped with a note. Writes bench/results/http.json.
@@ -21,7 +22,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -164,12 +165,48 @@ function startChild(mode: string[], env: Record<string, string> = {}): Promise<C
 
 function rssMb(pid: number | undefined): number | null {
   if (!pid) return null;
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : null;
-  } catch {
-    return null;
+  let kb = 0;
+  let found = false;
+  for (const p of processTree(pid)) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (m) {
+        kb += Number(m[1]);
+        found = true;
+      }
+    } catch {
+      // gone meanwhile
+    }
   }
+  return found ? Math.round(kb / 1024) : null;
+}
+
+/** The process and its descendants (a target's pid is tsx's launcher; node runs in its child). */
+function processTree(pid: number): number[] {
+  const out = [pid];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const children = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      for (const c of children ? children.split(' ') : []) out.push(...processTree(Number(c)));
+    }
+  } catch {
+    // gone meanwhile
+  }
+  return out;
+}
+
+/** CPU time (user + system, all threads) of the processes and their descendants so far, in ms (ticks of 10 ms). */
+function cpuMs(pids: (number | undefined)[]): number {
+  let ticks = 0;
+  for (const pid of pids.flatMap((p) => (p ? processTree(p) : []))) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    } catch {
+      // the process is gone: nothing more to count
+    }
+  }
+  return ticks * 10;
 }
 
 interface RouteSpec {
@@ -198,6 +235,11 @@ interface Row {
   /** Bare Fastify, same method, measured in slices interleaved with this route's. */
   baseline_req_per_s: number;
   vs_baseline: number | null;
+  /** Process CPU time per request (µs), the target's node processes only (not PostgreSQL's backends). */
+  cpu_us_per_req: number | null;
+  baseline_cpu_us_per_req: number | null;
+  /** Bare Fastify's worst slice p99 in the same slices. */
+  baseline_p99_ms: number;
   rss_mb: number | null;
 }
 
@@ -227,12 +269,43 @@ async function api(port: number, method: string, path: string, key: string, body
   return (await res.json()) as { data: Record<string, unknown> };
 }
 
+/** `--targets a,b` / `--routes a,b`: keep the targets (routes) whose name contains one of the words. */
+function filter(name: string): ((value: string) => boolean) | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return undefined;
+  const words = (process.argv[i + 1] ?? '')
+    .split(',')
+    .map((w) => w.trim().toLowerCase())
+    .filter(Boolean);
+  if (words.length === 0) {
+    process.stderr.write(`--${name} needs a comma-separated list of words\n`);
+    process.exit(2);
+  }
+  return (value) => words.some((w) => value.toLowerCase().includes(w));
+}
+
+const HELP = `usage: npm run bench -- http [options]
+  --quick               2 s per route in one slice (smoke run)
+  --duration <s>        seconds per route (default 5)
+  --rounds <n>          slices per route, each after a slice of bare Fastify (default 5)
+  --connections <n>     autocannon connections (default 32)
+  --targets <w1,w2>     only the palmid targets whose name contains a word: sqlite, postgres, x2
+  --routes <w1,w2>      only the routes whose name contains a word (e.g. status, health, create)
+Bare Fastify always runs (it is the baseline). Writes bench/results/http.json.
+`;
+
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
 }
 
 async function orchestrate(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const wantTarget = filter('targets') ?? (() => true);
+  const wantRoute = filter('routes') ?? (() => true);
   const quick = process.argv.includes('--quick');
   const duration = arg('duration', quick ? 2 : 5);
   const connections = arg('connections', 32);
@@ -256,8 +329,10 @@ async function orchestrate(): Promise<void> {
 
   try {
     // Durable (fsync on), like production and like SQLite's synchronous=FULL: commits cost the same on both.
-    if (!pgWhy) pg = await startPostgres({ durable: true });
-    if (!redisWhy && pg) redis = await startRedis();
+    const wantPg = wantTarget('palmid-postgres');
+    const wantCluster = wantTarget('palmid-pg-redis-x2') || wantTarget('fastify-bare-x2');
+    if (!pgWhy && (wantPg || wantCluster)) pg = await startPostgres({ durable: true });
+    if (!redisWhy && pg && wantCluster) redis = await startRedis();
 
     const bareGet: RouteSpec = { name: 'GET /health', method: 'GET', path: '/health' };
     const barePost: RouteSpec = {
@@ -303,14 +378,16 @@ async function orchestrate(): Promise<void> {
     };
 
     const common = { PALMID_MASTER_KEY: masterKey, PALMID_ENV: 'development', PALMID_SIM: '0' };
-    const sqlite = await spawnChild(['--serve-palmid'], {
-      ...common,
-      DATABASE_URL: `sqlite:${join(tmp, 'bench.db')}`,
-      BENCH_SEED: '1',
-    });
-    await palmid('palmid-sqlite', [sqlite], sqlite.port);
+    if (wantTarget('palmid-sqlite')) {
+      const sqlite = await spawnChild(['--serve-palmid'], {
+        ...common,
+        DATABASE_URL: `sqlite:${join(tmp, 'bench.db')}`,
+        BENCH_SEED: '1',
+      });
+      await palmid('palmid-sqlite', [sqlite], sqlite.port);
+    }
 
-    if (pg) {
+    if (pg && wantPg) {
       const one = await spawnChild(['--serve-palmid'], {
         ...common,
         DATABASE_URL: await pg.createDatabase('bench_single'),
@@ -349,12 +426,20 @@ async function orchestrate(): Promise<void> {
       let seconds = 0;
       let non2xx = 0;
       let errors = 0;
+      let cpu = 0;
+      let bareCpu = 0;
       const p50: number[] = [];
       const p99: number[] = [];
+      let bareP99 = 0;
       for (let i = 0; i < rounds; i++) {
+        const bareCpu0 = cpuMs(bareTarget.pids.slice(0, 1));
         const b = await cannon(bareTarget.port, bare, {}, slice, connections);
+        bareCpu += cpuMs(bareTarget.pids.slice(0, 1)) - bareCpu0;
+        const cpu0 = cpuMs(t.pids);
         const res = await cannon(t.port, r, t.headers, slice, connections);
+        cpu += cpuMs(t.pids) - cpu0;
         bareRequests += b.requests.total;
+        bareP99 = Math.max(bareP99, b.latency.p99);
         requests += res.requests.total;
         seconds += slice;
         non2xx += res.non2xx;
@@ -369,16 +454,21 @@ async function orchestrate(): Promise<void> {
       return {
         rps,
         bareRps,
+        cpuUs: requests ? Math.round((cpu * 1000) / requests) : null,
+        bareCpuUs: bareRequests ? Math.round((bareCpu * 1000) / bareRequests) : null,
         non2xx,
         errors,
         p50: p50[Math.floor(p50.length / 2)]!,
         p99: Math.max(...p99),
+        bareP99,
       };
     };
     for (const t of targets.slice(1)) {
-      await cannon(t.port, t.routes[0]!, t.headers, 1, connections); // warm-up: JIT, pools, plans
+      const routes = t.routes.filter((r) => wantRoute(r.name));
+      if (routes.length === 0) continue;
+      await cannon(t.port, routes[0]!, t.headers, 1, connections); // warm-up: JIT, pools, plans
       await cannon(bareTarget.port, bareGet, {}, 1, connections);
-      for (const r of t.routes) {
+      for (const r of routes) {
         const m = await measure(t, r);
         rows.push({
           target: t.name,
@@ -390,6 +480,9 @@ async function orchestrate(): Promise<void> {
           errors: m.errors,
           baseline_req_per_s: m.bareRps,
           vs_baseline: m.bareRps ? Math.round((m.rps / m.bareRps) * 1000) / 1000 : null,
+          cpu_us_per_req: m.cpuUs,
+          baseline_cpu_us_per_req: m.bareCpuUs,
+          baseline_p99_ms: m.bareP99,
           rss_mb: t.pids.reduce<number | null>((sum, pid) => {
             const v = rssMb(pid);
             return v === null ? sum : (sum ?? 0) + v;
@@ -408,6 +501,9 @@ async function orchestrate(): Promise<void> {
       'errors',
       'bare req/s',
       'vs bare',
+      'CPU µs/req',
+      'bare CPU µs/req',
+      'bare p99 ms',
       'RSS MB',
     ];
     const table = rows.map((r) => [
@@ -420,6 +516,9 @@ async function orchestrate(): Promise<void> {
       String(r.errors),
       String(r.baseline_req_per_s),
       r.vs_baseline === null ? '-' : r.vs_baseline.toFixed(3),
+      r.cpu_us_per_req === null ? '-' : String(r.cpu_us_per_req),
+      r.baseline_cpu_us_per_req === null ? '-' : String(r.baseline_cpu_us_per_req),
+      String(r.baseline_p99_ms),
       r.rss_mb === null ? '-' : String(r.rss_mb),
     ]);
     const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
@@ -436,7 +535,8 @@ async function orchestrate(): Promise<void> {
         .join(' ')}\n${out}\n` +
         `vs bare: req/s divided by bare Fastify's req/s (same method: GET /health or POST /echo), measured in ${rounds} slice(s) of ${slice} s interleaved with the route's.\n` +
         `p50: median of the slices' p50; p99: the worst slice's p99.\n` +
-        `RSS MB: resident memory of the target's processes (both instances and the proxy for x2) after the run.\n` +
+        `CPU µs/req: CPU time (user + system) of the target's node processes per request during its slices (not PostgreSQL's); bare: the same for bare Fastify (the first instance) during its slices.\n` +
+        `RSS MB: resident memory of the target's processes and their children (tsx's launcher runs node as its child; both instances and the proxy for x2) after the run.\n` +
         (notes.length ? `${notes.map((n) => `note: ${n}`).join('\n')}\n` : ''),
     );
     const resultsDir = join(HERE, 'results');

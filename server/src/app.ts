@@ -4,11 +4,12 @@ import fastifyWebsocket from '@fastify/websocket';
 import { errorEnvelope } from '@palmid/shared/envelope.ts';
 import { DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';
 import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
 import { registerErrorHandling, sendError } from './plugins/app/errors.ts';
+import { responseSerializerCompiler } from './plugins/app/serializer.ts';
 import { ROUTE_MODULES } from './routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -104,7 +105,7 @@ export async function buildApp(
   });
   app.decorate('ctx', ctx);
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(responseSerializerCompiler({ check: process.env.NODE_ENV === 'test' }));
   registerErrorHandling(app);
   // Callback-style hooks where nothing is awaited: no promise per request (docs/performance.md).
   app.addHook('onRequest', (request, reply, done) => {

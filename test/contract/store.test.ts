@@ -279,5 +279,49 @@ for (const store of stores) {
       expect(after.problems).toEqual([]);
       expect(after.rows).toBe(before + 48);
     });
+
+    it("status reads of one turn (one batched query) each get their own context, and only the vendor's", async () => {
+      const db = t.ctx.database.db;
+      const a = await createVendor(db, { name: 'Batch A' });
+      const b = await createVendor(db, { name: 'Batch B' });
+      const create = async (key: string, amount: number) => {
+        const r = await t.app.inject({
+          method: 'POST',
+          url: '/api/v1/auth/create',
+          headers: { 'x-api-key': key },
+          payload: { auth_context: { type: 'payment', amount } },
+        });
+        expect(r.statusCode).toBe(201);
+        return r.json().data.auth_id as string;
+      };
+      const mine = [await create(a.api_key, 100), await create(a.api_key, 200), await create(a.api_key, 300)];
+      const theirs = await create(b.api_key, 400);
+      const cancelled = await t.app.inject({
+        method: 'POST',
+        url: `/api/v1/auth/${mine[1]}/cancel`,
+        headers: { 'x-api-key': a.api_key },
+      });
+      expect(cancelled.statusCode).toBe(200);
+      const unknown = '00000000-0000-4000-8000-000000000000';
+      const ids = [...mine, theirs, unknown, mine[0]!];
+      const answers = await Promise.all(
+        ids.map((id) =>
+          t.app.inject({
+            method: 'GET',
+            url: `/api/v1/auth/${id}/status`,
+            headers: { 'x-api-key': a.api_key },
+          }),
+        ),
+      );
+      expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200, 404, 404, 200]);
+      expect(answers.map((r) => (r.statusCode === 200 ? r.json().data : r.json().error.code))).toEqual([
+        { auth_id: mine[0], status: 'pending' },
+        { auth_id: mine[1], status: 'cancelled', auth_result: expect.objectContaining({ success: false }) },
+        { auth_id: mine[2], status: 'pending' },
+        'NOT_FOUND',
+        'NOT_FOUND',
+        { auth_id: mine[0], status: 'pending' },
+      ]);
+    });
   });
 }

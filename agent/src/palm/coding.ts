@@ -16,9 +16,16 @@ export interface PalmCode {
  * Multi-scale competitive code: at each grid point and scale, the orientation with the most
  * negative even-Gabor response (dark lines) wins; reliability is the winner's margin over the
  * runner-up, relative to the response energy, so fragile points (flat skin, crossings) are masked.
- * `responses` is SCALES × ORIENTATIONS planes of GRID² floats.
+ * `responses` is SCALES × ORIENTATIONS planes of GRID² floats. `unusable` (GRID² flags, optional)
+ * marks cells whose filters read outside the frame (an ROI square that overhangs it, hand-roi.ts
+ * `roiOutsideCells`): they are never reliable, and the `keep` share is taken of the other cells.
  */
-export function encodeResponses(responses: Float32Array, offset = 0, keep = MASK_KEEP): PalmCode {
+export function encodeResponses(
+  responses: Float32Array,
+  offset = 0,
+  keep = MASK_KEEP,
+  unusable?: Uint8Array,
+): PalmCode {
   const cells = GRID * GRID;
   const code = new Uint32Array(CODE_PLANES * GRID);
   const mask = new Uint32Array(GRID);
@@ -48,9 +55,12 @@ export function encodeResponses(responses: Float32Array, offset = 0, keep = MASK
         if ((bits >> b) & 1) code[(s * 3 + b) * GRID + r] = code[(s * 3 + b) * GRID + r]! | bit;
     }
   }
-  const sorted = Float32Array.from(margin).sort();
-  const cut = sorted[Math.min(cells - 1, Math.floor((1 - keep) * cells))]!;
-  for (let i = 0; i < cells; i++) if (margin[i]! >= cut) mask[i >> 5] = mask[i >> 5]! | (1 << (i & 31));
+  const usable = unusable ? margin.filter((_, i) => !unusable[i]) : margin;
+  const sorted = Float32Array.from(usable).sort();
+  const n = sorted.length;
+  const cut = n > 0 ? sorted[Math.min(n - 1, Math.floor((1 - keep) * n))]! : Number.POSITIVE_INFINITY;
+  for (let i = 0; i < cells; i++)
+    if (margin[i]! >= cut && !unusable?.[i]) mask[i >> 5] = mask[i >> 5]! | (1 << (i & 31));
   return { code, mask, signature: signatureOf(winners.subarray(SCALES.length > 1 ? cells : 0), mask) };
 }
 

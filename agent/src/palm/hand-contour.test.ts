@@ -4,6 +4,7 @@ import {
   indexSide,
   largestComponent,
   outlineValleys,
+  PEG_VALLEYS,
   traceOutline,
 } from './hand-contour.ts';
 
@@ -15,7 +16,7 @@ const H = 240;
  * by the right edge, the thumb (on top) out of the frame: the framing of the grey-camera
  * development set. Finger widths run 26 / 24 / 22 / 18 px from the top (index) to the little.
  */
-function cutHand(): Uint8Array {
+function cutHand(options: { fusedLittle?: boolean; thumbX?: number } = {}): Uint8Array {
   const m = new Uint8Array(W * H);
   const set = (x: number, y: number) => {
     if (x >= 0 && y >= 0 && x < W && y < H) m[y * W + x] = 1;
@@ -32,6 +33,11 @@ function cutHand(): Uint8Array {
   for (const f of fingers) {
     for (let x = 0; x < 160; x++) for (let y = f.y - f.w / 2; y < f.y + f.w / 2; y++) set(x, Math.round(y));
   }
+  // the ring and little fingers touching along their length: no valley between them
+  if (options.fusedLittle) for (let x = 0; x < 160; x++) for (let y = 117; y < 175; y++) set(x, y);
+  // a thumb leaving the frame at the top, beside the index finger
+  if (options.thumbX !== undefined)
+    for (let y = 0; y < 40; y++) for (let x = options.thumbX; x < options.thumbX + 60; x++) set(x, y);
   // a speck of noise that is not the hand
   for (let y = 5; y < 8; y++) for (let x = 300; x < 303; x++) set(x, y);
   return m;
@@ -70,6 +76,22 @@ describe('outline valleys', () => {
     // the widest outer finger (index, top, y small) lies on the right of "up" (pointing −x, image y down)
     const side = indexSide(comp, W, H, r!.valleys, r!.up);
     expect(side?.side).toBe(1);
+  });
+
+  it('does not take the thumb web for a finger valley when the ring/little valley is hidden', () => {
+    // with the little finger apart, the three finger valleys win and the web is left over
+    const apart = largestComponent(cutHand({ thumbX: 215 }), W, H).comp;
+    const found = outlineValleys(apart, W, H, 235, 120, 80);
+    expect(found).not.toBeNull();
+    const ys = found!.valleys.map((v) => v.y).sort((a, b) => a - b);
+    expect(ys[0]).toBeGreaterThan(60);
+    expect(ys[2]).toBeLessThan(156);
+    for (const v of found!.valleys) expect(Math.abs(v.x - 150)).toBeLessThan(6);
+    // fused: web, index/middle, middle/ring is the only run left, too uneven for a hand's
+    const fused = largestComponent(cutHand({ thumbX: 215, fusedLittle: true }), W, H).comp;
+    expect(outlineValleys(fused, W, H, 235, 120, 80)).toBeNull();
+    // hands held by pegs keep the looser rule (their square does not follow the valleys)
+    expect(outlineValleys(fused, W, H, 235, 120, 80, PEG_VALLEYS)).not.toBeNull();
   });
 
   it('finds no valleys on a blob without fingers', () => {

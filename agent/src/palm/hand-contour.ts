@@ -232,12 +232,32 @@ export function convexityDefects(outline: Point[]): Defect[] {
   return defects.sort((p, q) => p.index - q.index);
 }
 
-/** Proportions a run of three finger valleys must have, relative to the palm's inscribed radius. */
+/**
+ * Proportions a run of three finger valleys must have, relative to the palm's inscribed radius.
+ * The outer spacing of the finger valleys is about 0.95 r on a hand (the simulator's proportions;
+ * 0.83–1.16 r, 1st–99th percentile, and evenness ≥ 0.64 on the 1st percentile on the CASIA
+ * development subset's well-matched captures), while a run that takes the thumb web for a finger
+ * valley spans 1.2–1.6 r and is uneven (median 0.61): MAX_SPACING and MIN_EVENNESS keep those out
+ * (docs/palm-pipeline.md, "Capture path on real hands").
+ */
 const MIN_DEPTH = 0.3;
 const MAX_VALLEY_DISTANCE = 2.6;
 const MIN_SPACING = 0.55;
-const MAX_SPACING = 1.9;
-const MIN_EVENNESS = 0.5;
+const MAX_SPACING = 1.3;
+const MIN_EVENNESS = 0.65;
+
+/** How strictly a run of three defects must look like a hand's finger valleys. */
+export interface ValleyRule {
+  maxSpacing: number;
+  minEvenness: number;
+}
+export const STRICT_VALLEYS: ValleyRule = { maxSpacing: MAX_SPACING, minEvenness: MIN_EVENNESS };
+/**
+ * The earlier, looser rule, kept for hands held by pegs: their square does not move with the
+ * valleys (they only choose its quarter turn), and the strict rule refused 4 more of the 284 COEP
+ * frames (docs/palm-pipeline.md, "Real-data numbers").
+ */
+export const PEG_VALLEYS: ValleyRule = { maxSpacing: 1.9, minEvenness: 0.5 };
 
 /**
  * The three finger valleys (index/middle, middle/ring, ring/little, in outline order), the
@@ -250,6 +270,7 @@ export function outlineValleys(
   cx: number,
   cy: number,
   radius: number,
+  rule: ValleyRule = STRICT_VALLEYS,
 ): { valleys: Point[]; up: number; web: Point | null } | null {
   const defects = deepDefects(comp, w, h, cx, cy, radius);
   if (defects.length < 3) return null;
@@ -263,8 +284,8 @@ export function outlineValleys(
     const d2 = dist(b.point, c.point);
     const spacing = dist(a.point, c.point);
     const evenness = Math.min(d1, d2) / Math.max(d1, d2);
-    if (evenness < MIN_EVENNESS) continue;
-    if (spacing < MIN_SPACING * radius || spacing > MAX_SPACING * radius) continue;
+    if (evenness < rule.minEvenness) continue;
+    if (spacing < MIN_SPACING * radius || spacing > rule.maxSpacing * radius) continue;
     // the three valleys lie about on a line (the middle one no more than a third of the spacing off)
     const off =
       Math.abs(

@@ -1,4 +1,11 @@
-import { indexSide, largestComponent, outlineValleys, thumbWeb } from './hand-contour.ts';
+import {
+  indexSide,
+  largestComponent,
+  outlineValleys,
+  PEG_VALLEYS,
+  STRICT_VALLEYS,
+  thumbWeb,
+} from './hand-contour.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
 import { pegRoi } from './roi-pegs.ts';
@@ -32,6 +39,8 @@ export interface HandGeometry {
   hand: 'left' | 'right' | null;
   fingers: number;
   touchesEdge: boolean;
+  /** share of the ROI square inside the frame (1 when it lies wholly inside) */
+  roiInside?: number;
   /** finger valleys (between index/middle, middle/ring, ring/little) when found, frame px */
   valleys?: Array<{ x: number; y: number }>;
   /** hand-side cues (diagnostics): thumb mass, thumb web, finger widths; +1 right, −1 left, 0 none */
@@ -151,6 +160,12 @@ export interface RoiProportions {
   radiusWeight: number;
   /** the square scaled by this must lie inside the frame, or the hand counts as partial */
   edgeMargin: number;
+  /**
+   * when set, a square that overhangs the frame is still accepted if at least this share of it
+   * lies inside (the cells near and beyond the edge are then masked in the template, hand-roi.ts
+   * `roiOutsideCells`); otherwise any overhang counts as partial
+   */
+  minInside?: number;
   /**
    * find the valleys on the outline only (convexity defects), not first by the finger-ring scan:
    * for real cameras, whose hands the rings rarely fit (cut by the frame, fingers touching)
@@ -300,7 +315,7 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     for (const share of OUTLINE_LEVELS) {
       // thresholded in the labelling pass itself (no mask per level)
       comp = largestComponent(data, w, h, level(share)).comp;
-      o = outlineValleys(comp, w, h, cx, cy, radius);
+      o = outlineValleys(comp, w, h, cx, cy, radius, proportions.circle ? PEG_VALLEYS : STRICT_VALLEYS);
       if (o) break;
     }
     if (!o) return proportions.circle ? pegsWithoutValleys(geometry, proportions) : geometry;
@@ -347,9 +362,25 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     3 * bySide(mass) + 2 * bySide(byWeb) + (fingers && fingers.margin >= FINGER_MARGIN ? fingers.side : 0);
   const weak = fingers?.side ?? 0;
   geometry.hand = vote > 0 || (vote === 0 && weak > 0) ? 'right' : vote < 0 || weak < 0 ? 'left' : null;
-  // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside
-  geometry.touchesEdge = outsideFrame([...squareCorners(roi, proportions.edgeMargin), ...valleys], w, h);
+  // hand cut by the frame: the ROI square (with a margin) and the valleys must lie inside, or
+  // (profiles with `minInside`) enough of the bare square
+  geometry.touchesEdge = outsideFrame(valleys, w, h) || squareCutByFrame(geometry, roi, proportions);
   return geometry;
+}
+
+/**
+ * Whether the ROI square (with its margin) leaves the frame by more than the profile allows; sets
+ * `roiInside`, the share of the bare square inside the frame (cells outside are masked, hand-roi.ts).
+ */
+function squareCutByFrame(
+  geometry: HandGeometry,
+  roi: { cx: number; cy: number; side: number; up: number },
+  proportions: RoiProportions,
+): boolean {
+  const { width: w, height: h } = geometry.work;
+  const squareOut = outsideFrame(squareCorners(roi, proportions.edgeMargin), w, h);
+  geometry.roiInside = squareOut ? insideShare(roi, w, h) : 1;
+  return squareOut && (proportions.minInside === undefined || geometry.roiInside < proportions.minInside);
 }
 
 /** Corners of a ROI square scaled by `margin`. */
@@ -393,13 +424,35 @@ function pegsWithoutValleys(geometry: HandGeometry, proportions: RoiProportions)
     web: 0,
     fingers: 0,
   };
-  geometry.touchesEdge = outsideFrame(squareCorners(roi, proportions.edgeMargin), w, h);
+  geometry.touchesEdge = squareCutByFrame(geometry, roi, proportions);
   return geometry;
 }
 
 interface Point {
   x: number;
   y: number;
+}
+
+/** Share of a square (centre, side, angle) inside a w × h frame, sampled on a 32 × 32 grid. */
+function insideShare(
+  roi: { cx: number; cy: number; side: number; up: number },
+  w: number,
+  h: number,
+): number {
+  const rx = Math.cos(roi.up);
+  const ry = Math.sin(roi.up);
+  const n = 32;
+  let inside = 0;
+  for (let i = 0; i < n; i++) {
+    const a = ((i + 0.5) / n - 0.5) * roi.side;
+    for (let j = 0; j < n; j++) {
+      const b = ((j + 0.5) / n - 0.5) * roi.side;
+      const x = roi.cx + a * rx - b * ry;
+      const y = roi.cy + a * ry + b * rx;
+      if (x >= -0.5 && y >= -0.5 && x <= w - 0.5 && y <= h - 0.5) inside++;
+    }
+  }
+  return inside / (n * n);
 }
 
 /** Least relative width difference of the outer (and inner) fingers that decides a hand side. */

@@ -1,26 +1,51 @@
 import type { HandGeometry } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
-import { ROI_SIZE } from './model-graph.ts';
+import { FEATURE_GRID, ROI_SIZE } from './model-graph.ts';
 
 /** ROI side as a multiple of the palm's inscribed radius (≈ the central 80 % of the palm). */
 export const ROI_SIDE_PER_RADIUS = 1.5;
 
 /**
- * Rotation- and scale-normalised palm square: fingers up, thumb side right (left hands are
- * mirrored so both hands share one code layout, unless `mirrorLeft` is false), ROI_SIZE² floats.
+ * How near (ROI pixels of ROI_SIZE) the frame edge may come to a template cell before the cell is
+ * masked: the Gabor envelope and the contrast normaliser read about this far (docs/palm-pipeline.md,
+ * "Capture path on real hands").
  */
-export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): Float32Array {
+export const OUTSIDE_REACH = 8;
+
+/** The ROI square in frame pixels: centre, side, the "up" unit vector and the "right" one. */
+function roiSquare(g: HandGeometry, mirrorLeft: boolean) {
   const up = g.roi?.up ?? g.up ?? -Math.PI / 2;
   const ux = Math.cos(up);
   const uy = Math.sin(up);
   const mirror = mirrorLeft && g.hand === 'left' ? -1 : 1;
-  const rx = -uy * mirror;
-  const ry = ux * mirror;
   // the square placed from the finger valleys, or else around the inscribed circle, a little
   // towards the fingers (the inscribed circle sits low on a palm with a thumb)
-  const side = g.roi?.side ?? g.radius * ROI_SIDE_PER_RADIUS;
-  const cx = g.roi?.cx ?? g.cx + ux * g.radius * 0.1;
-  const cy = g.roi?.cy ?? g.cy + uy * g.radius * 0.1;
+  return {
+    side: g.roi?.side ?? g.radius * ROI_SIDE_PER_RADIUS,
+    cx: g.roi?.cx ?? g.cx + ux * g.radius * 0.1,
+    cy: g.roi?.cy ?? g.cy + uy * g.radius * 0.1,
+    ux,
+    uy,
+    rx: -uy * mirror,
+    ry: ux * mirror,
+  };
+}
+
+/** A coordinate outside [0, max] reflected back into it (mirror padding), then clamped. */
+function reflect(v: number, max: number): number {
+  const r = v < 0 ? -v : v > max ? 2 * max - v : v;
+  return Math.max(0, Math.min(r, max));
+}
+
+/**
+ * Rotation- and scale-normalised palm square: fingers up, thumb side right (left hands are
+ * mirrored so both hands share one code layout, unless `mirrorLeft` is false), ROI_SIZE² floats.
+ * Where the square overhangs the frame (real cameras cut the palm), the frame is mirrored at its
+ * edge so the filters see palm-like texture there; those cells are masked in the template
+ * (`roiOutsideCells`).
+ */
+export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): Float32Array {
+  const { side, cx, cy, ux, uy, rx, ry } = roiSquare(g, mirrorLeft);
   const out = new Float32Array(ROI_SIZE * ROI_SIZE);
   const step = side / ROI_SIZE;
   // supersample 2 × 2 when the palm is larger than the ROI grid (avoids aliasing)
@@ -53,8 +78,8 @@ export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): 
         for (let i = 0; i < taps; i++) {
           const x = cx + side * (urx[c * taps + i]! - vx);
           const y = cy + side * (ury[c * taps + i]! - vy);
-          const px = Math.max(0, Math.min(xMax, x));
-          const py = Math.max(0, Math.min(yMax, y));
+          const px = x >= 0 && x <= xMax ? x : reflect(x, xMax);
+          const py = y >= 0 && y <= yMax ? y : reflect(y, yMax);
           const ix = Math.floor(px);
           const iy = Math.floor(py);
           const fx = px - ix;
@@ -70,4 +95,39 @@ export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): 
     }
   }
   return out;
+}
+
+/**
+ * Template cells (FEATURE_GRID², row-major like the code) whose filters would read outside the
+ * frame: 1 where the frame edge is nearer the cell's centre than `reach` ROI pixels (of ROI_SIZE),
+ * else 0. Null when the whole square, with that reach, lies inside the frame.
+ */
+export function roiOutsideCells(
+  frame: { width: number; height: number },
+  g: HandGeometry,
+  mirrorLeft = true,
+  reach = OUTSIDE_REACH,
+): Uint8Array | null {
+  const { side, cx, cy, ux, uy, rx, ry } = roiSquare(g, mirrorLeft);
+  const out = new Uint8Array(FEATURE_GRID * FEATURE_GRID);
+  const cell = ROI_SIZE / FEATURE_GRID;
+  const margin = (reach * side) / ROI_SIZE;
+  const xMax = frame.width - 1 - margin;
+  const yMax = frame.height - 1 - margin;
+  let any = false;
+  for (let r = 0; r < FEATURE_GRID; r++) {
+    // a cell's filters are centred at ROI coordinate cell × r + 1 (model-graph.ts: the 2 × 2
+    // average, then stride 2 over the 64 px image)
+    const v = (cell * r + 1) / ROI_SIZE - 0.5;
+    for (let c = 0; c < FEATURE_GRID; c++) {
+      const u = (cell * c + 1) / ROI_SIZE - 0.5;
+      const x = cx + side * (u * rx - v * ux);
+      const y = cy + side * (u * ry - v * uy);
+      if (x < margin || y < margin || x > xMax || y > yMax) {
+        out[r * FEATURE_GRID + c] = 1;
+        any = true;
+      }
+    }
+  }
+  return any ? out : null;
 }

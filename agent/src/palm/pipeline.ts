@@ -4,7 +4,7 @@ import { encodeResponses } from './coding.ts';
 import { sharedExtractor } from './extractor.ts';
 import { ORIENTATIONS } from './gabor.ts';
 import { locateHand } from './hand-geometry.ts';
-import { cropPalm } from './hand-roi.ts';
+import { cropPalm, roiOutsideCells } from './hand-roi.ts';
 import type { GrayImage } from './image-io.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { FEATURE_GRID } from './model-graph.ts';
@@ -93,7 +93,8 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   if (fm.handMean < limits.minHandMean) return reject('underexposed', fm);
   if (fm.saturated > limits.maxSaturated) return reject('overexposed', fm);
   if (fm.relativeRadius < limits.minRelativeRadius) return reject('too_far', fm);
-  const roi = cropPalm(frame, g, profile.roi.mirrorLeft === true);
+  const mirrorLeft = profile.roi.mirrorLeft === true;
+  const roi = cropPalm(frame, g, mirrorLeft);
   const kept = options.keepRoi ? roi : undefined;
   const { anisotropy } = measureRoi(roi);
   if (anisotropy > limits.maxAnisotropy) return reject('moved', { ...fm, anisotropy }, kept);
@@ -108,7 +109,9 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   const liveness = livenessScore(measures, profile.cues, profile.centres);
   if (liveness < LIVENESS_THRESHOLD) return reject('liveness_failed', measures, kept);
   const quality = qualityScore(measures, limits);
-  const code = encodeResponses(responses);
+  // an ROI square that overhangs the frame (accepted by the profile): its cells there are masked
+  const outside = profile.roi.minInside !== undefined ? roiOutsideCells(frame, g, mirrorLeft) : null;
+  const code = encodeResponses(responses, 0, undefined, outside ?? undefined);
   const template = encodeTemplate({ version: 1, hand: g.hand, quality, liveness, ...code });
   const r: CaptureResult = { ok: true, template, quality, liveness, hand: g.hand, measures };
   if (kept) r.roi = kept;

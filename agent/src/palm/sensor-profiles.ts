@@ -74,10 +74,16 @@ const CAMERA_LIMITS: QualityLimits = {
 };
 
 /**
+ * Real cameras frame the palm tightly: an ROI square that overhangs the frame is kept when at least
+ * this share of it lies inside, its cells near and beyond the edge masked in the template.
+ */
+const MIN_INSIDE = 0.75;
+
+/**
  * ROI on real palms: a square of 1.25 × the valley spacing whose top edge lies 0.3 spacing below
  * the valley line (centre 0.925 spacing = 0.74 side below), i.e. the central palm between the
- * finger roots and the wrist crease, clear of the thenar and hypothenar edges. The square itself
- * must lie in the frame (the simulator asks for 15 % more): real cameras frame the palm tightly.
+ * finger roots and the wrist crease, clear of the thenar and hypothenar edges. At least MIN_INSIDE
+ * of the square must lie in the frame (the simulator asks for all of it and 15 % more).
  * The side is the geometric mean of that and 1.5 × the inscribed radius: the valley spacing moves
  * with finger spread and with fingers touching at their roots, the palm's width does not (on the
  * CASIA development subset the EER fell from 15.4 to 12.1 % with the blend). The simulator's
@@ -88,6 +94,7 @@ const RING_ROI: RoiProportions = {
   centreBelow: 0.74,
   radiusWeight: 0.5,
   edgeMargin: 1,
+  minInside: MIN_INSIDE,
   mirrorLeft: false,
 };
 

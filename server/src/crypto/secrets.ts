@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
@@ -9,9 +10,12 @@ export function newSecret(prefix: string, bytes = 32): string {
   return prefix + randomBytes(bytes).toString('base64url');
 }
 
-export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
-}
+/** One-shot SHA-256 where Node has it (20.12+: no Hash object per call; every authenticated request hashes). */
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
+export const hashSecret: (secret: string) => string = oneShot
+  ? (secret) => oneShot('sha256', secret, 'hex')
+  : (secret) => createHash('sha256').update(secret, 'utf8').digest('hex');
 
 export function safeEqualHex(a: string, b: string): boolean {
   const ba = Buffer.from(a, 'hex');

@@ -17,15 +17,37 @@ export interface CredentialWatch {
 
 /**
  * SQLite: the trigger bumps `credential_epoch.n` in the writer's own transaction, so a read after the
- * revocation committed (in any process on this file) already sees the new value; one prepared one-row
- * read per request, no I/O beyond the page cache.
+ * revocation committed (in any process on this file) already sees the new value.
+ *
+ * The read costs a WAL read lock (two `fcntl` and an `fstat` on the shared-memory and log files): several µs
+ * on a loaded machine, the largest cost of an authenticated read (docs/performance.md). It is therefore made
+ * at most once per event-loop turn and 1 ms: the requests whose headers are parsed in one turn (those that
+ * arrived together) share the epoch read by the first of them, which is what they would see had they been
+ * answered one turn earlier, and a change committed by another process is seen by the next turn. A change
+ * made by this process's own connection (a rotation through the API) is seen at once: it moves the
+ * connection's `total_changes()`, which costs no lock to read and invalidates the shared value.
  */
-export function sqliteCredentialWatch(sqlite: SQLite.Database): CredentialWatch {
+export function sqliteCredentialWatch(sqlite: SQLite.Database, maxAgeMs = 1): CredentialWatch {
   let stmt: SQLite.Statement | undefined;
+  let changes: SQLite.Statement | undefined;
+  let shared: number | undefined;
+  let sharedChanges = -1;
+  let readAt = 0;
+  const forget = () => {
+    shared = undefined;
+  };
   return {
     epoch() {
       stmt ??= sqlite.prepare('select n from credential_epoch where id = 1').pluck();
-      return stmt.get() as number;
+      changes ??= sqlite.prepare('select total_changes()').pluck();
+      const local = changes.get() as number;
+      const now = performance.now();
+      if (shared !== undefined && local === sharedChanges && now - readAt < maxAgeMs) return shared;
+      if (shared === undefined) setImmediate(forget);
+      shared = stmt.get() as number;
+      sharedChanges = local;
+      readAt = now;
+      return shared;
     },
     async close() {},
   };

@@ -104,36 +104,39 @@ export class RateLimits {
     return wait;
   }
 
-  async consume(bucket: RateBucket, key: string): Promise<RateDecision> {
+  consume(bucket: RateBucket, key: string): Promise<RateDecision> {
     const now = Date.now();
     const windows = this.#windows[bucket];
-    if (windows.length === 1) return this.#consumeOne(windows[0]!, key, now);
-    const decisions = await Promise.all(windows.map((w) => this.#consumeOne(w, key, now)));
-    // The headers describe the window closest to exhaustion; a refusal by any window wins.
-    const refused = decisions.filter((d) => !d.allowed).sort((a, b) => b.retryAfterS - a.retryAfterS)[0];
-    if (refused) return refused;
-    return decisions.sort((a, b) => a.remaining / a.limit - b.remaining / b.limit)[0]!;
+    if (windows.length === 1) return consumeOne(windows[0]!, key, now);
+    return Promise.all(windows.map((w) => consumeOne(w, key, now))).then((decisions) => {
+      // The headers describe the window closest to exhaustion; a refusal by any window wins.
+      const refused = decisions.filter((d) => !d.allowed).sort((a, b) => b.retryAfterS - a.retryAfterS)[0];
+      if (refused) return refused;
+      return decisions.sort((a, b) => a.remaining / a.limit - b.remaining / b.limit)[0]!;
+    });
   }
+}
 
-  async #consumeOne(w: Window, key: string, now: number): Promise<RateDecision> {
-    let res: IRateLimiterRes;
-    let allowed = true;
-    try {
-      res = await w.limiter.consume(key);
-    } catch (err) {
+/** One window's count (one promise: every rate-limited request comes through here). */
+function consumeOne(w: Window, key: string, now: number): Promise<RateDecision> {
+  return w.limiter.consume(key).then(
+    (res) => decide(w, res, now, true),
+    (err: unknown) => {
       if (!(err instanceof RateLimiterRes)) throw err;
-      res = err;
-      allowed = false;
-    }
-    const ms = res.msBeforeNext ?? 0;
-    return {
-      limit: w.points,
-      remaining: Math.max(0, res.remainingPoints ?? 0),
-      resetAt: Math.ceil((now + ms) / 1000),
-      allowed,
-      retryAfterS: Math.max(1, Math.ceil(ms / 1000)),
-    };
-  }
+      return decide(w, err, now, false);
+    },
+  );
+}
+
+function decide(w: Window, res: IRateLimiterRes, now: number, allowed: boolean): RateDecision {
+  const ms = res.msBeforeNext ?? 0;
+  return {
+    limit: w.points,
+    remaining: Math.max(0, res.remainingPoints ?? 0),
+    resetAt: Math.ceil((now + ms) / 1000),
+    allowed,
+    retryAfterS: Math.max(1, Math.ceil(ms / 1000)),
+  };
 }
 
 export function applyRateDecision(reply: FastifyReply, d: RateDecision): void {

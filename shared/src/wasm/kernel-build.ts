@@ -2,8 +2,9 @@
  * Build-time only (wabt is a dev dependency; nothing at run time imports this): compiles a
  * hand-written WebAssembly text kernel and keeps its binary as a base64 TypeScript module, so that
  * nothing at run time needs a compiler. Used by the matcher kernel
- * (`shared/scripts/build-match-kernel.ts`) and the 1:N first-stage kernel
- * (`server/src/modules/matching/build-stage1-kernel.ts`).
+ * (`shared/scripts/build-match-kernel.ts`), the 1:N first-stage kernel
+ * (`server/src/modules/matching/build-stage1-kernel.ts`) and the capture-path kernel
+ * (`agent/scripts/build-capture-kernel.ts`).
  */
 
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -33,6 +34,23 @@ export function base64Lines(bytes: Uint8Array): string[] {
       .toString('base64')
       .match(/.{1,100}/g) ?? [];
   return lines.map((l, i) => `  '${l}'${i === lines.length - 1 ? ';' : ' +'}`);
+}
+
+/**
+ * Source text of a generated kernel module: a header naming the script and the .wat it came from, the
+ * binary's length when `lengthConst` is given, and the base64 initialiser of `base64Const`.
+ */
+export function kernelModuleText(
+  bytes: Uint8Array,
+  opts: { header: string; base64Const: string; lengthConst?: string },
+): string {
+  return [
+    `// ${opts.header} Do not edit.`,
+    ...(opts.lengthConst ? [`export const ${opts.lengthConst} = ${bytes.length};`] : []),
+    `export const ${opts.base64Const} =`,
+    ...base64Lines(bytes),
+    '',
+  ].join('\n');
 }
 
 /** Writes the module, or with `--check` exits 1 when the committed one differs from `source`. */

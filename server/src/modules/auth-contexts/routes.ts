@@ -10,6 +10,7 @@ import { successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { vendorErrors } from '../../lib/error-replies.ts';
+import { TurnBatch } from '../../lib/turn-batch.ts';
 import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { DirectLockout } from '../devices/direct-lockout.ts';
@@ -28,6 +29,7 @@ import {
   toRecord,
   withdrawFromKiosks,
 } from './state.ts';
+import { type AuthContext, authContextStore } from './store.ts';
 
 const vendorRoute = { auth: 'vendor', scope: 'auth', rate: 'auth' } as const;
 const security = [{ apiKey: [] }];
@@ -35,6 +37,10 @@ const security = [{ apiKey: [] }];
 export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
   const lockout = new DirectLockout(ctx.database.db);
+  const statusReads = new TurnBatch<string, AuthContext>(async (ids) => {
+    const found = await authContextStore(ctx.database.db).getMany(ids);
+    return new Map(found.map((c) => [c.id, c]));
+  });
 
   app.post(
     '/api/v1/auth/create',
@@ -73,8 +79,11 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      // A read: nothing is written or published (expiry is the scheduler's, state.ts).
-      const c = await loadVendorContext(ctx.database.db, vendor.id, request.params.auth_id);
+      // A read: nothing is written or published (expiry is the scheduler's, state.ts). The reads of one
+      // event-loop turn share one query (lib/turn-batch.ts).
+      const c = await loadVendorContext(ctx.database.db, vendor.id, request.params.auth_id, (id) =>
+        statusReads.load(id),
+      );
       const { status, result } = currentState(ctx, c);
       return ok(reply, { auth_id: c.id, status, ...(result ? { auth_result: result } : {}) });
     },
@@ -139,19 +148,23 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       // Failed identifications lock out per capture device and per API key (modules/devices/direct-lockout.ts).
       const settle = capture.ok ? await lockout.admit(capture.deviceId, vendor.keyId, ctx.now()) : undefined;
       let failed: boolean | undefined;
+      let resolved: Awaited<ReturnType<typeof resolve>>;
       try {
-        const { context: c, result } = await resolve(ctx, {
+        resolved = await resolve(ctx, {
           palm: { template, hand: palm.hand, liveness: palm.liveness, capture },
           caller: callerOf(request),
           // Created after the capture checks (a bad template creates nothing), committed before proving.
           context: () =>
             ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
         });
-        failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
-        return ok(reply, { auth_id: c.id, status: c.status, auth_result: result });
+        failed = resolved.result.reason === 'no_match' || resolved.result.reason === 'liveness_failed';
       } finally {
+        // Recorded before the answer leaves: a caller that reads no_match and retries at once, on this
+        // instance or another, already meets the count (and the lock) this attempt left.
         await settle?.(failed);
       }
+      const { context: c, result } = resolved;
+      return ok(reply, { auth_id: c.id, status: c.status, auth_result: result });
     },
   );
 };

@@ -132,9 +132,17 @@ export async function loadContext(db: Db, authId: string): Promise<AuthContext |
   return authContextStore(db).get(authId);
 }
 
-/** A context of the calling vendor (another vendor's is 404, never 403: existence is not revealed). */
-export async function loadVendorContext(db: Db, vendorId: string, authId: string): Promise<AuthContext> {
-  const c = await loadContext(db, authId);
+/**
+ * A context of the calling vendor (another vendor's is 404, never 403: existence is not revealed); `load`
+ * reads it (the status route's reads are batched per turn, lib/turn-batch.ts).
+ */
+export async function loadVendorContext(
+  db: Db,
+  vendorId: string,
+  authId: string,
+  load: (authId: string) => Promise<AuthContext | undefined> = (id) => loadContext(db, id),
+): Promise<AuthContext> {
+  const c = await load(authId);
   if (!c || c.vendorId !== vendorId) {
     throw new AppError('NOT_FOUND', 'Authentication context not found', {
       field: 'auth_id',

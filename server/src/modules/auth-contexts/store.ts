@@ -61,6 +61,8 @@ export interface AuthContextStore {
   sealedResultsAfter(afterId: string, limit: number): Promise<{ id: string; resultEnc: Uint8Array }[]>;
   /** Compare-and-set on the old ciphertext. */
   replaceSealedResult(id: string, old: Uint8Array, sealed: Uint8Array): Promise<void>;
+  /** Several contexts by id in one query (status reads of one turn, lib/turn-batch.ts); unknown ids are left out. */
+  getMany(ids: readonly string[]): Promise<AuthContext[]>;
 }
 
 function fromRow(row: AuthContextsTable): AuthContext {
@@ -199,6 +201,12 @@ export class KyselyAuthContextStore implements AuthContextStore {
       .where('id', '=', id)
       .where('result_enc', '=', old)
       .execute();
+  }
+
+  async getMany(ids: readonly string[]): Promise<AuthContext[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.selectFrom('auth_contexts').selectAll().where('id', 'in', ids).execute();
+    return rows.map(fromRow);
   }
 }
 

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { vendorErrors } from '../../lib/error-replies.ts';
 import { vendorOf } from '../../plugins/app/auth.ts';
-import { ok } from '../../plugins/app/envelope.ts';
+import { isoAt, ok } from '../../plugins/app/envelope.ts';
 
 const healthSchema = z.object({ status: z.literal('ok'), version: z.string() });
 
@@ -55,7 +55,7 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         database: { kind: ctx.database.kind, ok: dbOk },
         pvs: { connected: ctx.kiosks.servingVendor(vendor.id).length },
         vendor: { id: vendor.id, name: vendor.name, mode: vendor.mode },
-        time: new Date(ctx.now()).toISOString(),
+        time: isoAt(ctx.now()),
       });
     },
   );

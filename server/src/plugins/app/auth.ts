@@ -1,5 +1,12 @@
 import { AppError } from '@palmid/shared/errors.ts';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyContextConfig,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  onRequestHookHandler,
+} from 'fastify';
 import type { AppContext, Caller, UserPrincipal, VendorPrincipal, VendorScope } from '../../context.ts';
 import { applyRateDecision, type RateBucket } from '../../lib/rate-limits.ts';
 import { CredentialGuard } from './credential-guard.ts';
@@ -40,6 +47,12 @@ export function callerOf(request: FastifyRequest): Caller {
 /**
  * Authentication, scope check and rate limiting run in onRequest, before the body is parsed: a caller
  * without valid credentials learns nothing about the body's validity and costs no parsing.
+ *
+ * The hook is attached to each route that declares `auth` or `rate` when the route is added (HEAD routes
+ * that Fastify adds for GET routes included), with the route's configuration bound once: a route with
+ * neither has no hook at all, and no request reads its route options (docs/performance.md). A vendor key
+ * verified in memory (plugins/app/key-cache.ts) is accepted without a promise; only the rate-limit count
+ * is awaited.
  */
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   const guard = new CredentialGuard(ctx);
@@ -60,34 +73,69 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
       throw err;
     }
   };
-  const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
-    const cfg = request.routeOptions.config;
-    if (cfg.auth === 'vendor') {
-      const apiKey = request.headers['x-api-key'];
-      const vendor = await checked(request, reply, apiKey, () =>
-        keys.authenticate(apiKey, () => ctx.credentials.vendor(apiKey)),
-      );
-      request.vendor = vendor;
-      if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, vendor.keyId));
-      if (cfg.scope && !vendor.scopes.includes(cfg.scope)) {
-        throw new AppError('FORBIDDEN', `This API key lacks the '${cfg.scope}' scope`, {
-          reason: 'missing_scope',
-          scope: cfg.scope,
-        });
-      }
-    } else if (cfg.auth === 'user') {
-      const bearer = request.headers.authorization;
-      const user = await checked(request, reply, bearer, () => ctx.credentials.user(bearer));
-      request.user = user;
-      if (cfg.rate) applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, user.tokenId));
-    } else if (cfg.rate) {
-      applyRateDecision(reply, await ctx.rateLimits.consume(cfg.rate, request.ip));
+
+  const hookFor = (cfg: FastifyContextConfig): onRequestHookHandler | undefined => {
+    const { auth, scope, rate } = cfg;
+    if (auth !== 'vendor' && auth !== 'user' && !rate) return undefined;
+    /** Counts the request in the route's bucket under `key`, then checks the scope (in that order). */
+    const admit = (
+      key: string,
+      reply: FastifyReply,
+      vendor: VendorPrincipal | undefined,
+      done: HookHandlerDoneFunction,
+    ) => {
+      if (!rate) return done(vendor ? scopeError(vendor, scope) : undefined);
+      ctx.rateLimits.consume(rate, key).then((decision) => {
+        try {
+          applyRateDecision(reply, decision);
+        } catch (err) {
+          return done(err as Error);
+        }
+        done(vendor ? scopeError(vendor, scope) : undefined);
+      }, done);
+    };
+    if (auth === 'vendor') {
+      const verify = async (request: FastifyRequest, reply: FastifyReply, apiKey: unknown) =>
+        checked(request, reply, apiKey, () =>
+          keys.authenticate(apiKey, () => ctx.credentials.vendor(apiKey)),
+        );
+      return (request, reply, done) => {
+        const apiKey = request.headers['x-api-key'];
+        const hit = keys.cached(apiKey);
+        if (hit) {
+          request.vendor = hit;
+          return admit(hit.keyId, reply, hit, done);
+        }
+        verify(request, reply, apiKey).then((vendor) => {
+          request.vendor = vendor;
+          admit(vendor.keyId, reply, vendor, done);
+        }, done);
+      };
     }
+    if (auth === 'user') {
+      return (request, reply, done) => {
+        const bearer = request.headers.authorization;
+        checked(request, reply, bearer, () => ctx.credentials.user(bearer)).then((user) => {
+          request.user = user;
+          admit(user.tokenId, reply, undefined, done);
+        }, done);
+      };
+    }
+    return (request, reply, done) => admit(request.ip, reply, undefined, done);
   };
-  // Callback style: a route with neither credentials nor a rate limit costs no promise.
-  app.addHook('onRequest', (request, reply, done) => {
-    const cfg = request.routeOptions.config;
-    if (!cfg.auth && !cfg.rate) return done();
-    authorize(request, reply).then(() => done(), done);
+
+  app.addHook('onRoute', (route) => {
+    const hook = hookFor(route.config ?? {});
+    if (!hook) return;
+    const own = route.onRequest;
+    route.onRequest = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])];
+  });
+}
+
+function scopeError(vendor: VendorPrincipal, scope: VendorScope | undefined): AppError | undefined {
+  if (!scope || vendor.scopes.includes(scope)) return undefined;
+  return new AppError('FORBIDDEN', `This API key lacks the '${scope}' scope`, {
+    reason: 'missing_scope',
+    scope,
   });
 }

@@ -8,8 +8,23 @@ export function pickRequestId(header: string | string[] | undefined): string | u
   return typeof header === 'string' && REQUEST_ID.test(header) ? header : undefined;
 }
 
+let isoMs = Number.NaN;
+let isoText = '';
+
+/**
+ * `new Date(ms).toISOString()`, formatted once per millisecond: under load many answers share one
+ * (formatting a date costs more than the rest of the envelope; docs/performance.md).
+ */
+export function isoAt(ms: number): string {
+  if (ms !== isoMs) {
+    isoText = new Date(ms).toISOString();
+    isoMs = ms;
+  }
+  return isoText;
+}
+
 export function meta(request: FastifyRequest): Meta {
-  return { request_id: request.id, timestamp: new Date().toISOString() };
+  return { request_id: request.id, timestamp: isoAt(Date.now()) };
 }
 
 export function ok<T>(reply: FastifyReply, data: T, status = 200) {

@@ -17,8 +17,9 @@ interface Entry {
  * of a database join (docs/performance.md). Entries are keyed by the key's SHA-256 (never the key itself) and
  * stamped with the credential epoch read *before* the database lookup that verified them; any change to
  * `api_keys` or `vendors`, in any process, moves the epoch (db/credential-watch.ts) and so empties the cache
- * before the next request is answered. Only successes are cached: a refused key always reaches the database
- * (and the failed-credential budget).
+ * for the requests that follow: on SQLite from the next event-loop turn (at once for this process's own
+ * changes), on PostgreSQL once the change's notification is read. Only successes are cached: a refused key
+ * always reaches the database (and the failed-credential budget).
  */
 export class VerifiedKeyCache {
   readonly #entries = new Map<string, Entry>();
@@ -31,26 +32,41 @@ export class VerifiedKeyCache {
     private readonly max = KEY_CACHE_MAX,
   ) {}
 
-  async authenticate(apiKey: unknown, verify: () => Promise<VendorPrincipal>): Promise<VendorPrincipal> {
+  /**
+   * The principal of `apiKey` if it is verified in memory under the current epoch, else undefined (then
+   * `authenticate` looks it up). Synchronous: an authenticated request on a hit costs no promise.
+   */
+  cached(apiKey: unknown): VendorPrincipal | undefined {
     const epoch = this.watch.epoch();
-    if (epoch === undefined || typeof apiKey !== 'string') return verify();
+    if (epoch === undefined || typeof apiKey !== 'string') return undefined;
     if (epoch !== this.#epoch) {
       this.#entries.clear();
       this.#epoch = epoch;
+      return undefined;
     }
     const id = hashSecret(apiKey);
     const hit = this.#entries.get(id);
+    if (hit === undefined) return undefined;
+    if (hit.epoch === epoch && hit.expiresAt > this.now()) return hit.principal;
+    this.#entries.delete(id);
+    return undefined;
+  }
+
+  async authenticate(apiKey: unknown, verify: () => Promise<VendorPrincipal>): Promise<VendorPrincipal> {
+    const hit = this.cached(apiKey);
+    if (hit) return hit;
+    // Read before the lookup: a change committed after this read moves the epoch away from the stamp.
+    const epoch = this.watch.epoch();
+    if (epoch === undefined || typeof apiKey !== 'string') return verify();
     const now = this.now();
-    if (hit && hit.epoch === epoch && hit.expiresAt > now) return hit.principal;
-    if (hit) this.#entries.delete(id);
     const principal = await verify();
     // A change announced while the lookup ran moved the epoch: this result may predate it, so it is not kept.
-    if (this.watch.epoch() === epoch) {
+    if (this.watch.epoch() === epoch && epoch === this.#epoch) {
       if (this.#entries.size >= this.max) {
         const oldest = this.#entries.keys().next().value;
         if (oldest !== undefined) this.#entries.delete(oldest);
       }
-      this.#entries.set(id, { principal, epoch, expiresAt: now + this.ttlMs });
+      this.#entries.set(hashSecret(apiKey), { principal, epoch, expiresAt: now + this.ttlMs });
     }
     return principal;
   }
