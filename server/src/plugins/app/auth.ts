@@ -96,9 +96,7 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
     };
     if (auth === 'vendor') {
       const verify = async (request: FastifyRequest, reply: FastifyReply, apiKey: unknown) =>
-        checked(request, reply, apiKey, () =>
-          keys.authenticate(apiKey, () => ctx.credentials.vendor(apiKey)),
-        );
+        checked(request, reply, apiKey, () => keys.remember(apiKey, () => ctx.credentials.vendor(apiKey)));
       return (request, reply, done) => {
         const apiKey = request.headers['x-api-key'];
         const hit = keys.cached(apiKey);

@@ -34,7 +34,7 @@ export class VerifiedKeyCache {
 
   /**
    * The principal of `apiKey` if it is verified in memory under the current epoch, else undefined (then
-   * `authenticate` looks it up). Synchronous: an authenticated request on a hit costs no promise.
+   * `remember` looks it up). Synchronous: an authenticated request on a hit costs no promise.
    */
   cached(apiKey: unknown): VendorPrincipal | undefined {
     const epoch = this.watch.epoch();
@@ -52,9 +52,11 @@ export class VerifiedKeyCache {
     return undefined;
   }
 
-  async authenticate(apiKey: unknown, verify: () => Promise<VendorPrincipal>): Promise<VendorPrincipal> {
-    const hit = this.cached(apiKey);
-    if (hit) return hit;
+  /**
+   * The miss path, for a caller that has just asked `cached`: looks the key up with `verify` and keeps the
+   * result unless the credentials changed while it ran.
+   */
+  async remember(apiKey: unknown, verify: () => Promise<VendorPrincipal>): Promise<VendorPrincipal> {
     // Read before the lookup: a change committed after this read moves the epoch away from the stamp.
     const epoch = this.watch.epoch();
     if (epoch === undefined || typeof apiKey !== 'string') return verify();
