@@ -1,4 +1,5 @@
 import { AppError } from '@palmid/shared/errors.ts';
+import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { readImage } from '../image-io.ts';
@@ -125,7 +126,9 @@ export function evalCommand(): Command {
               const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
               return { template: template!, variants };
             }
-            return { template: await extractTemplate(file, o.roi ?? false, o.sensor) };
+            const template = await extractTemplate(file, o.roi ?? false, o.sensor);
+            // whole frames: the side the capture decided (`unknown` where the profile accepts none)
+            return o.roi ? { template } : { template, hand: decodeTemplate(template).hand };
           } catch (err) {
             return failure(err);
           }
@@ -133,6 +136,7 @@ export function evalCommand(): Command {
         {
           maxImpostorPairs: o.maxImpostors,
           operatingThreshold: o.roi ? ROI_MATCH_THRESHOLD : MATCH_THRESHOLD,
+          sides: !o.roi,
         },
         quiet,
       );
