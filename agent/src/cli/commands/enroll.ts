@@ -103,6 +103,11 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                     throw new CliError('presentation attack suspected: enrolment refused', EXIT.FAILED);
                   continue;
                 }
+                if (p.hand === 'unknown') {
+                  // enrolment stores the side with the palm: a capture that cannot tell it is taken again
+                  log(`  cannot tell which hand this is; please show your whole ${hand} hand, thumb included.`);
+                  continue;
+                }
                 if (p.hand !== hand) {
                   log(`  that looks like your ${p.hand} hand; please use your ${hand} hand.`);
                   continue;
