@@ -3,16 +3,22 @@
  * FMR 1e-3 / 1e-4 / 1e-5 with the FNMR there. Pairs are scored like `palm eval --roi`: the
  * rotation-tolerant distance over the probe angles (default ROI_ROTATION_ANGLES; feeds
  * ROI_MATCH_THRESHOLD in agent/src/palm/roi-rotation.ts). `--rotations 0` scores the plain
- * distance (feeds shared/src/palm/threshold.ts).
- * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8] <roi-dir>...
+ * distance (feeds shared/src/palm/threshold.ts). `--sensor <profile>` takes whole frames instead,
+ * through the kiosk pipeline under that sensor profile, scored like `palm eval --sensor` and the
+ * server's matcher (plain distance; a site's own threshold for a camera, docs/palm-pipeline.md).
+ * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] <dir>...
  */
+import { AppError } from '@palmid/shared/errors.ts';
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
+import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { listDataset } from '../src/palm/eval/dataset.ts';
 import { evaluate } from '../src/palm/eval/evaluate.ts';
 import { readImage } from '../src/palm/image-io.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplates } from '../src/palm/roi-template.ts';
+import { isSensorName, SENSOR_NAMES, type SensorName } from '../src/palm/sensor-profiles.ts';
+import { extractTemplate } from '../src/palm/template-file.ts';
 
 const args = process.argv.slice(2);
 let angles = [...ROI_ROTATION_ANGLES];
@@ -29,15 +35,41 @@ if (flag >= 0) {
   if (angles.some((a) => !Number.isFinite(a))) throw new Error('bad --rotations');
   args.splice(flag, 2);
 }
-console.log(JSON.stringify({ rotations: angles }));
+let sensor: SensorName | undefined;
+const sensorFlag = args.indexOf('--sensor');
+if (sensorFlag >= 0) {
+  const name = args[sensorFlag + 1] ?? '';
+  if (!isSensorName(name)) {
+    console.error(`error: --sensor must be one of ${SENSOR_NAMES.join(', ')}`);
+    process.exit(2);
+  }
+  sensor = name;
+  angles = [0];
+  args.splice(sensorFlag, 2);
+}
+console.log(JSON.stringify(sensor ? { sensor, frames: 'whole' } : { rotations: angles }));
 
 const impostor: number[] = [];
 const genuine: number[] = [];
 for (const dir of args) {
-  const { extra, report } = await evaluate(await listDataset(dir), async (f) => {
-    const [template, ...variants] = await extractRoiTemplates(await readImage(f), angles);
-    return { template: template!, variants };
-  });
+  const { extra, report } = await evaluate(
+    await listDataset(dir),
+    async (f) => {
+      if (sensor) {
+        // a frame the pipeline refuses is a failure to acquire, as in `palm eval`
+        try {
+          const template = await extractTemplate(f, false, sensor);
+          return { template, hand: decodeTemplate(template).hand };
+        } catch (err) {
+          if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
+          throw err;
+        }
+      }
+      const [template, ...variants] = await extractRoiTemplates(await readImage(f), angles);
+      return { template: template!, variants };
+    },
+    { sides: sensor !== undefined },
+  );
   // a loop, not push(...x): spreading 300 k arguments overflows the stack
   for (const d of extra.impostor) impostor.push(d);
   for (const d of extra.genuine) genuine.push(d);
