@@ -6,7 +6,8 @@
  * distance (feeds shared/src/palm/threshold.ts). `--sensor <profile>` takes whole frames instead,
  * through the kiosk pipeline under that sensor profile, scored like `palm eval --sensor` and the
  * server's matcher (plain distance; a site's own threshold for a camera, docs/palm-pipeline.md).
- * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] <dir>...
+ * `--at <scores>` adds the FMR and FNMR at those score thresholds (comma-separated).
+ * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] [--at 0.4,0.5] <dir>...
  */
 import { AppError } from '@palmid/shared/errors.ts';
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
@@ -34,6 +35,16 @@ if (flag >= 0) {
   ];
   if (angles.some((a) => !Number.isFinite(a))) throw new Error('bad --rotations');
   args.splice(flag, 2);
+}
+let extraScores: number[] = [];
+const atFlag = args.indexOf('--at');
+if (atFlag >= 0) {
+  extraScores = (args[atFlag + 1] ?? '').split(',').map(Number);
+  if (extraScores.length === 0 || extraScores.some((x) => !Number.isFinite(x) || x < -1 || x > 1)) {
+    console.error('error: --at must be comma-separated scores in [-1, 1]');
+    process.exit(2);
+  }
+  args.splice(atFlag, 2);
 }
 let sensor: SensorName | undefined;
 const sensorFlag = args.indexOf('--sensor');
@@ -89,7 +100,10 @@ for (const fmr of [1e-3, 1e-4, 1e-5]) {
   );
 }
 // the operating point of the constant in use (ROI_MATCH_THRESHOLD, or MATCH_THRESHOLD for "0")
-for (const score of angles.length > 1 ? [ROI_MATCH_THRESHOLD, 0.5] : [MATCH_THRESHOLD]) {
+for (const score of [
+  ...(angles.length > 1 ? [ROI_MATCH_THRESHOLD, 0.5] : [MATCH_THRESHOLD]),
+  ...extraScores,
+]) {
   const d = (1 - score) / 2;
   const fmr = impostor.filter((x) => x < d).length / impostor.length;
   const fnmr = genuine.filter((g) => g >= d).length / genuine.length;
