@@ -11,7 +11,6 @@
  */
 import { AppError } from '@palmid/shared/errors.ts';
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
-import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { listDataset } from '../src/palm/eval/dataset.ts';
 import { evaluate } from '../src/palm/eval/evaluate.ts';
@@ -19,7 +18,7 @@ import { readImage } from '../src/palm/image-io.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplates } from '../src/palm/roi-template.ts';
 import { isSensorName, SENSOR_NAMES, type SensorName } from '../src/palm/sensor-profiles.ts';
-import { extractTemplate } from '../src/palm/template-file.ts';
+import { extractCapture } from '../src/palm/template-file.ts';
 
 const args = process.argv.slice(2);
 let angles = [...ROI_ROTATION_ANGLES];
@@ -69,8 +68,7 @@ for (const dir of args) {
       if (sensor) {
         // a frame the pipeline refuses is a failure to acquire, as in `palm eval`
         try {
-          const template = await extractTemplate(f, false, sensor);
-          return { template, hand: decodeTemplate(template).hand };
+          return await extractCapture(f, sensor);
         } catch (err) {
           if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
           throw err;

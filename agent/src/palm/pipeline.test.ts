@@ -53,6 +53,26 @@ describe('processCapture', () => {
     }
   });
 
+  it('reports the side on camera profiles but leaves it out of the template, which is then searched among both hands', async () => {
+    const frame = await renderPalm({
+      identity: 'pipe-4',
+      hand: 'left',
+      capture: 2,
+      sensor: 'grey-dark',
+      width: 320,
+      height: 240,
+    });
+    const r = await processCapture(frame, { sensor: 'grey-dark' });
+    expect(r).toMatchObject({ ok: true, hand: 'left' });
+    if (!r.ok) return;
+    expect(decodeTemplate(r.template).hand).toBe('unknown');
+    // a profile that narrows the search by side writes it
+    const sided = await processCapture(frame, {
+      sensor: { ...SENSOR_PROFILES['grey-dark'], searchBySide: true },
+    });
+    expect(sided.ok && decodeTemplate(sided.template).hand).toBe('left');
+  }, 30_000);
+
   it('accepts a hand of undecided side as `unknown` on camera profiles, and the simulator refuses it', async () => {
     const camera = await sideless('grey-dark', 0);
     const g = locateHand(camera, SENSOR_PROFILES['grey-dark'].roi);

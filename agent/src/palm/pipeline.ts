@@ -35,7 +35,7 @@ export type CaptureResult =
       /**
        * The hand's side; `unknown` when the geometry found no side cue and the profile accepts that
        * (`acceptsUnknownSide`: camera profiles, whose crops are not mirrored). The template header
-       * carries the same value.
+       * carries it on profiles with `searchBySide` (the simulator); camera templates say `unknown`.
        */
       hand: CaptureHand;
       measures: CaptureMeasures;
@@ -121,7 +121,14 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   // an ROI square that overhangs the frame (accepted by the profile): its cells there are masked
   const outside = profile.roi.minInside !== undefined ? roiOutsideCells(frame, g, mirrorLeft) : null;
   const code = encodeResponses(responses, 0, undefined, outside ?? undefined);
-  const template = encodeTemplate({ version: 1, hand, quality, liveness, ...code });
+  // the header's side narrows the 1:N search: only where the side is reliable (profile `searchBySide`)
+  const template = encodeTemplate({
+    version: 1,
+    hand: profile.searchBySide ? hand : 'unknown',
+    quality,
+    liveness,
+    ...code,
+  });
   const r: CaptureResult = { ok: true, template, quality, liveness, hand, measures };
   if (kept) r.roi = kept;
   return r;

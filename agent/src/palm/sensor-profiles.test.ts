@@ -81,10 +81,12 @@ describe('sensor profiles', () => {
     expect(mirrored[5 * 128 + 3]).toBeCloseTo(plain[5 * 128 + 124]!, 3);
   });
 
-  it('accept an undecided hand side only where the crop is not mirrored', () => {
+  it('accept an undecided hand side only where the crop is not mirrored; camera templates carry no side', () => {
     for (const n of SENSOR_NAMES) {
       const p = SENSOR_PROFILES[n];
       expect(acceptsUnknownSide(p)).toBe(n !== 'simulator');
+      // only the simulator's side is reliable enough to narrow the 1:N search
+      expect(p.searchBySide).toBe(n === 'simulator');
       // a profile that mirrors left hands never accepts it, whatever its switch says
       expect(acceptsUnknownSide({ ...p, acceptUnknownSide: true, roi: { ...p.roi, mirrorLeft: true } })).toBe(
         false,

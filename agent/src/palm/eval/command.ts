@@ -1,5 +1,4 @@
 import { AppError } from '@palmid/shared/errors.ts';
-import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { readImage } from '../image-io.ts';
@@ -7,7 +6,7 @@ import { progressBar } from '../progress.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../roi-rotation.ts';
 import { extractRoiTemplates } from '../roi-template.ts';
 import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
-import { extractTemplate } from '../template-file.ts';
+import { extractCapture, extractTemplate } from '../template-file.ts';
 import { baselineDistance, baselineTemplate } from './baseline.ts';
 import { listDataset } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
@@ -126,9 +125,10 @@ export function evalCommand(): Command {
               const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
               return { template: template!, variants };
             }
-            const template = await extractTemplate(file, o.roi ?? false, o.sensor);
-            // whole frames: the side the capture decided (`unknown` where the profile accepts none)
-            return o.roi ? { template } : { template, hand: decodeTemplate(template).hand };
+            // whole frames: with the side the capture decided (`unknown` where it found none)
+            return o.roi
+              ? { template: await extractTemplate(file, true) }
+              : await extractCapture(file, o.sensor);
           } catch (err) {
             return failure(err);
           }
