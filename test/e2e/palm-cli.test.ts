@@ -244,11 +244,8 @@ describe('npm run palm -- eval with captures of undecided hand side', () => {
     expect(made.code, made.stderr).toBe(0);
     // one more hand, two captures of it without a thumb, web or finger-width cue
     mkdirSync(join(set, 'sideless'), { recursive: true });
-    for (const capture of [0, 1])
-      writeFileSync(
-        join(set, 'sideless', `${capture}.bmp`),
-        encodeBmp8(await sideless('grey-dark', capture)),
-      );
+    for (const n of [0, 1])
+      writeFileSync(join(set, 'sideless', `${n}.bmp`), encodeBmp8(await sideless('grey-dark', n)));
   }, 180_000);
   afterAll(() => tmp.remove());
 

@@ -8,7 +8,7 @@ import { SENSOR_PROFILES } from '../../agent/src/palm/sensor-profiles.ts';
  * finger axis through the middle finger valley. No thumb, no thumb web, fingers of equal widths:
  * the geometry finds three valleys and no side, as on real frames where the thumb is out of view.
  */
-export async function sideless(sensor: Sensor, capture: number): Promise<GrayFrame> {
+async function mirroredHalf(sensor: Sensor, capture: number): Promise<GrayFrame> {
   const frame = await renderPalm({
     identity: 'pipe-sideless',
     hand: 'right',
@@ -44,4 +44,25 @@ export async function sideless(sensor: Sensor, capture: number): Promise<GrayFra
       );
     }
   return { width: w, height: h, data: out };
+}
+
+const found = new Map<Sensor, { next: number; frames: GrayFrame[] }>();
+
+/**
+ * The `n`-th (from 0) such frame of `sensor` whose geometry indeed finds valleys, a square inside
+ * the frame and no side (captures 0–15 are tried in order; on some the outline keeps a cue).
+ */
+export async function sideless(sensor: Sensor, n = 0): Promise<GrayFrame> {
+  let state = found.get(sensor);
+  if (!state) {
+    state = { next: 0, frames: [] };
+    found.set(sensor, state);
+  }
+  while (state.frames.length <= n) {
+    if (state.next > 15) throw new Error(`fewer than ${n + 1} ${sensor} frames without a side cue`);
+    const frame = await mirroredHalf(sensor, state.next++);
+    const g = locateHand(frame, SENSOR_PROFILES[sensor].roi);
+    if (g.up !== null && g.hand === null && !g.touchesEdge) state.frames.push(frame);
+  }
+  return state.frames[n]!;
 }

@@ -114,7 +114,7 @@ describe('KioskDaemon', () => {
 
   it('sends a capture of undecided hand side without a hand, signed as "not given"', async () => {
     // a camera profile (grey-dark) and a hand that shows no thumb, thumb web or finger-width cue
-    const frame = sideless('grey-dark', 0);
+    const frame = sideless('grey-dark');
     const k = kiosk(
       { identity: 'carol', hand: 'right' },
       {

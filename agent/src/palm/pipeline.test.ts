@@ -74,7 +74,7 @@ describe('processCapture', () => {
   }, 30_000);
 
   it('accepts a hand of undecided side as `unknown` on camera profiles, and the simulator refuses it', async () => {
-    const camera = await sideless('grey-dark', 0);
+    const camera = await sideless('grey-dark');
     const g = locateHand(camera, SENSOR_PROFILES['grey-dark'].roi);
     // the valleys and the square are found, the side is not
     expect(g.up).not.toBeNull();
@@ -94,7 +94,7 @@ describe('processCapture', () => {
       expect(await processCapture(camera, { sensor })).toMatchObject({ ok: false, reason: 'partial' });
 
     // the simulator mirrors left hands: a frame of its own without a side cue is refused
-    const sim = await sideless('simulator', 0);
+    const sim = await sideless('simulator');
     const gs = locateHand(sim, SENSOR_PROFILES.simulator.roi);
     expect(gs.up).not.toBeNull();
     expect(gs.touchesEdge).toBe(false);

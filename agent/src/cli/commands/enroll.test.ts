@@ -6,7 +6,7 @@ import { sideRefusal } from './enroll.ts';
 describe('agent enroll: the side of each capture', () => {
   it('takes a capture again when the pipeline cannot tell its side, or it is the other hand', async () => {
     // a camera profile accepts the capture for identification, with hand `unknown`
-    const p = await processCapture(await sideless('grey-dark', 0), { sensor: 'grey-dark' });
+    const p = await processCapture(await sideless('grey-dark'), { sensor: 'grey-dark' });
     expect(p).toMatchObject({ ok: true, hand: 'unknown' });
     if (!p.ok) return;
     expect(sideRefusal(p.hand, 'right')).toMatch(/cannot tell which hand this is; .* whole right hand/);
