@@ -4,7 +4,7 @@ import { locateHand } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { processCapture } from './pipeline.ts';
 import { bilinear } from './roi-input.ts';
-import { armDirection, meanShiftCentre, pegPose, principalAxis } from './roi-pegs.ts';
+import { armDirection, meanShiftCentre, pegPose, pegRoi, principalAxis } from './roi-pegs.ts';
 import { SENSOR_PROFILES } from './sensor-profiles.ts';
 
 const DEG = Math.PI / 180;
@@ -191,12 +191,27 @@ describe('peg-held hand ROI (roi-pegs.ts)', () => {
     expect(pegPose(free, w, h, 170, 120, 25, Math.PI)?.from).toBe('valleys');
   });
 
+  it('takes the square from the inscribed radius, or from the frame on a fixed-geometry sensor', () => {
+    const m = handMask(w, h, 170, 120, r, Math.PI);
+    const byRadius = pegRoi(m, w, h, 170, 120, r, 1.2, null);
+    expect(byRadius!.side).toBeCloseTo(1.2 * r, 9);
+    // the same pose, the side no longer following the hand: a thumb spread wider (a larger
+    // inscribed circle) leaves it unchanged
+    const byFrame = pegRoi(m, w, h, 170, 120, r, 1.2, null, undefined, 0.26);
+    const wider = pegRoi(m, w, h, 170, 120, 1.1 * r, 1.2, null, undefined, 0.26);
+    expect(byFrame!.side).toBeCloseTo(0.26 * h, 9);
+    expect(wider!.side).toBeCloseTo(0.26 * h, 9);
+    expect(byFrame!.cx).toBeCloseTo(byRadius!.cx, 9);
+    expect(byFrame!.up).toBeCloseTo(byRadius!.up, 9);
+  });
+
   it('crops a rendered peg-held hand on its palm, turned with the hand (colour profile)', async () => {
     const frame = await renderPalm({ identity: 'pegs-1', hand: 'right', capture: 1, sensor: 'colour' });
     const profile = SENSOR_PROFILES.colour.roi;
     const g = locateHand(frame, profile);
     expect(g.roi).toBeDefined();
-    expect(g.roi!.side).toBeCloseTo(1.2 * g.radius, 6);
+    // a fixed-geometry sensor: the side is the profile's share of the frame, whatever the hand's size
+    expect(g.roi!.side).toBeCloseTo(profile.frameShare! * Math.min(frame.width, frame.height), 0);
     // fingers to the left on the COEP-like render; the ROI centre on the hand, near the palm's
     expect(angleDiff(g.roi!.up, Math.PI)).toBeLessThan(30 * DEG);
     const sx = Math.round((g.roi!.cx + 0.5) / g.scale - 0.5);

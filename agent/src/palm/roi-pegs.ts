@@ -13,6 +13,9 @@
  * - **The principal axis of the hand** (second moments of the mask within 1.8 radii of that
  *   centre: palm, finger roots, thumb root and wrist), on the side of the coarse direction: it
  *   follows the whole hand's rotation, where the valley line follows finger spread.
+ * - **The scale**: the inscribed radius, or on a sensor of fixed geometry (camera and pegs fixed,
+ *   the hand lying on the platen) a fixed share of the frame: between captures of one COEP hand
+ *   the inscribed radius moves by up to 10 % with the thumb's spread, the device's scale does not.
  *
  * All in the work image's pixels; `locateHand` (hand-geometry.ts) converts to frame pixels.
  */
@@ -270,7 +273,9 @@ export function pegPose(
 
 /**
  * The ROI square of a peg-held hand (work px): `sidePerRadius` × the inscribed radius around the
- * palm's centre of mass, turned to the hand's axis; null when the hand's direction is unknown.
+ * palm's centre of mass, turned to the hand's axis; with `frameShare` (a sensor of fixed
+ * geometry) the side is that share of the frame's shorter side instead. Null when the hand's
+ * direction is unknown.
  */
 export function pegRoi(
   mask: Uint8Array,
@@ -282,7 +287,9 @@ export function pegRoi(
   sidePerRadius: number,
   valleysUp: number | null,
   distance?: Uint16Array,
+  frameShare?: number,
 ): { cx: number; cy: number; side: number; up: number } | null {
   const pose = pegPose(mask, w, h, cx, cy, radius, valleysUp, distance);
-  return pose && { cx: pose.cx, cy: pose.cy, side: radius * sidePerRadius, up: pose.up };
+  const side = frameShare ? frameShare * Math.min(w, h) : radius * sidePerRadius;
+  return pose && { cx: pose.cx, cy: pose.cy, side, up: pose.up };
 }
