@@ -15,9 +15,10 @@
  *   side of the coarse direction: it follows the whole hand's rotation, where the valley line
  *   follows finger spread. The weight falls to 0 at the rim, so what enters or leaves the disc
  *   there (a sleeve, a bangle, a thumb spread wider) moves the axis little.
- * - **The scale**: the inscribed radius, or on a sensor of fixed geometry (camera and pegs fixed,
- *   the hand lying on the platen) a fixed share of the frame: between captures of one COEP hand
- *   the inscribed radius moves by up to 10 % with the thumb's spread, the device's scale does not.
+ * - **The scale** (the side, and the reach of the centre and the axis): the inscribed radius, or
+ *   on a sensor of fixed geometry (camera and pegs fixed, the hand lying on the platen) a fixed
+ *   share of the frame: between captures of one COEP hand the inscribed radius moves by up to
+ *   10 % with the thumb's spread, the device's scale does not.
  *
  * All in the work image's pixels; `locateHand` (hand-geometry.ts) converts to frame pixels.
  */
@@ -283,9 +284,10 @@ export function pegPose(
 
 /**
  * The ROI square of a peg-held hand (work px): `sidePerRadius` × the inscribed radius around the
- * palm's centre of mass, turned to the hand's axis; with `frameShare` (a sensor of fixed
- * geometry) the side is that share of the frame's shorter side instead. Null when the hand's
- * direction is unknown.
+ * palm's centre of mass, turned to the hand's axis. With `frameShare` (a sensor of fixed
+ * geometry) the side is that share of the frame's shorter side instead, and the centre's and the
+ * axis's discs are scaled from it too (radius = side / `sidePerRadius`), not from the inscribed
+ * circle. Null when the hand's direction is unknown.
  */
 export function pegRoi(
   mask: Uint8Array,
@@ -299,7 +301,9 @@ export function pegRoi(
   distance?: Uint16Array,
   frameShare?: number,
 ): { cx: number; cy: number; side: number; up: number } | null {
-  const pose = pegPose(mask, w, h, cx, cy, radius, valleysUp, distance);
-  const side = frameShare ? frameShare * Math.min(w, h) : radius * sidePerRadius;
-  return pose && { cx: pose.cx, cy: pose.cy, side, up: pose.up };
+  // on a fixed-geometry sensor every reach (centre, axis, side) is in the device's units: the
+  // radius the profile's side stands for
+  const r = frameShare ? (frameShare * Math.min(w, h)) / sidePerRadius : radius;
+  const pose = pegPose(mask, w, h, cx, cy, r, valleysUp, distance);
+  return pose && { cx: pose.cx, cy: pose.cy, side: r * sidePerRadius, up: pose.up };
 }
