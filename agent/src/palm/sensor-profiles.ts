@@ -122,9 +122,11 @@ const PEG_ROI: RoiProportions = { ...RING_ROI, circle: 1.2 };
  * the palm's scale in the frame is the device's. The side is a fixed 0.26 of the frame's shorter
  * side (1.17 × the median inscribed radius of the development captures, 0.225 of the shorter
  * side) instead of 1.2 × the hand's inscribed radius, which moves by up to 10 % between captures
- * of one hand with the thumb's spread. Whole COEP set: EER 0.70 → 0.47 %, FRR at FAR 1e-3
- * 7.5 → 6.1 % (docs/palm-pipeline.md, "ROI per sensor"). The contact profiles keep the radius:
- * their share of the frame is unknown without captures to measure it on.
+ * of one hand with the thumb's spread; the centre's and the axis's discs follow the same fixed
+ * radius (side / 1.2). Whole COEP set: EER 0.70 → 0.23 %; without the suspected re-captured
+ * persons FRR at FAR 1e-3 3.2 → 1.2 % (docs/palm-pipeline.md, "Pegs ROI, second pass"). The
+ * contact profiles keep the radius: their share of the frame is unknown without captures to
+ * measure it on.
  */
 const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26 };
 
