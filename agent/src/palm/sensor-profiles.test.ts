@@ -70,8 +70,12 @@ describe('sensor profiles', () => {
     expect(
       Math.abs(Math.atan2(Math.sin(g.roi!.up + Math.PI / 2), Math.cos(g.roi!.up + Math.PI / 2))),
     ).toBeLessThan(0.5);
-    expect(g.roi!.side).toBeCloseTo(1.2 * g.radius, 6);
+    // the colour camera's scale is the device's (a share of the frame); contact scanners keep the
+    // hand's inscribed radius
+    expect(g.roi!.side).toBeCloseTo(0.26 * Math.min(frame.width, frame.height), 6);
     expect(Math.hypot(g.roi!.cx - g.cx, g.roi!.cy - g.cy)).toBeLessThan(g.radius);
+    const contact = locateHand(frame, SENSOR_PROFILES['contact-visible'].roi);
+    expect(contact.roi!.side).toBeCloseTo(1.2 * contact.radius, 6);
     for (const n of SENSOR_NAMES) expect(SENSOR_PROFILES[n].roi.mirrorLeft === true).toBe(n === 'simulator');
     // a left hand's camera crop is its own mirror image of the simulator's crop of the same square
     const sim = locateHand(frame, SENSOR_PROFILES['grey-dark'].roi);
