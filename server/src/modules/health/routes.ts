@@ -53,7 +53,7 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         environment: ctx.config.PALMID_ENV,
         uptime_s: Math.floor((ctx.now() - ctx.startedAt) / 1000),
         database: { kind: ctx.database.kind, ok: dbOk },
-        pvs: { connected: ctx.kiosks.servingVendor(vendor.id).length },
+        pvs: { connected: ctx.kiosks.countServing(vendor.id) },
         vendor: { id: vendor.id, name: vendor.name, mode: vendor.mode },
         time: isoAt(ctx.now()),
       });
