@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';
 import type { AppContext } from './context.ts';
+import { hasServerNodeFlags, SERVER_NODE_FLAGS } from './lib/node-flags.ts';
 import { AnchorKeeper, anchorPath, FOREIGN_ANCHOR } from './modules/audit/anchor.ts';
 import {
   expireOverdue,
@@ -60,6 +61,11 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   const address = await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
   const port = (app.server.address() as { port: number }).port;
   app.log.info({ address }, `palmid listening on ${address}`);
+  if (!hasServerNodeFlags()) {
+    app.log.info(
+      `node runs without ${SERVER_NODE_FLAGS.join(' ')}: reads cost more CPU (docs/performance.md, docs/deployment.md)`,
+    );
+  }
   if (opts.warmUpProver ?? process.env.NODE_ENV !== 'test') {
     const started = Date.now();
     void warmUpProverInBackground((err) => app.log.warn({ err }, 'zk prover warm-up failed')).then(() =>

@@ -109,16 +109,20 @@ export async function openDatabase(url: string): Promise<Database> {
  */
 function sqlitePing(sqlite: SQLite.Database): () => Promise<boolean> {
   let stmt: SQLite.Statement | undefined;
-  return async () => {
+  return () => {
     try {
       stmt ??= sqlite.prepare('select 1');
       stmt.get();
-      return true;
+      return PROBE_OK;
     } catch {
-      return false;
+      return PROBE_FAILED;
     }
   };
 }
+
+/** The SQLite probe's two answers, settled once (no promise made per `GET /api/v1/status`). */
+const PROBE_OK = Promise.resolve(true);
+const PROBE_FAILED = Promise.resolve(false);
 
 /** A probe that callers arriving while it runs share: true when it succeeded. */
 function singleFlight(probe: () => Promise<unknown>): () => Promise<boolean> {

@@ -10,11 +10,18 @@ export interface KioskConnection {
 
 export class KioskRegistry {
   readonly #kiosks = new Map<string, KioskConnection>();
+  /** Connected kiosks per bound vendor (key: vendor id) and unbound (key: null), for `countServing`. */
+  readonly #counts = new Map<string | null, number>();
 
   register(k: KioskConnection): () => void {
+    const replaced = this.#kiosks.get(k.pvsId);
+    if (replaced !== undefined) this.#count(replaced.vendorId, -1);
     this.#kiosks.set(k.pvsId, k);
+    this.#count(k.vendorId, 1);
     return () => {
-      if (this.#kiosks.get(k.pvsId) === k) this.#kiosks.delete(k.pvsId);
+      if (this.#kiosks.get(k.pvsId) !== k) return;
+      this.#kiosks.delete(k.pvsId);
+      this.#count(k.vendorId, -1);
     };
   }
 
@@ -24,5 +31,16 @@ export class KioskRegistry {
 
   servingVendor(vendorId: string): KioskConnection[] {
     return [...this.#kiosks.values()].filter((k) => k.vendorId === vendorId || k.vendorId === null);
+  }
+
+  /** `servingVendor(vendorId).length` without walking the kiosks (`GET /api/v1/status` asks it per request). */
+  countServing(vendorId: string): number {
+    return (this.#counts.get(vendorId) ?? 0) + (this.#counts.get(null) ?? 0);
+  }
+
+  #count(vendorId: string | null, by: number): void {
+    const n = (this.#counts.get(vendorId) ?? 0) + by;
+    if (n === 0) this.#counts.delete(vendorId);
+    else this.#counts.set(vendorId, n);
   }
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../testing.ts';
-import { RATE_LIMITS, RateLimits } from './rate-limits.ts';
+import { MemoryWindow, RATE_LIMITS, RateLimits } from './rate-limits.ts';
 
 describe('RateLimits', () => {
   it('reports the window closest to exhaustion and refuses when any window is spent', async () => {
@@ -20,6 +20,46 @@ describe('RateLimits', () => {
     expect(refused.retryAfterS).toBeGreaterThan(60);
     // another key has its own budget
     expect((await rl.consume('ledger', 'other')).allowed).toBe(true);
+  });
+});
+
+describe('MemoryWindow (in-memory counts, answered synchronously)', () => {
+  it('counts a fixed window from the first request, refuses past the limit, and starts over when it ends', () => {
+    const w = new MemoryWindow(3, 60);
+    const t0 = 1_700_000_000_500;
+    const first = w.consume('k', t0);
+    expect(first).toMatchObject({
+      limit: 3,
+      remaining: 2,
+      allowed: true,
+      resetAt: Math.ceil((t0 + 60_000) / 1000),
+    });
+    expect(first.resetText).toBe(String(first.resetAt));
+    expect(w.consume('k', t0 + 10_000)).toMatchObject({
+      remaining: 1,
+      allowed: true,
+      resetAt: first.resetAt,
+    });
+    expect(w.consume('k', t0 + 20_000)).toMatchObject({ remaining: 0, allowed: true });
+    const refused = w.consume('k', t0 + 30_000);
+    expect(refused).toMatchObject({ remaining: 0, allowed: false, retryAfterS: 30 });
+    expect(w.peek('k', t0 + 30_000)).toEqual({ consumedPoints: 4, msBeforeNext: 30_000 });
+    expect(w.consume('other', t0 + 30_000).allowed).toBe(true);
+    // the window ends 60 s after its first request: a new one starts with the next request
+    expect(w.peek('k', t0 + 60_000)).toBeUndefined();
+    const next = w.consume('k', t0 + 60_000);
+    expect(next).toMatchObject({ remaining: 2, allowed: true, resetAt: Math.ceil((t0 + 120_000) / 1000) });
+  });
+
+  it('consumeNow and consume count in the same windows; consumeNow defers to consume with Redis', async () => {
+    const rl = new RateLimits(undefined, { ...RATE_LIMITS, status: [{ points: 2, duration: 60 }] });
+    expect(rl.consumeNow('status', 'k')).toMatchObject({ remaining: 1, allowed: true });
+    expect(await rl.consume('status', 'k')).toMatchObject({ remaining: 0, allowed: true });
+    expect(rl.consumeNow('status', 'k')).toMatchObject({ allowed: false });
+    expect(await rl.blockedFor('status', 'k')).toBeGreaterThan(0);
+    const redisLike = { status: 'ready', defineCommand() {}, rlflxIncr() {} };
+    const shared = new RateLimits(redisLike, RATE_LIMITS);
+    expect(shared.consumeNow('status', 'k')).toBeUndefined();
   });
 });
 

@@ -1,11 +1,6 @@
 import { AppError } from '@palmid/shared/errors.ts';
 import type { FastifyReply } from 'fastify';
-import {
-  type IRateLimiterRes,
-  RateLimiterMemory,
-  RateLimiterRedis,
-  RateLimiterRes,
-} from 'rate-limiter-flexible';
+import { type IRateLimiterRes, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 
 /** Limits per bucket (docs/vendor-api.md, "Rate limits"); each bucket may have several windows (the ledger has two). */
 export const RATE_LIMITS = {
@@ -52,13 +47,67 @@ export type RateBucket = keyof typeof RATE_LIMITS;
 
 interface Window {
   points: number;
-  limiter: RateLimiterMemory | RateLimiterRedis;
+  /** Redis: the library's limiter (shared by every instance). */
+  limiter?: RateLimiterRedis;
+  /** In memory: counted synchronously (`MemoryWindow`). */
+  memory?: MemoryWindow;
+}
+
+/**
+ * One window counted in memory, the way rate-limiter-flexible's `RateLimiterMemory` counts (a key's window
+ * starts at its first request and lasts `duration` seconds; past `points` requests the key is refused until
+ * the window ends; a timer drops the key's count at the end of its window), but answered synchronously: an
+ * authenticated request whose key is verified in memory then needs no promise at all (plugins/app/auth.ts,
+ * docs/performance.md). The reset header's text is made once per key and window.
+ */
+export class MemoryWindow {
+  readonly #counts = new Map<string, { n: number; endsAt: number; resetText: string }>();
+  readonly #durationMs: number;
+
+  constructor(
+    readonly points: number,
+    durationS: number,
+  ) {
+    this.#durationMs = durationS * 1000;
+  }
+
+  consume(key: string, now: number): RateDecision {
+    let c = this.#counts.get(key);
+    if (c === undefined || c.endsAt <= now) {
+      const endsAt = now + this.#durationMs;
+      const fresh = { n: 0, endsAt, resetText: String(Math.ceil(endsAt / 1000)) };
+      this.#counts.set(key, fresh);
+      setTimeout(() => {
+        if (this.#counts.get(key) === fresh) this.#counts.delete(key);
+      }, this.#durationMs).unref();
+      c = fresh;
+    }
+    c.n += 1;
+    const ms = c.endsAt - now;
+    return {
+      limit: this.points,
+      remaining: Math.max(0, this.points - c.n),
+      resetAt: Math.ceil(c.endsAt / 1000),
+      resetText: c.resetText,
+      allowed: c.n <= this.points,
+      retryAfterS: Math.max(1, Math.ceil(ms / 1000)),
+    };
+  }
+
+  /** Requests counted in `key`'s current window and ms until it ends, or undefined (none counted). */
+  peek(key: string, now: number): { consumedPoints: number; msBeforeNext: number } | undefined {
+    const c = this.#counts.get(key);
+    if (c === undefined || c.endsAt <= now) return undefined;
+    return { consumedPoints: c.n, msBeforeNext: c.endsAt - now };
+  }
 }
 
 export interface RateDecision {
   limit: number;
   remaining: number;
   resetAt: number; // Unix seconds
+  /** `resetAt` as the header's text, when the counter has it made already. */
+  resetText?: string;
   allowed: boolean;
   retryAfterS: number;
 }
@@ -78,12 +127,12 @@ export class RateLimits {
   ) {
     const make = (bucket: string, points: number, duration: number): Window => {
       const opts = { points, duration, keyPrefix: `palmid:rl:${bucket}:${duration}` };
-      return {
-        points,
-        limiter: redis
-          ? new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true })
-          : new RateLimiterMemory(opts),
-      };
+      return redis
+        ? {
+            points,
+            limiter: new RateLimiterRedis({ ...opts, storeClient: redis, rejectIfRedisNotReady: true }),
+          }
+        : { points, memory: new MemoryWindow(points, duration) };
     };
     this.#windows = Object.fromEntries(
       Object.entries(limits).map(([bucket, windows]) => [
@@ -97,7 +146,7 @@ export class RateLimits {
   async blockedFor(bucket: RateBucket, key: string): Promise<number> {
     let wait = 0;
     for (const w of this.#windows[bucket]) {
-      const res = await w.limiter.get(key);
+      const res = w.memory ? w.memory.peek(key, Date.now()) : await w.limiter?.get(key);
       if (res && res.consumedPoints >= w.points)
         wait = Math.max(wait, Math.ceil((res.msBeforeNext ?? 0) / 1000));
     }
@@ -105,21 +154,38 @@ export class RateLimits {
   }
 
   consume(bucket: RateBucket, key: string): Promise<RateDecision> {
-    const now = Date.now();
+    const now = this.consumeNow(bucket, key);
+    if (now !== undefined) return Promise.resolve(now);
+    const at = Date.now();
     const windows = this.#windows[bucket];
-    if (windows.length === 1) return consumeOne(windows[0]!, key, now);
-    return Promise.all(windows.map((w) => consumeOne(w, key, now))).then((decisions) => {
-      // The headers describe the window closest to exhaustion; a refusal by any window wins.
-      const refused = decisions.filter((d) => !d.allowed).sort((a, b) => b.retryAfterS - a.retryAfterS)[0];
-      if (refused) return refused;
-      return decisions.sort((a, b) => a.remaining / a.limit - b.remaining / b.limit)[0]!;
-    });
+    if (windows.length === 1) return consumeOne(windows[0]!, key, at);
+    return Promise.all(windows.map((w) => consumeOne(w, key, at))).then(closest);
+  }
+
+  /**
+   * The same count as `consume`, answered synchronously when the bucket is counted in memory (no Redis);
+   * undefined, counting nothing, when it is counted in Redis (then use `consume`).
+   */
+  consumeNow(bucket: RateBucket, key: string): RateDecision | undefined {
+    const windows = this.#windows[bucket];
+    const first = windows[0]!.memory;
+    if (first === undefined) return undefined;
+    const now = Date.now();
+    if (windows.length === 1) return first.consume(key, now);
+    return closest(windows.map((w) => (w.memory as MemoryWindow).consume(key, now)));
   }
 }
 
-/** One window's count (one promise: every rate-limited request comes through here). */
+/** The headers describe the window closest to exhaustion; a refusal by any window wins. */
+function closest(decisions: RateDecision[]): RateDecision {
+  const refused = decisions.filter((d) => !d.allowed).sort((a, b) => b.retryAfterS - a.retryAfterS)[0];
+  if (refused) return refused;
+  return decisions.sort((a, b) => a.remaining / a.limit - b.remaining / b.limit)[0]!;
+}
+
+/** One Redis window's count (one promise). */
 function consumeOne(w: Window, key: string, now: number): Promise<RateDecision> {
-  return w.limiter.consume(key).then(
+  return (w.limiter as RateLimiterRedis).consume(key).then(
     (res) => decide(w, res, now, true),
     (err: unknown) => {
       if (!(err instanceof RateLimiterRes)) throw err;
@@ -142,7 +208,7 @@ function decide(w: Window, res: IRateLimiterRes, now: number, allowed: boolean):
 export function applyRateDecision(reply: FastifyReply, d: RateDecision): void {
   reply.header('X-RateLimit-Limit', String(d.limit));
   reply.header('X-RateLimit-Remaining', String(d.remaining));
-  reply.header('X-RateLimit-Reset', String(d.resetAt));
+  reply.header('X-RateLimit-Reset', d.resetText ?? String(d.resetAt));
   if (!d.allowed) {
     reply.header('Retry-After', String(d.retryAfterS));
     throw new AppError('RATE_LIMITED', 'Too many requests', {

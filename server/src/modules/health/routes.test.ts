@@ -57,6 +57,28 @@ describe('health and status', () => {
     expect(res.headers['x-ratelimit-limit']).toBe('100');
   });
 
+  it('GET /api/v1/status counts the kiosks that serve the vendor: its own and unbound ones', async () => {
+    const v = await seedVendor(t.ctx, 'Kiosk counter');
+    const connected = async () => {
+      const res = await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/status',
+        headers: { 'x-api-key': v.api_key },
+      });
+      return res.json().data.pvs.connected as number;
+    };
+    const send = () => {};
+    const offOwn = t.ctx.kiosks.register({ pvsId: 'pvs-own', vendorId: v.vendor_id, send });
+    const offOther = t.ctx.kiosks.register({ pvsId: 'pvs-other', vendorId: 'someone-else', send });
+    const offFree = t.ctx.kiosks.register({ pvsId: 'pvs-free', vendorId: null, send });
+    expect(await connected()).toBe(2);
+    offFree();
+    expect(await connected()).toBe(1);
+    offOwn();
+    offOther();
+    expect(await connected()).toBe(0);
+  });
+
   it('unknown routes and wrong methods are 404 envelopes', async () => {
     for (const [method, url] of [
       ['GET', '/nope'],

@@ -1,6 +1,7 @@
 import { successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { VendorPrincipal } from '../../context.ts';
 import { vendorErrors } from '../../lib/error-replies.ts';
 import { vendorOf } from '../../plugins/app/auth.ts';
 import { isoAt, ok } from '../../plugins/app/envelope.ts';
@@ -20,6 +21,15 @@ const statusSchema = z.object({
 
 export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
+  let lastStatus:
+    | {
+        vendor: VendorPrincipal;
+        now: number;
+        dbOk: boolean;
+        connected: number;
+        data: z.output<typeof statusSchema>;
+      }
+    | undefined;
   app.get(
     '/health',
     {
@@ -47,16 +57,38 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const vendor = vendorOf(request);
       const dbOk = await ctx.database.ping();
-      return ok(reply, {
-        status: dbOk ? ('ok' as const) : ('degraded' as const),
-        version: ctx.version,
-        environment: ctx.config.PALMID_ENV,
-        uptime_s: Math.floor((ctx.now() - ctx.startedAt) / 1000),
-        database: { kind: ctx.database.kind, ok: dbOk },
-        pvs: { connected: ctx.kiosks.servingVendor(vendor.id).length },
-        vendor: { id: vendor.id, name: vendor.name, mode: vendor.mode },
-        time: isoAt(ctx.now()),
-      });
+      const now = ctx.now();
+      const connected = ctx.kiosks.countServing(vendor.id);
+      // One frozen answer per vendor principal, millisecond, probe result and kiosk count: the requests that
+      // share all four share it, and its JSON is made once (plugins/app/serializer.ts, compileEnvelope).
+      // Every field is a function of these keys (a vendor change gives a new principal), so it is never stale.
+      let last = lastStatus;
+      if (
+        last === undefined ||
+        last.vendor !== vendor ||
+        last.now !== now ||
+        last.dbOk !== dbOk ||
+        last.connected !== connected
+      ) {
+        last = {
+          vendor,
+          now,
+          dbOk,
+          connected,
+          data: Object.freeze({
+            status: dbOk ? ('ok' as const) : ('degraded' as const),
+            version: ctx.version,
+            environment: ctx.config.PALMID_ENV,
+            uptime_s: Math.floor((now - ctx.startedAt) / 1000),
+            database: Object.freeze({ kind: ctx.database.kind, ok: dbOk }),
+            pvs: Object.freeze({ connected }),
+            vendor: Object.freeze({ id: vendor.id, name: vendor.name, mode: vendor.mode }),
+            time: isoAt(now),
+          }),
+        };
+        lastStatus = last;
+      }
+      return ok(reply, last.data);
     },
   );
 };

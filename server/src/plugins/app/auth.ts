@@ -51,8 +51,8 @@ export function callerOf(request: FastifyRequest): Caller {
  * The hook is attached to each route that declares `auth` or `rate` when the route is added (HEAD routes
  * that Fastify adds for GET routes included), with the route's configuration bound once: a route with
  * neither has no hook at all, and no request reads its route options (docs/performance.md). A vendor key
- * verified in memory (plugins/app/key-cache.ts) is accepted without a promise; only the rate-limit count
- * is awaited.
+ * verified in memory (plugins/app/key-cache.ts) is accepted without a promise, and so is its rate-limit
+ * count when the counters are in memory (lib/rate-limits.ts); with Redis the count is awaited.
  */
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   const guard = new CredentialGuard(ctx);
@@ -85,6 +85,16 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
       done: HookHandlerDoneFunction,
     ) => {
       if (!rate) return done(vendor ? scopeError(vendor, scope) : undefined);
+      // Counted in memory: answered at once, so a key verified in memory costs this request no promise.
+      const now = ctx.rateLimits.consumeNow(rate, key);
+      if (now !== undefined) {
+        try {
+          applyRateDecision(reply, now);
+        } catch (err) {
+          return done(err as Error);
+        }
+        return done(vendor ? scopeError(vendor, scope) : undefined);
+      }
       ctx.rateLimits.consume(rate, key).then((decision) => {
         try {
           applyRateDecision(reply, decision);

@@ -6,7 +6,7 @@ import {
   type ErrorCode,
   type ErrorDetails,
 } from '@palmid/shared/errors.ts';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { meta } from './envelope.ts';
 
 /** Fastify's own client errors, mapped to the SPEC catalogue (everything is a 400 there). */
@@ -85,25 +85,15 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   // Safety net: an error answer that left a plugin with an empty body (e.g. @fastify/websocket's 404 for a
-  // plain GET on a socket route) still gets the SPEC envelope.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (reply.statusCode < 400 || request.method === 'HEAD') return done(null, payload);
-    if (payload !== undefined && payload !== null && payload !== '') return done(null, payload);
-    const status = reply.statusCode;
-    const code: ErrorCode =
-      status === 404
-        ? 'NOT_FOUND'
-        : status === 401
-          ? 'UNAUTHORIZED'
-          : status === 403
-            ? 'FORBIDDEN'
-            : status === 429
-              ? 'RATE_LIMITED'
-              : status >= 500
-                ? 'INTERNAL_ERROR'
-                : 'INVALID_REQUEST';
-    reply.type('application/json; charset=utf-8');
-    done(null, JSON.stringify(errorEnvelope(code, DEFAULT_MESSAGES[code], {}, meta(request))));
+  // plain GET on a socket route) still gets the SPEC envelope. Only routes without a response schema get it:
+  // a route with one is ours, answers through `ok`/`sendError` or the error handler (never an empty error
+  // body), and is spared an onSend hook per request (docs/performance.md). Routes added by plugins (the
+  // socket routes' plain-GET handler, the documentation pages) have none and keep the net.
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.response !== undefined) return;
+    const own = route.onSend;
+    route.onSend =
+      own === undefined ? [envelopeEmptyError] : [...(Array.isArray(own) ? own : [own]), envelopeEmptyError];
   });
 
   app.setNotFoundHandler((request, reply) =>
@@ -116,3 +106,24 @@ export function registerErrorHandling(app: FastifyInstance): void {
     ),
   );
 }
+
+/** An error answer with an empty body gets the SPEC error envelope (see `registerErrorHandling`). */
+const envelopeEmptyError: onSendHookHandler = (request, reply, payload, done) => {
+  if (reply.statusCode < 400 || request.method === 'HEAD') return done(null, payload);
+  if (payload !== undefined && payload !== null && payload !== '') return done(null, payload);
+  const status = reply.statusCode;
+  const code: ErrorCode =
+    status === 404
+      ? 'NOT_FOUND'
+      : status === 401
+        ? 'UNAUTHORIZED'
+        : status === 403
+          ? 'FORBIDDEN'
+          : status === 429
+            ? 'RATE_LIMITED'
+            : status >= 500
+              ? 'INTERNAL_ERROR'
+              : 'INVALID_REQUEST';
+  reply.type('application/json; charset=utf-8');
+  done(null, JSON.stringify(errorEnvelope(code, DEFAULT_MESSAGES[code], {}, meta(request))));
+};

@@ -2,7 +2,7 @@ import { authStatusSchema } from '@palmid/shared/api/auth-contexts.ts';
 import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { compileFast, responseSerializerCompiler } from './serializer.ts';
+import { compileEnvelope, compileFast, responseSerializerCompiler } from './serializer.ts';
 
 const meta = { request_id: 'r-1', timestamp: '2026-01-01T00:00:00.000Z' };
 const route = (schema: unknown) => ({ schema, method: 'GET', url: '/x', httpStatus: '200' });
@@ -23,6 +23,25 @@ describe('responseSerializerCompiler', () => {
     expect(compileFast(statusSchema)).toBeTypeOf('function');
     expect(compileFast(successSchema(authStatusSchema))).toBeTypeOf('function');
     expect(compileFast(errorBodySchema)).toBeTypeOf('function');
+  });
+
+  it('compiles a success envelope in two parts with the same bytes, reusing only a frozen data object', () => {
+    const envelope = compileEnvelope(statusSchema);
+    const whole = compileFast(statusSchema);
+    if (!envelope || !whole) throw new Error('not compiled');
+    expect(compileEnvelope(errorBodySchema)).toBeUndefined();
+    const data = { auth_id: 'a-1', status: 'pending', pvs_id: null, tags: [{ k: 'x', n: 1 }] };
+    expect(envelope({ success: true, data, meta })).toBe(whole({ success: true, data, meta }));
+    // not frozen: serialised again each time, so a change shows
+    data.status = 'completed';
+    expect(JSON.parse(envelope({ success: true, data, meta })).data.status).toBe('completed');
+    // frozen: one JSON for every answer that carries it, each with its own meta
+    const frozen = Object.freeze({ ...data, tags: Object.freeze([Object.freeze({ k: 'y', n: 2 })]) });
+    const first = envelope({ success: true, data: frozen, meta });
+    const other = { request_id: 'r-2', timestamp: '2026-01-01T00:00:00.001Z' };
+    const second = envelope({ success: true, data: frozen, meta: other });
+    expect(first).toBe(whole({ success: true, data: frozen, meta }));
+    expect(second).toBe(whole({ success: true, data: frozen, meta: other }));
   });
 
   it("writes zod's bytes: schema order, unknown keys dropped, optional keys left out, null kept", () => {

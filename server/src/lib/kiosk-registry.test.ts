@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { type KioskConnection, KioskRegistry } from './kiosk-registry.ts';
+
+const kiosk = (pvsId: string, vendorId: string | null): KioskConnection => ({ pvsId, vendorId, send() {} });
+
+/** `countServing` (kept per vendor on register and unregister) always equals `servingVendor(…).length`. */
+describe('KioskRegistry.countServing', () => {
+  it('counts bound and unbound kiosks through connects, replacements and disconnects', () => {
+    const r = new KioskRegistry();
+    const check = () => {
+      for (const v of ['a', 'b', 'c']) expect(r.countServing(v), v).toBe(r.servingVendor(v).length);
+    };
+    check();
+    const offA1 = r.register(kiosk('p1', 'a'));
+    const offFree = r.register(kiosk('p2', null));
+    r.register(kiosk('p3', 'b'));
+    check();
+    expect(r.countServing('a')).toBe(2);
+    // the same kiosk reconnects (now bound to b) before its old socket is gone: counted once, for b
+    const offB1 = r.register(kiosk('p1', 'b'));
+    check();
+    expect(r.countServing('a')).toBe(1);
+    expect(r.countServing('b')).toBe(3);
+    offA1(); // the old socket's unregister must not remove the new connection
+    check();
+    expect(r.countServing('b')).toBe(3);
+    offB1();
+    offFree();
+    offFree();
+    check();
+    expect(r.countServing('b')).toBe(1);
+    expect(r.countServing('a')).toBe(0);
+  });
+});
