@@ -2,8 +2,9 @@ import { compileKernelModule, instantiateKernel } from '@palmid/shared/wasm/kern
 import { CAPTURE_KERNEL_BASE64 } from './capture-kernel.wasm.ts';
 
 /**
- * The capture path's WebAssembly SIMD kernel (capture-kernel.wat): the work-scale block average
- * and the periodicity's lag sums, each giving the same bytes / doubles as its JavaScript loop
+ * The capture path's WebAssembly SIMD kernel (capture-kernel.wat): the work-scale block average,
+ * the periodicity's lag sums and the ROI crop, each giving the same bytes / doubles / floats as
+ * its JavaScript loop
  * (docs/palm-pipeline.md, "Speed of the capture path"). `null` exports: no WebAssembly SIMD
  * on this engine; callers then run the JavaScript loops.
  */
@@ -22,6 +23,19 @@ interface KernelExports {
   lagSums(res: number, pw: number, ph: number, out: number): void;
   lag0Sums(res: number, pw: number, ph: number, out: number): void;
   edgeSums(res: number, pw: number, ph: number, out: number): void;
+  crop(
+    src: number,
+    w: number,
+    y0: number,
+    tab: number,
+    colsInner: number,
+    out: number,
+    cx: number,
+    cy: number,
+    side: number,
+    xMax: number,
+    yMax: number,
+  ): void;
 }
 
 function instantiate(): KernelExports | null {
@@ -121,4 +135,50 @@ export function lagSums(pw: number, ph: number): Float64Array {
   k.lagSums(0, pw, ph, out + 4 * 8);
   k.edgeSums(0, pw, ph, out + 64 * 8);
   return new Float64Array(k.memory.buffer, out, LAG_SUMS);
+}
+
+/** Doubles in each of the crop's four tables (2 taps × 128 sub-columns or sub-rows). */
+const CROP_TABLE = 256;
+/** Outputs of the crop, 128 × 128 float32 (ROI_SIZE of model-graph.ts; the kernel is fixed to it). */
+export const CROP_SIDE = 128;
+
+/**
+ * The 2 × 2 supersampled crop of `cropPalm` (hand-roi.ts) on the kernel, or null without it.
+ * `urx`, `ury`, `vux`, `vuy`: its per-sub-column and per-sub-row products (256 each); rows
+ * `y0 … y1` of the frame must hold rows iy and iy + 1 of every tap (only those are copied into the
+ * kernel's memory); the frame at least 2 × 2. Writes CROP_SIDE² floats into `out`.
+ */
+export function cropSimd(
+  frame: { width: number; height: number; data: Uint8Array },
+  y0: number,
+  y1: number,
+  tables: readonly [Float64Array, Float64Array, Float64Array, Float64Array],
+  colsInner: boolean,
+  square: { cx: number; cy: number; side: number },
+  out: Float32Array,
+): boolean {
+  if (!kernel || frame.width < 2 || frame.height < 2 || y0 < 0 || y1 >= frame.height || y1 < y0) return false;
+  const w = frame.width;
+  const inBytes = (y1 - y0 + 1) * w;
+  const tab = align16(inBytes + 16);
+  const outAt = tab + 4 * CROP_TABLE * 8;
+  const buffer = reserve(kernel, outAt + CROP_SIDE * CROP_SIDE * 4);
+  new Uint8Array(buffer).set(frame.data.subarray(y0 * w, y0 * w + inBytes), 0);
+  const t = new Float64Array(buffer, tab, 4 * CROP_TABLE);
+  for (let i = 0; i < 4; i++) t.set(tables[i]!.subarray(0, CROP_TABLE), i * CROP_TABLE);
+  kernel.crop(
+    0,
+    w,
+    y0,
+    tab,
+    colsInner ? 1 : 0,
+    outAt,
+    square.cx,
+    square.cy,
+    square.side,
+    w - 1.001,
+    frame.height - 1.001,
+  );
+  out.set(new Float32Array(buffer, outAt, CROP_SIDE * CROP_SIDE));
+  return true;
 }

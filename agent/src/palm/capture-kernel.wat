@@ -1,6 +1,6 @@
 ;; palmid capture path, WebAssembly SIMD kernel (docs/palm-pipeline.md, "Speed of the capture path").
 ;;
-;; Two loops of the capture path that JavaScript runs at one element per step:
+;; Loops of the capture path that JavaScript runs at one element per step:
 ;;
 ;; blockAverage  the work-scale image: each output byte the mean of an f x f block of the frame,
 ;;               rounded half up, floor((2s + f*f) / (2*f*f)). Integer-only, so the bytes equal
@@ -14,6 +14,7 @@
 ;; lag0Sums,     the rest of those sums, scalar, each in the JavaScript loop's order: row lag 0
 ;; edgeSums      (horizontal lags 2-5 over whole rows) and the five columns at each end of a
 ;;               row for the row lags 1-5.
+;; crop          the palm ROI's supersampled bilinear crop, two taps a vector (below).
 ;;
 ;; Build: `npx tsx agent/scripts/build-capture-kernel.ts` (wabt) writes capture-kernel.wasm.ts.
 ;; The caller places the data (byte offsets) and grows the memory; every input has 16 readable
@@ -211,4 +212,139 @@
         (br_if $lags (i32.le_s (local.get $lx) (i32.const 5))))
       (local.set $ly (i32.add (local.get $ly) (i32.const 1)))
       (br_if $rowlags (i32.le_s (local.get $ly) (i32.const 5)))))
+
+  ;; The palm ROI's 2 x 2 supersampled bilinear crop (hand-roi.ts, cropPalm): 128 x 128 float32
+  ;; outputs, each the mean of four taps. The two taps of a sub-row share an f64x2 (lane i = the
+  ;; sub-column), and every lane runs the JavaScript loop's operations in its order (coordinates,
+  ;; mirror padding, truncation, weights, the bilinear sum), then the four taps are added in the
+  ;; loop's order: the same doubles, so the same floats.
+  ;; src: frame rows y0 .. (w bytes a row, rows iy and iy + 1 of every tap present); tab: the
+  ;; per-sub-column and per-sub-row products urx, ury, vux, vuy, 256 doubles each; out: 128 x 128
+  ;; f32. colsInner: the outputs of a row of the ROI in the inner loop, else of a column (the same
+  ;; values; only the order of memory reads differs). Requires w, h >= 2 (so ix + 1 < w, iy + 1 < h
+  ;; for every tap: px <= w - 1.001).
+  (func (export "crop")
+    (param $src i32) (param $w i32) (param $y0 i32) (param $tab i32) (param $colsInner i32)
+    (param $out i32) (param $cx f64) (param $cy f64) (param $side f64) (param $xMax f64) (param $yMax f64)
+    (local $a i32) (local $b i32) (local $r i32) (local $c i32) (local $j i32) (local $s f64)
+    (local $x v128) (local $y v128) (local $px v128) (local $py v128) (local $ix v128) (local $iy v128)
+    (local $fx v128) (local $fy v128) (local $gx v128) (local $k v128) (local $t v128)
+    (local $k0 i32) (local $k1 i32) (local $d1 v128) (local $d2 v128) (local $d3 v128) (local $d4 v128)
+    (local $vx f64) (local $vy f64) (local $rowOff i32) (local $m v128)
+    (local $cxv v128) (local $cyv v128) (local $sidev v128) (local $xMaxv v128) (local $yMaxv v128)
+    (local $zero v128) (local $one v128) (local $x2v v128) (local $y2v v128) (local $wv v128) (local $y0v v128)
+    (local.set $cxv (f64x2.splat (local.get $cx)))
+    (local.set $cyv (f64x2.splat (local.get $cy)))
+    (local.set $sidev (f64x2.splat (local.get $side)))
+    (local.set $xMaxv (f64x2.splat (local.get $xMax)))
+    (local.set $yMaxv (f64x2.splat (local.get $yMax)))
+    (local.set $x2v (f64x2.splat (f64.mul (f64.const 2) (local.get $xMax))))
+    (local.set $y2v (f64x2.splat (f64.mul (f64.const 2) (local.get $yMax))))
+    (local.set $zero (f64x2.splat (f64.const 0)))
+    (local.set $one (f64x2.splat (f64.const 1)))
+    (local.set $wv (i32x4.splat (local.get $w)))
+    (local.set $y0v (i32x4.splat (local.get $y0)))
+    (local.set $a (i32.const 0))
+    (loop $outer
+      (local.set $b (i32.const 0))
+      (loop $inner
+        (if (local.get $colsInner)
+          (then (local.set $r (local.get $a)) (local.set $c (local.get $b)))
+          (else (local.set $r (local.get $b)) (local.set $c (local.get $a))))
+        (local.set $s (f64.const 0))
+        (local.set $j (i32.const 0))
+        (loop $subrows
+          ;; vx = vux[2r + j], vy = vuy[2r + j]
+          (local.set $rowOff (i32.shl (i32.add (i32.shl (local.get $r) (i32.const 1)) (local.get $j)) (i32.const 3)))
+          (local.set $vx (f64.load offset=4096 (i32.add (local.get $tab) (local.get $rowOff))))
+          (local.set $vy (f64.load offset=6144 (i32.add (local.get $tab) (local.get $rowOff))))
+          ;; x = cx + side * (urx[2c + i] - vx), y likewise, for i = 0, 1
+          (local.set $x (f64x2.add (local.get $cxv)
+            (f64x2.mul (local.get $sidev)
+              (f64x2.sub (v128.load offset=0 (i32.add (local.get $tab) (i32.shl (local.get $c) (i32.const 4))))
+                (f64x2.splat (local.get $vx))))))
+          (local.set $y (f64x2.add (local.get $cyv)
+            (f64x2.mul (local.get $sidev)
+              (f64x2.sub (v128.load offset=2048 (i32.add (local.get $tab) (i32.shl (local.get $c) (i32.const 4))))
+                (f64x2.splat (local.get $vy))))))
+          ;; inside [0, max] as is, else reflect: max(0, min(v < 0 ? -v : v > max ? 2 max - v : v, max))
+          (local.set $m (v128.and (f64x2.ge (local.get $x) (local.get $zero))
+            (f64x2.le (local.get $x) (local.get $xMaxv))))
+          (local.set $px (local.get $x))
+          (if (i32.eqz (i64x2.all_true (local.get $m)))
+            (then
+              (local.set $px (v128.bitselect
+                (local.get $x)
+                (f64x2.max (local.get $zero)
+                  (f64x2.min
+                    (v128.bitselect
+                      (f64x2.neg (local.get $x))
+                      (v128.bitselect
+                        (f64x2.sub (local.get $x2v) (local.get $x))
+                        (local.get $x)
+                        (f64x2.gt (local.get $x) (local.get $xMaxv)))
+                      (f64x2.lt (local.get $x) (local.get $zero)))
+                    (local.get $xMaxv)))
+                (local.get $m)))))
+          (local.set $m (v128.and (f64x2.ge (local.get $y) (local.get $zero))
+            (f64x2.le (local.get $y) (local.get $yMaxv))))
+          (local.set $py (local.get $y))
+          (if (i32.eqz (i64x2.all_true (local.get $m)))
+            (then
+              (local.set $py (v128.bitselect
+                (local.get $y)
+                (f64x2.max (local.get $zero)
+                  (f64x2.min
+                    (v128.bitselect
+                      (f64x2.neg (local.get $y))
+                      (v128.bitselect
+                        (f64x2.sub (local.get $y2v) (local.get $y))
+                        (local.get $y)
+                        (f64x2.gt (local.get $y) (local.get $yMaxv)))
+                      (f64x2.lt (local.get $y) (local.get $zero)))
+                    (local.get $yMaxv)))
+                (local.get $m)))))
+          ;; px, py >= 0: truncation is the floor
+          (local.set $ix (i32x4.trunc_sat_f64x2_s_zero (local.get $px)))
+          (local.set $iy (i32x4.trunc_sat_f64x2_s_zero (local.get $py)))
+          (local.set $fx (f64x2.sub (local.get $px) (f64x2.convert_low_i32x4_s (local.get $ix))))
+          (local.set $fy (f64x2.sub (local.get $py) (f64x2.convert_low_i32x4_s (local.get $iy))))
+          ;; k = (iy - y0) w + ix within the copied rows
+          (local.set $k (i32x4.add
+            (i32x4.mul (i32x4.sub (local.get $iy) (local.get $y0v)) (local.get $wv))
+            (local.get $ix)))
+          (local.set $k0 (i32.add (local.get $src) (i32x4.extract_lane 0 (local.get $k))))
+          (local.set $k1 (i32.add (local.get $src) (i32x4.extract_lane 1 (local.get $k))))
+          (local.set $d1 (f64x2.replace_lane 1
+            (f64x2.splat (f64.convert_i32_u (i32.load8_u (local.get $k0))))
+            (f64.convert_i32_u (i32.load8_u (local.get $k1)))))
+          (local.set $d2 (f64x2.replace_lane 1
+            (f64x2.splat (f64.convert_i32_u (i32.load8_u offset=1 (local.get $k0))))
+            (f64.convert_i32_u (i32.load8_u offset=1 (local.get $k1)))))
+          (local.set $d3 (f64x2.replace_lane 1
+            (f64x2.splat (f64.convert_i32_u (i32.load8_u (i32.add (local.get $k0) (local.get $w)))))
+            (f64.convert_i32_u (i32.load8_u (i32.add (local.get $k1) (local.get $w))))))
+          (local.set $d4 (f64x2.replace_lane 1
+            (f64x2.splat (f64.convert_i32_u (i32.load8_u offset=1 (i32.add (local.get $k0) (local.get $w)))))
+            (f64.convert_i32_u (i32.load8_u offset=1 (i32.add (local.get $k1) (local.get $w))))))
+          ;; (d1 (1 - fx) + d2 fx) (1 - fy) + (d3 (1 - fx) + d4 fx) fy
+          (local.set $gx (f64x2.sub (local.get $one) (local.get $fx)))
+          (local.set $t (f64x2.add
+            (f64x2.mul
+              (f64x2.add (f64x2.mul (local.get $d1) (local.get $gx)) (f64x2.mul (local.get $d2) (local.get $fx)))
+              (f64x2.sub (local.get $one) (local.get $fy)))
+            (f64x2.mul
+              (f64x2.add (f64x2.mul (local.get $d3) (local.get $gx)) (f64x2.mul (local.get $d4) (local.get $fx)))
+              (local.get $fy))))
+          (local.set $s (f64.add (f64.add (local.get $s) (f64x2.extract_lane 0 (local.get $t)))
+            (f64x2.extract_lane 1 (local.get $t))))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br_if $subrows (i32.lt_u (local.get $j) (i32.const 2))))
+        (f32.store
+          (i32.add (local.get $out) (i32.shl (i32.add (i32.shl (local.get $r) (i32.const 7)) (local.get $c)) (i32.const 2)))
+          (f32.demote_f64 (f64.div (local.get $s) (f64.const 4))))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br_if $inner (i32.lt_u (local.get $b) (i32.const 128))))
+      (local.set $a (i32.add (local.get $a) (i32.const 1)))
+      (br_if $outer (i32.lt_u (local.get $a) (i32.const 128)))))
 )
