@@ -64,9 +64,13 @@ function reserve(k: KernelExports, bytes: number): ArrayBuffer {
 
 const align16 = (n: number) => (n + 15) & ~15;
 
+/** Frame bytes copied per call of the block average: a band of rows that stays in the cache. */
+const BAND_BYTES = 1 << 14;
+
 /**
  * f × f block average (rounded half up) of a w·f × h·f corner of the frame, f ≤ 16, or null
- * without the kernel. The frame is copied into the kernel's memory (one memcpy).
+ * without the kernel. The frame is copied into the kernel's memory a band of rows at a time
+ * (about 64 KB, read back by the kernel while still in the cache).
  */
 export function blockAverageSimd(
   data: Uint8Array,
@@ -76,12 +80,17 @@ export function blockAverageSimd(
   h: number,
 ): Uint8Array | null {
   if (!kernel || f < 2 || f > 16 || w < 1 || h < 1) return null;
-  const inBytes = fw * h * f;
+  const band = Math.max(1, Math.min(h, Math.floor(BAND_BYTES / (fw * f)))); // output rows a call
+  const inBytes = fw * band * f;
   const cols = align16(inBytes + 16); // 16 readable bytes after the last row
   const out = cols + align16(w * f + 16) * 2;
   const buffer = reserve(kernel, out + w * h);
-  new Uint8Array(buffer).set(data.subarray(0, inBytes), 0);
-  kernel.blockAverage(0, fw, f, w, h, cols, out, 0);
+  const mem = new Uint8Array(buffer);
+  for (let y = 0; y < h; y += band) {
+    const rows = Math.min(band, h - y);
+    mem.set(data.subarray(y * f * fw, (y + rows) * f * fw), 0);
+    kernel.blockAverage(0, fw, f, w, rows, cols, out + y * w, 0);
+  }
   return new Uint8Array(buffer, out, w * h).slice();
 }
 
