@@ -3,8 +3,8 @@ import { CAPTURE_KERNEL_BASE64 } from './capture-kernel.wasm.ts';
 
 /**
  * The capture path's WebAssembly SIMD kernel (capture-kernel.wat): the work-scale block average,
- * the periodicity's lag sums and the ROI crop, each giving the same bytes / doubles / floats as
- * its JavaScript loop
+ * the periodicity's lag sums, the ROI crop and the work image's foreground, each giving the same
+ * bytes / doubles / floats as its JavaScript loop
  * (docs/palm-pipeline.md, "Speed of the capture path"). `null` exports: no WebAssembly SIMD
  * on this engine; callers then run the JavaScript loops.
  */
@@ -36,6 +36,7 @@ interface KernelExports {
     xMax: number,
     yMax: number,
   ): void;
+  foreground(src: number, n: number, t: number, inf: number, mask: number, dist: number): number;
 }
 
 function instantiate(): KernelExports | null {
@@ -190,4 +191,28 @@ export function cropSimd(
   );
   out.set(new Float32Array(buffer, outAt, CROP_SIDE * CROP_SIDE));
   return true;
+}
+
+/**
+ * The work image's foreground on the kernel, or null without it: `mask` 1 where a pixel is above
+ * `threshold` (an integer 0–255), `distance` `inf` (≤ 65535) there and 0 elsewhere, and their count.
+ */
+export function foregroundSimd(
+  data: Uint8Array,
+  threshold: number,
+  inf: number,
+): { mask: Uint8Array; distance: Uint16Array; count: number } | null {
+  if (!kernel || !Number.isInteger(threshold) || threshold < 0 || threshold > 255) return null;
+  if (!Number.isInteger(inf) || inf < 0 || inf > 65535) return null;
+  const n = data.length;
+  const maskAt = align16(n + 16);
+  const distAt = maskAt + align16(n + 16);
+  const buffer = reserve(kernel, distAt + 2 * n + 32);
+  new Uint8Array(buffer).set(data, 0);
+  const count = kernel.foreground(0, n, threshold, inf, maskAt, distAt);
+  return {
+    mask: new Uint8Array(buffer, maskAt, n).slice(),
+    distance: new Uint16Array(buffer, distAt, n).slice(),
+    count,
+  };
 }

@@ -15,6 +15,7 @@
 ;; edgeSums      (horizontal lags 2-5 over whole rows) and the five columns at each end of a
 ;;               row for the row lags 1-5.
 ;; crop          the palm ROI's supersampled bilinear crop, two taps a vector (below).
+;; foreground    the work image thresholded: mask, the chamfer's start values and the count.
 ;;
 ;; Build: `npx tsx agent/scripts/build-capture-kernel.ts` (wabt) writes capture-kernel.wasm.ts.
 ;; The caller places the data (byte offsets) and grows the memory; every input has 16 readable
@@ -360,4 +361,52 @@
         (br_if $inner (i32.lt_u (local.get $b) (i32.const 128))))
       (local.set $a (i32.add (local.get $a) (i32.const 1)))
       (br_if $outer (i32.lt_u (local.get $a) (i32.const 128)))))
+
+  ;; The work image's foreground (hand-geometry.ts): mask byte 1 where src > t (0 <= t <= 255),
+  ;; else 0; dist (16-bit) `inf` there, else 0; returns the count. n bytes of src; src has 16
+  ;; readable bytes after its end. Exact: a comparison per pixel, in any order.
+  (func (export "foreground")
+    (param $src i32) (param $n i32) (param $t i32) (param $inf i32) (param $mask i32) (param $dist i32)
+    (result i32)
+    (local $i i32) (local $end i32) (local $m v128) (local $acc v128) (local $tv v128) (local $infv v128)
+    (local $one v128) (local $count i32)
+    (local.set $tv (i8x16.splat (local.get $t)))
+    (local.set $infv (i16x8.splat (local.get $inf)))
+    (local.set $one (i8x16.splat (i32.const 1)))
+    (local.set $end (i32.and (local.get $n) (i32.const -16)))
+    (local.set $i (i32.const 0))
+    (block $done
+      (loop $vectors
+        (br_if $done (i32.ge_u (local.get $i) (local.get $end)))
+        ;; all ones where src > t
+        (local.set $m (i8x16.gt_u (v128.load (i32.add (local.get $src) (local.get $i))) (local.get $tv)))
+        (v128.store (i32.add (local.get $mask) (local.get $i)) (v128.and (local.get $m) (local.get $one)))
+        (v128.store offset=0 (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1)))
+          (v128.and (i16x8.extend_low_i8x16_s (local.get $m)) (local.get $infv)))
+        (v128.store offset=16 (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1)))
+          (v128.and (i16x8.extend_high_i8x16_s (local.get $m)) (local.get $infv)))
+        ;; each lane -1 or 0, summed pairwise into 32-bit lanes
+        (local.set $acc (i32x4.add (local.get $acc)
+          (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $m)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $vectors)))
+    (local.set $count (i32.sub (i32.const 0)
+      (i32.add
+        (i32.add (i32x4.extract_lane 0 (local.get $acc)) (i32x4.extract_lane 1 (local.get $acc)))
+        (i32.add (i32x4.extract_lane 2 (local.get $acc)) (i32x4.extract_lane 3 (local.get $acc))))))
+    ;; the last n mod 16 pixels one by one
+    (block $tailDone
+      (loop $tail
+        (br_if $tailDone (i32.ge_u (local.get $i) (local.get $n)))
+        (if (i32.gt_u (i32.load8_u (i32.add (local.get $src) (local.get $i))) (local.get $t))
+          (then
+            (i32.store8 (i32.add (local.get $mask) (local.get $i)) (i32.const 1))
+            (i32.store16 (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1))) (local.get $inf))
+            (local.set $count (i32.add (local.get $count) (i32.const 1))))
+          (else
+            (i32.store8 (i32.add (local.get $mask) (local.get $i)) (i32.const 0))
+            (i32.store16 (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1))) (i32.const 0))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $tail)))
+    (local.get $count))
 )

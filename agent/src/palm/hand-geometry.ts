@@ -9,7 +9,7 @@ import {
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
 import { pegRoi } from './roi-pegs.ts';
-import { blockAverage, negative } from './work-scale.ts';
+import { blockAverage, foreground, negative } from './work-scale.ts';
 
 /**
  * Hand localisation in a whole NIR frame: Otsu foreground, chamfer distance transform (the palm
@@ -237,16 +237,8 @@ export function locateHand(
 function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeometry {
   const { width: w, height: h, data } = frame;
   const threshold = Math.max(otsu(data), 20);
-  const mask = new Uint8Array(w * h);
-  const distance = new Uint16Array(w * h);
-  let fg = 0;
-  for (let i = 0; i < data.length; i++) {
-    if (data[i]! > threshold) {
-      mask[i] = 1;
-      distance[i] = CHAMFER_INF;
-      fg++;
-    }
-  }
+  // the mask, the chamfer's start values and their count in one pass (on the capture kernel)
+  const { mask, distance, count: fg } = foreground(data, threshold, CHAMFER_INF);
   // the largest inscribed circle: the largest distance (first in scan order)
   const { best, at: bi } = chamfer(distance, w, h);
   const cx = bi % w;
