@@ -37,6 +37,7 @@ interface KernelExports {
     yMax: number,
   ): void;
   foreground(src: number, n: number, t: number, inf: number, mask: number, dist: number): number;
+  above(src: number, n: number, t: number, mask: number): void;
 }
 
 function instantiate(): KernelExports | null {
@@ -215,4 +216,15 @@ export function foregroundSimd(
     distance: new Uint16Array(buffer, distAt, n).slice(),
     count,
   };
+}
+
+/** 1 where a pixel is above `threshold` (an integer 0–255), else 0, on the kernel; null without it. */
+export function aboveSimd(data: Uint8Array, threshold: number): Uint8Array | null {
+  if (!kernel || !Number.isInteger(threshold) || threshold < 0 || threshold > 255) return null;
+  const n = data.length;
+  const maskAt = align16(n + 16);
+  const buffer = reserve(kernel, maskAt + n + 16);
+  new Uint8Array(buffer).set(data, 0);
+  kernel.above(0, n, threshold, maskAt);
+  return new Uint8Array(buffer, maskAt, n).slice();
 }

@@ -15,7 +15,8 @@
 ;; edgeSums      (horizontal lags 2-5 over whole rows) and the five columns at each end of a
 ;;               row for the row lags 1-5.
 ;; crop          the palm ROI's supersampled bilinear crop, two taps a vector (below).
-;; foreground    the work image thresholded: mask, the chamfer's start values and the count.
+;; foreground    the work image thresholded: mask, the chamfer's start values and the count;
+;; above         the mask alone (the finger scans' tighter levels).
 ;;
 ;; Build: `npx tsx agent/scripts/build-capture-kernel.ts` (wabt) writes capture-kernel.wasm.ts.
 ;; The caller places the data (byte offsets) and grows the memory; every input has 16 readable
@@ -409,4 +410,20 @@
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $tail)))
     (local.get $count))
+
+  ;; The mask alone: byte 1 where src > t (0 <= t <= 255), else 0; n bytes, src and mask with 16
+  ;; bytes of room after their ends (the last vector runs past n into ignored bytes).
+  (func (export "above") (param $src i32) (param $n i32) (param $t i32) (param $mask i32)
+    (local $i i32) (local $tv v128) (local $one v128)
+    (local.set $tv (i8x16.splat (local.get $t)))
+    (local.set $one (i8x16.splat (i32.const 1)))
+    (local.set $i (i32.const 0))
+    (block $done
+      (loop $vectors
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (v128.store (i32.add (local.get $mask) (local.get $i))
+          (v128.and (i8x16.gt_u (v128.load (i32.add (local.get $src) (local.get $i))) (local.get $tv))
+            (local.get $one)))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $vectors))))
 )

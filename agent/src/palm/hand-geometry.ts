@@ -9,7 +9,7 @@ import {
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
 import { pegRoi } from './roi-pegs.ts';
-import { blockAverage, foreground, negative } from './work-scale.ts';
+import { blockAverage, foreground, maskAbove, negative } from './work-scale.ts';
 
 /**
  * Hand localisation in a whole NIR frame: Otsu foreground, chamfer distance transform (the palm
@@ -517,8 +517,7 @@ const OUTLINE_LEVELS = [0, 0.2, 0.4, 0.6];
  */
 function findValleys(frame: GrayImage, level: number, cx: number, cy: number, radius: number) {
   const { width: w, height: h, data } = frame;
-  const tight = new Uint8Array(w * h);
-  for (let i = 0; i < data.length; i++) tight[i] = data[i]! > level ? 1 : 0;
+  const tight = maskAbove(data, level);
   const fingers = findFingers(tight, w, h, cx, cy, radius);
   for (const { group, ring } of fingers.groups) {
     const valleys = valleysOf(frame, tight, level, cx, cy, radius, group, ring);

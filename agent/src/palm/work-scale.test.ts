@@ -1,6 +1,6 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
-import { blockAverageSimd, captureSimdAvailable, foregroundSimd } from './capture-kernel.ts';
+import { aboveSimd, blockAverageSimd, captureSimdAvailable, foregroundSimd } from './capture-kernel.ts';
 import type { GrayImage } from './image-io.ts';
 import {
   blockAverage,
@@ -8,6 +8,8 @@ import {
   blockAverageReference,
   foreground,
   foregroundJs,
+  maskAbove,
+  maskAboveJs,
   negative,
 } from './work-scale.ts';
 
@@ -133,5 +135,20 @@ describe('foreground (the work image thresholded)', () => {
       distance: Uint16Array.of(0, 7, 7),
       count: 2,
     });
+  });
+});
+
+describe("maskAbove (the finger scans' tighter levels)", () => {
+  it('equals the plain comparison for fractional, integer and out-of-range levels, on the kernel and in JavaScript', () => {
+    for (const n of [0, 1, 15, 17, 76_800, 76_801]) {
+      const data = randomBytes(n, 2 * n + 3);
+      for (const level of [-3, -0.5, 0, 0.5, 20, 57.25, 57.75, 128, 254.5, 255, 255.5, 300]) {
+        const want = Buffer.from(data.map((v) => (v > level ? 1 : 0)));
+        expect(Buffer.from(maskAbove(data, level)).equals(want)).toBe(true);
+        expect(Buffer.from(maskAboveJs(data, level)).equals(want)).toBe(true);
+        const t = Math.floor(level);
+        if (t >= 0 && t <= 255) expect(Buffer.from(aboveSimd(data, t)!).equals(want)).toBe(true);
+      }
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { blockAverageSimd, foregroundSimd } from './capture-kernel.ts';
+import { aboveSimd, blockAverageSimd, foregroundSimd } from './capture-kernel.ts';
 import type { GrayImage } from './image-io.ts';
 
 /**
@@ -175,4 +175,20 @@ export function foregroundJs(data: Uint8Array, threshold: number, inf: number): 
     }
   }
   return { mask, distance, count };
+}
+
+/**
+ * 1 where a pixel is above `level` (any number), else 0. A byte is above `level` exactly when it
+ * is above ⌊level⌋, so the kernel's byte comparison serves every level from 0 up to 256.
+ */
+export function maskAbove(data: Uint8Array, level: number): Uint8Array {
+  const t = Math.floor(level);
+  return (t >= 0 && t <= 255 ? aboveSimd(data, t) : null) ?? maskAboveJs(data, level);
+}
+
+/** `maskAbove` without the WebAssembly kernel (engines without SIMD; the reference tests). */
+export function maskAboveJs(data: Uint8Array, level: number): Uint8Array {
+  const mask = new Uint8Array(data.length);
+  for (let i = 0; i < data.length; i++) mask[i] = data[i]! > level ? 1 : 0;
+  return mask;
 }
