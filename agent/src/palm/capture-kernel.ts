@@ -3,8 +3,8 @@ import { CAPTURE_KERNEL_BASE64 } from './capture-kernel.wasm.ts';
 
 /**
  * The capture path's WebAssembly SIMD kernel (capture-kernel.wat): the work-scale block average,
- * the periodicity's lag sums, the ROI crop and the work image's foreground, each giving the same
- * bytes / doubles / floats as its JavaScript loop
+ * the periodicity's lag sums, the ROI crop, the work image's foreground and the hand's grey-level
+ * sums, each giving the same bytes / doubles / floats / integers as its JavaScript loop
  * (docs/palm-pipeline.md, "Speed of the capture path"). `null` exports: no WebAssembly SIMD
  * on this engine; callers then run the JavaScript loops.
  */
@@ -38,6 +38,17 @@ interface KernelExports {
   ): void;
   foreground(src: number, n: number, t: number, inf: number, mask: number, dist: number): number;
   above(src: number, n: number, t: number, mask: number): void;
+  handSums(
+    work: number,
+    mask: number,
+    dist: number,
+    n: number,
+    eLo: number,
+    eHi: number,
+    iLo: number,
+    iHi: number,
+    out: number,
+  ): void;
 }
 
 function instantiate(): KernelExports | null {
@@ -227,4 +238,52 @@ export function aboveSimd(data: Uint8Array, threshold: number): Uint8Array | nul
   new Uint8Array(buffer).set(data, 0);
   kernel.above(0, n, threshold, maskAt);
   return new Uint8Array(buffer, maskAt, n).slice();
+}
+
+/** The sums of `handSumsSimd`, in its order. */
+export interface HandSums {
+  sum: number;
+  count: number;
+  saturated: number;
+  edge: number;
+  edgeN: number;
+  inner: number;
+  innerN: number;
+}
+
+/**
+ * Over the work pixels whose `mask` byte is set: the grey-level sum and count, the count at
+ * ≥ 250, and sum and count of the pixels whose `dist` lies in [eLo, eHi] (the edge band), or else
+ * in [iLo, iHi] (the inner band); integer bounds 0–65535. Null without the kernel.
+ */
+export function handSumsSimd(
+  work: Uint8Array,
+  mask: Uint8Array,
+  dist: Uint16Array,
+  bands: readonly [number, number, number, number],
+): HandSums | null {
+  const n = work.length;
+  if (!kernel || mask.length !== n || dist.length !== n || n >= 2 ** 23) return null;
+  if (!bands.every((b) => Number.isInteger(b) && b >= 0 && b <= 65535)) return null;
+  const maskAt = align16(n + 16);
+  const distAt = maskAt + align16(n + 16);
+  const outAt = distAt + align16(2 * n + 32);
+  const buffer = reserve(kernel, outAt + 7 * 16);
+  const bytes = new Uint8Array(buffer);
+  bytes.set(work, 0);
+  bytes.set(mask, maskAt);
+  bytes.fill(0, maskAt + n, maskAt + n + 16); // the last vector's pixels past n are off the hand
+  new Uint16Array(buffer, distAt, n).set(dist);
+  kernel.handSums(0, maskAt, distAt, n, bands[0], bands[1], bands[2], bands[3], outAt);
+  const lanes = new Int32Array(buffer, outAt, 28);
+  const total = (k: number) => lanes[4 * k]! + lanes[4 * k + 1]! + lanes[4 * k + 2]! + lanes[4 * k + 3]!;
+  return {
+    sum: total(0),
+    count: total(1),
+    saturated: total(2),
+    edge: total(3),
+    edgeN: total(4),
+    inner: total(5),
+    innerN: total(6),
+  };
 }

@@ -16,7 +16,8 @@
 ;;               row for the row lags 1-5.
 ;; crop          the palm ROI's supersampled bilinear crop, two taps a vector (below).
 ;; foreground    the work image thresholded: mask, the chamfer's start values and the count;
-;; above         the mask alone (the finger scans' tighter levels).
+;; above         the mask alone (the finger scans' tighter levels);
+;; handSums      the hand's grey-level sums and counts behind measureFrame's hand measures.
 ;;
 ;; Build: `npx tsx agent/scripts/build-capture-kernel.ts` (wabt) writes capture-kernel.wasm.ts.
 ;; The caller places the data (byte offsets) and grows the memory; every input has 16 readable
@@ -426,4 +427,65 @@
             (local.get $one)))
         (local.set $i (i32.add (local.get $i) (i32.const 16)))
         (br $vectors))))
+
+  ;; The hand's grey-level sums behind measureFrame's hand mean, saturation and edge fall-off
+  ;; (capture-checks.ts), 16 work pixels a step: over the pixels whose mask byte is non-zero, the
+  ;; sum of the grey levels, their count, the count at >= 250, and the sum and count in the edge
+  ;; band (eLo <= distance <= eHi) and, outside it, in the inner band (iLo <= distance <= iHi).
+  ;; Integer sums (exact in any order). work and mask: n bytes, dist: n u16; each with 16 readable
+  ;; bytes after its end (32 for dist), and the mask's 16 bytes after n zero. out: 7 i32.
+  (func (export "handSums")
+    (param $work i32) (param $mask i32) (param $dist i32) (param $n i32)
+    (param $eLo i32) (param $eHi i32) (param $iLo i32) (param $iHi i32) (param $out i32)
+    (local $i i32) (local $v v128) (local $mk v128) (local $e v128) (local $in v128) (local $d0 v128)
+    (local $d1 v128) (local $sum v128) (local $count v128) (local $sat v128) (local $edge v128)
+    (local $edgeN v128) (local $inner v128) (local $innerN v128)
+    (local $eLoV v128) (local $eHiV v128) (local $iLoV v128) (local $iHiV v128) (local $satV v128)
+    (local.set $eLoV (i16x8.splat (local.get $eLo)))
+    (local.set $eHiV (i16x8.splat (local.get $eHi)))
+    (local.set $iLoV (i16x8.splat (local.get $iLo)))
+    (local.set $iHiV (i16x8.splat (local.get $iHi)))
+    (local.set $satV (i8x16.splat (i32.const 250)))
+    (local.set $i (i32.const 0))
+    (block $done
+      (loop $vectors
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $v (v128.load (i32.add (local.get $work) (local.get $i))))
+        ;; all ones on the hand
+        (local.set $mk (v128.not (i8x16.eq (v128.load (i32.add (local.get $mask) (local.get $i)))
+          (v128.const i64x2 0 0))))
+        (local.set $d0 (v128.load offset=0 (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1)))))
+        (local.set $d1 (v128.load offset=16 (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1)))))
+        ;; the bands, per 16-bit distance, narrowed to one byte a pixel (all ones or zero)
+        (local.set $e (v128.and (local.get $mk) (i8x16.narrow_i16x8_s
+          (v128.and (i16x8.ge_u (local.get $d0) (local.get $eLoV)) (i16x8.le_u (local.get $d0) (local.get $eHiV)))
+          (v128.and (i16x8.ge_u (local.get $d1) (local.get $eLoV)) (i16x8.le_u (local.get $d1) (local.get $eHiV))))))
+        (local.set $in (v128.andnot (v128.and (local.get $mk) (i8x16.narrow_i16x8_s
+          (v128.and (i16x8.ge_u (local.get $d0) (local.get $iLoV)) (i16x8.le_u (local.get $d0) (local.get $iHiV)))
+          (v128.and (i16x8.ge_u (local.get $d1) (local.get $iLoV)) (i16x8.le_u (local.get $d1) (local.get $iHiV)))))
+          (local.get $e)))
+        ;; grey sums: the selected bytes added pairwise into 32-bit lanes; counts: -1 lanes
+        (local.set $sum (i32x4.add (local.get $sum) (i32x4.extadd_pairwise_i16x8_u
+          (i16x8.extadd_pairwise_i8x16_u (v128.and (local.get $v) (local.get $mk))))))
+        (local.set $count (i32x4.sub (local.get $count) (i32x4.extadd_pairwise_i16x8_s
+          (i16x8.extadd_pairwise_i8x16_s (local.get $mk)))))
+        (local.set $sat (i32x4.sub (local.get $sat) (i32x4.extadd_pairwise_i16x8_s
+          (i16x8.extadd_pairwise_i8x16_s (v128.and (local.get $mk) (i8x16.ge_u (local.get $v) (local.get $satV)))))))
+        (local.set $edge (i32x4.add (local.get $edge) (i32x4.extadd_pairwise_i16x8_u
+          (i16x8.extadd_pairwise_i8x16_u (v128.and (local.get $v) (local.get $e))))))
+        (local.set $edgeN (i32x4.sub (local.get $edgeN) (i32x4.extadd_pairwise_i16x8_s
+          (i16x8.extadd_pairwise_i8x16_s (local.get $e)))))
+        (local.set $inner (i32x4.add (local.get $inner) (i32x4.extadd_pairwise_i16x8_u
+          (i16x8.extadd_pairwise_i8x16_u (v128.and (local.get $v) (local.get $in))))))
+        (local.set $innerN (i32x4.sub (local.get $innerN) (i32x4.extadd_pairwise_i16x8_s
+          (i16x8.extadd_pairwise_i8x16_s (local.get $in)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $vectors)))
+    (v128.store offset=0 (local.get $out) (local.get $sum))
+    (v128.store offset=16 (local.get $out) (local.get $count))
+    (v128.store offset=32 (local.get $out) (local.get $sat))
+    (v128.store offset=48 (local.get $out) (local.get $edge))
+    (v128.store offset=64 (local.get $out) (local.get $edgeN))
+    (v128.store offset=80 (local.get $out) (local.get $inner))
+    (v128.store offset=96 (local.get $out) (local.get $innerN)))
 )
