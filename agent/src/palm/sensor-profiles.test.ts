@@ -4,7 +4,13 @@ import { locateHand } from './hand-geometry.ts';
 import { cropPalm } from './hand-roi.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { processCapture } from './pipeline.ts';
-import { isSensorName, SENSOR_NAMES, SENSOR_PROFILES, sensorArg } from './sensor-profiles.ts';
+import {
+  acceptsUnknownSide,
+  isSensorName,
+  SENSOR_NAMES,
+  SENSOR_PROFILES,
+  sensorArg,
+} from './sensor-profiles.ts';
 
 describe('sensor profiles', () => {
   it('apply no NIR cue to a visible-light sensor', () => {
@@ -73,6 +79,19 @@ describe('sensor profiles', () => {
     const mirrored = cropPalm(frame, sim, true);
     expect(sim.hand).toBe('left');
     expect(mirrored[5 * 128 + 3]).toBeCloseTo(plain[5 * 128 + 124]!, 3);
+  });
+
+  it('accept an undecided hand side only where the crop is not mirrored; camera templates carry no side', () => {
+    for (const n of SENSOR_NAMES) {
+      const p = SENSOR_PROFILES[n];
+      expect(acceptsUnknownSide(p)).toBe(n !== 'simulator');
+      // only the simulator's side is reliable enough to narrow the 1:N search
+      expect(p.searchBySide).toBe(n === 'simulator');
+      // a profile that mirrors left hands never accepts it, whatever its switch says
+      expect(acceptsUnknownSide({ ...p, acceptUnknownSide: true, roi: { ...p.roi, mirrorLeft: true } })).toBe(
+        false,
+      );
+    }
   });
 
   it('parse --sensor values', () => {
