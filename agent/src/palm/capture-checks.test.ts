@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
 import { compileKernel, kernelModuleSource, MODULE_PATH } from '../../scripts/build-capture-kernel.ts';
-import { autocorrelationSumsJs, measureFrame } from './capture-checks.ts';
+import { autocorrelationSumsJs, handSums, handSumsJs, measureFrame } from './capture-checks.ts';
 import { blockSumsSimd, captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
 import { type HandGeometry, locateHand } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
@@ -189,5 +189,47 @@ describe('capture kernel (WebAssembly SIMD) lag sums', () => {
 
   it('is built from capture-kernel.wat (the committed module is not stale)', async () => {
     expect(readFileSync(MODULE_PATH, 'utf8')).toBe(kernelModuleSource(await compileKernel()));
+  });
+});
+
+describe("handSums (the hand measures' sums)", () => {
+  it('equals the plain loop on the kernel for any mask, distances and bands (fractional, empty, out of range)', () => {
+    let seed = 9;
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    for (const n of [1, 15, 16, 33, 76_800, 76_801]) {
+      const work = Uint8Array.from({ length: n }, () =>
+        rnd() < 0.1 ? 250 + Math.floor(rnd() * 6) : Math.floor(rnd() * 256),
+      );
+      const mask = Uint8Array.from({ length: n }, () => (rnd() < 0.6 ? 1 : 0));
+      const distance = Uint16Array.from({ length: n }, () =>
+        rnd() < 0.05 ? 65000 : Math.floor(rnd() * 400),
+      );
+      const g = { work: { width: n, height: 1, data: work }, mask, distance } as unknown as HandGeometry;
+      for (const [eLo, eHi, iLo, iHi] of [
+        [3, 9, 40, 70],
+        [3.5, 9.5, 40.2, 69.9],
+        [10, 5, 0, 65535],
+        [-2, 4, 65000, 70000],
+        [3, 300, 100, 200],
+        [Number.NaN, 9, 40, 70],
+      ] as const) {
+        const want = handSumsJs(g, eLo, eHi, iLo, iHi);
+        expect(handSums(g, eLo, eHi, iLo, iHi)).toEqual(want);
+        // the plain definition
+        let sum = 0;
+        let count = 0;
+        let sat = 0;
+        for (let i = 0; i < n; i++) {
+          if (!mask[i]) continue;
+          sum += work[i]!;
+          count++;
+          if (work[i]! >= 250) sat++;
+        }
+        expect([want.sum, want.count, want.saturated]).toEqual([sum, count, sat]);
+      }
+    }
   });
 });

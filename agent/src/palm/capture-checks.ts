@@ -1,4 +1,11 @@
-import { blockSumsSimd, captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
+import {
+  blockSumsSimd,
+  captureSimdAvailable,
+  type HandSums,
+  handSumsSimd,
+  lagBuffer,
+  lagSums,
+} from './capture-kernel.ts';
 import type { HandGeometry } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
@@ -212,25 +219,43 @@ function maxAutocorrelation(sums: Float64Array, e0: number): number {
   return best;
 }
 
-export function measureFrame(
-  frame: GrayImage,
+/**
+ * Over the hand (g.mask) on the work image: the grey-level sum and count, the count at ≥ 250, and
+ * sum and count of the pixels whose chamfer distance lies in [edgeLo, edgeHi], or else in
+ * [innerLo, innerHi]. Integer sums, so the kernel's (16 pixels a step; a distance, an integer, is
+ * in [lo, hi] exactly when it is in [⌈lo⌉, ⌊hi⌋]) equal the loop's.
+ */
+export function handSums(
   g: HandGeometry,
-): Omit<CaptureMeasures, 'sharpness' | 'anisotropy'> {
-  const { width: w, height: h, data } = frame;
+  edgeLo: number,
+  edgeHi: number,
+  innerLo: number,
+  innerHi: number,
+): HandSums {
+  const lo = (v: number) => Math.max(0, Math.ceil(v));
+  const hi = (v: number) => Math.min(65535, Math.floor(v));
+  const band = (a: number, b: number): [number, number] => (lo(a) > hi(b) ? [65535, 0] : [lo(a), hi(b)]);
+  const bands = [...band(edgeLo, edgeHi), ...band(innerLo, innerHi)] as const;
+  return (
+    handSumsSimd(g.work.data, g.mask, g.distance, bands) ?? handSumsJs(g, edgeLo, edgeHi, innerLo, innerHi)
+  );
+}
+
+/** `handSums` without the WebAssembly kernel (engines without SIMD; the reference tests). */
+export function handSumsJs(
+  g: HandGeometry,
+  edgeLo: number,
+  edgeHi: number,
+  innerLo: number,
+  innerHi: number,
+): HandSums {
   let sum = 0;
   let count = 0;
-  let sat = 0;
+  let saturated = 0;
   let edge = 0;
   let edgeN = 0;
   let inner = 0;
   let innerN = 0;
-  // bands relative to the palm radius (chamfer units are px × 3), so the measure is scale-free;
-  // the mask and the distances are those of the image the hand was located on (g.work)
-  const rw = g.radius / g.scale;
-  const edgeLo = Math.max(3, rw * 0.07);
-  const edgeHi = Math.max(edgeLo + 3, rw * 0.21);
-  const innerLo = rw * 0.84;
-  const innerHi = rw * 1.4;
   const work = g.work.data;
   const mask = g.mask;
   const dist = g.distance;
@@ -239,7 +264,7 @@ export function measureFrame(
     const v = work[i]!;
     sum += v;
     count++;
-    if (v >= 250) sat++;
+    if (v >= 250) saturated++;
     const d = dist[i]!;
     if (d >= edgeLo && d <= edgeHi) {
       edge += v;
@@ -249,6 +274,28 @@ export function measureFrame(
       innerN++;
     }
   }
+  return { sum, count, saturated, edge, edgeN, inner, innerN };
+}
+
+export function measureFrame(
+  frame: GrayImage,
+  g: HandGeometry,
+): Omit<CaptureMeasures, 'sharpness' | 'anisotropy'> {
+  const { width: w, height: h, data } = frame;
+  // bands relative to the palm radius (chamfer units are px × 3), so the measure is scale-free;
+  // the mask and the distances are those of the image the hand was located on (g.work)
+  const rw = g.radius / g.scale;
+  const edgeLo = Math.max(3, rw * 0.07);
+  const edgeHi = Math.max(edgeLo + 3, rw * 0.21);
+  const {
+    sum,
+    count,
+    saturated: sat,
+    edge,
+    edgeN,
+    inner,
+    innerN,
+  } = handSums(g, edgeLo, edgeHi, rw * 0.84, rw * 1.4);
   // fine residual of the central palm patch, in frame pixels (no resampling, which would blur it);
   // at most 129 px square, so the cost does not grow with the camera's resolution
   const half = Math.max(4, Math.floor(Math.min(g.radius * 0.7, 64)));

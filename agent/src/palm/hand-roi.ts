@@ -1,3 +1,4 @@
+import { CROP_SIDE, cropSimd } from './capture-kernel.ts';
 import type { HandGeometry } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { FEATURE_GRID, ROI_SIZE } from './model-graph.ts';
@@ -38,6 +39,23 @@ function reflect(v: number, max: number): number {
 }
 
 /**
+ * The frame rows a crop's taps read (rows iy and iy + 1 of each, mirror padding included), for a
+ * square centred at row `cy` reaching `reach` rows up and down; a row of margin on either side.
+ */
+function tapRows(h: number, cy: number, reach: number): { y0: number; y1: number } {
+  const yMax = h - 1.001;
+  const lo = cy - reach - 1;
+  const hi = cy + reach + 1;
+  // taps outside [0, yMax] are mirrored back: above the top to at most −lo, below the bottom to
+  // at least 2 yMax − hi
+  let top = Math.max(0, lo);
+  let bottom = Math.min(yMax, hi);
+  if (hi > yMax) top = Math.min(top, Math.max(0, 2 * yMax - hi));
+  if (lo < 0) bottom = Math.max(bottom, Math.min(yMax, -lo));
+  return { y0: Math.max(0, Math.floor(top) - 1), y1: Math.min(h - 1, Math.floor(bottom) + 2) };
+}
+
+/**
  * Rotation- and scale-normalised palm square: fingers up, thumb side right (left hands are
  * mirrored so both hands share one code layout, unless `mirrorLeft` is false), ROI_SIZE² floats.
  * Where the square overhangs the frame (real cameras cut the palm), the frame is mirrored at its
@@ -45,6 +63,15 @@ function reflect(v: number, max: number): number {
  * (`roiOutsideCells`).
  */
 export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): Float32Array {
+  return crop(frame, g, mirrorLeft, true);
+}
+
+/** `cropPalm` without the WebAssembly kernel (engines without SIMD; the reference tests). */
+export function cropPalmJs(frame: GrayImage, g: HandGeometry, mirrorLeft = true): Float32Array {
+  return crop(frame, g, mirrorLeft, false);
+}
+
+function crop(frame: GrayImage, g: HandGeometry, mirrorLeft: boolean, simd: boolean): Float32Array {
   const { side, cx, cy, ux, uy, rx, ry } = roiSquare(g, mirrorLeft);
   const out = new Float32Array(ROI_SIZE * ROI_SIZE);
   const step = side / ROI_SIZE;
@@ -69,8 +96,19 @@ export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): 
       vuy[c * taps + i] = u * uy;
     }
   }
-  for (let r = 0; r < ROI_SIZE; r++) {
-    for (let c = 0; c < ROI_SIZE; c++) {
+  // the inner loop runs along the frame's rows (ROI columns when "right" is nearer the x axis,
+  // else ROI rows): the taps of neighbouring outputs then share cache lines; each output's sum is
+  // the same whichever order the outputs are made in
+  const colsInner = Math.abs(rx) >= Math.abs(ry);
+  // the kernel (two taps a vector, the same floats) when the palm is supersampled 2 × 2
+  if (simd && taps === 2 && ROI_SIZE === CROP_SIDE && [cx, cy, side, ux, uy].every(Number.isFinite)) {
+    const rows = tapRows(h, cy, side * 0.5 * (Math.abs(ry) + Math.abs(uy)));
+    if (cropSimd(frame, rows.y0, rows.y1, [urx, ury, vux, vuy], colsInner, { cx, cy, side }, out)) return out;
+  }
+  for (let a = 0; a < ROI_SIZE; a++) {
+    for (let b = 0; b < ROI_SIZE; b++) {
+      const r = colsInner ? a : b;
+      const c = colsInner ? b : a;
       let s = 0;
       for (let j = 0; j < taps; j++) {
         const vx = vux[r * taps + j]!;
@@ -80,8 +118,9 @@ export function cropPalm(frame: GrayImage, g: HandGeometry, mirrorLeft = true): 
           const y = cy + side * (ury[c * taps + i]! - vy);
           const px = x >= 0 && x <= xMax ? x : reflect(x, xMax);
           const py = y >= 0 && y <= yMax ? y : reflect(y, yMax);
-          const ix = Math.floor(px);
-          const iy = Math.floor(py);
+          // px, py ≥ 0, so truncation is Math.floor (which cost more than the rest of the tap)
+          const ix = px | 0;
+          const iy = py | 0;
           const fx = px - ix;
           const fy = py - iy;
           const k = iy * w + ix;

@@ -1,8 +1,17 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
-import { blockAverageSimd, captureSimdAvailable } from './capture-kernel.ts';
+import { aboveSimd, blockAverageSimd, captureSimdAvailable, foregroundSimd } from './capture-kernel.ts';
 import type { GrayImage } from './image-io.ts';
-import { blockAverage, blockAverageJs, blockAverageReference, negative } from './work-scale.ts';
+import {
+  blockAverage,
+  blockAverageJs,
+  blockAverageReference,
+  foreground,
+  foregroundJs,
+  maskAbove,
+  maskAboveJs,
+  negative,
+} from './work-scale.ts';
 
 function randomBytes(n: number, seed: number): Uint8Array {
   const out = new Uint8Array(n);
@@ -98,5 +107,48 @@ describe('blockAverage (work scale)', () => {
     expect(blockAverage(frame, 1)).toBe(frame);
     const neg = negative(frame);
     for (let i = 0; i < 1200; i++) expect(neg.data[i]).toBe(255 - frame.data[i]!);
+  });
+});
+
+describe('foreground (the work image thresholded)', () => {
+  it('gives the mask, the start distances and the count of the plain comparison, on the kernel and in JavaScript', () => {
+    expect(captureSimdAvailable).toBe(true);
+    for (const n of [0, 1, 15, 16, 17, 333, 76_800, 76_815]) {
+      const data = randomBytes(n, n + 1);
+      for (const t of [0, 20, 128, 200, 254, 255]) {
+        const mask = data.map((v) => (v > t ? 1 : 0));
+        const distance = Uint16Array.from(data, (v) => (v > t ? 65000 : 0));
+        const count = mask.reduce((a, b) => a + b, 0);
+        const kernel = foregroundSimd(data, t, 65000);
+        for (const got of [kernel!, foreground(data, t, 65000), foregroundJs(data, t, 65000)]) {
+          expect(got.count).toBe(count);
+          expect(Buffer.from(got.mask).equals(Buffer.from(mask))).toBe(true);
+          const bytes = Buffer.from(got.distance.buffer, got.distance.byteOffset, got.distance.byteLength);
+          expect(bytes.equals(Buffer.from(distance.buffer))).toBe(true);
+        }
+      }
+    }
+    // a threshold the byte comparison cannot take: the JavaScript loop answers
+    expect(foregroundSimd(new Uint8Array(4), 20.5, 65000)).toBeNull();
+    expect(foreground(Uint8Array.of(20, 21, 22), 20.5, 7)).toEqual({
+      mask: Uint8Array.of(0, 1, 1),
+      distance: Uint16Array.of(0, 7, 7),
+      count: 2,
+    });
+  });
+});
+
+describe("maskAbove (the finger scans' tighter levels)", () => {
+  it('equals the plain comparison for fractional, integer and out-of-range levels, on the kernel and in JavaScript', () => {
+    for (const n of [0, 1, 15, 17, 76_800, 76_801]) {
+      const data = randomBytes(n, 2 * n + 3);
+      for (const level of [-3, -0.5, 0, 0.5, 20, 57.25, 57.75, 128, 254.5, 255, 255.5, 300]) {
+        const want = Buffer.from(data.map((v) => (v > level ? 1 : 0)));
+        expect(Buffer.from(maskAbove(data, level)).equals(want)).toBe(true);
+        expect(Buffer.from(maskAboveJs(data, level)).equals(want)).toBe(true);
+        const t = Math.floor(level);
+        if (t >= 0 && t <= 255) expect(Buffer.from(aboveSimd(data, t)!).equals(want)).toBe(true);
+      }
+    }
   });
 });

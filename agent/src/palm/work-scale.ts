@@ -1,4 +1,4 @@
-import { blockAverageSimd } from './capture-kernel.ts';
+import { aboveSimd, blockAverageSimd, foregroundSimd } from './capture-kernel.ts';
 import type { GrayImage } from './image-io.ts';
 
 /**
@@ -145,4 +145,50 @@ export function negative(img: GrayImage): GrayImage {
   const data = new Uint8Array(src.length);
   for (let i = 0; i < data.length; i++) data[i] = 255 - src[i]!;
   return { width: img.width, height: img.height, data };
+}
+
+/** The foreground of a work image: `mask` 1 above the threshold, `distance` `inf` there, the count. */
+export interface Foreground {
+  mask: Uint8Array;
+  distance: Uint16Array;
+  count: number;
+}
+
+/**
+ * Pixels above `threshold`: the hand mask, the chamfer distance's start values (`inf` on the hand,
+ * 0 elsewhere) and their count, in one pass (on the kernel for integer thresholds).
+ */
+export function foreground(data: Uint8Array, threshold: number, inf: number): Foreground {
+  return foregroundSimd(data, threshold, inf) ?? foregroundJs(data, threshold, inf);
+}
+
+/** `foreground` without the WebAssembly kernel (engines without SIMD; the reference tests). */
+export function foregroundJs(data: Uint8Array, threshold: number, inf: number): Foreground {
+  const mask = new Uint8Array(data.length);
+  const distance = new Uint16Array(data.length);
+  let count = 0;
+  for (let i = 0; i < data.length; i++) {
+    if (data[i]! > threshold) {
+      mask[i] = 1;
+      distance[i] = inf;
+      count++;
+    }
+  }
+  return { mask, distance, count };
+}
+
+/**
+ * 1 where a pixel is above `level` (any number), else 0. A byte is above `level` exactly when it
+ * is above ⌊level⌋, so the kernel's byte comparison serves every level from 0 up to 256.
+ */
+export function maskAbove(data: Uint8Array, level: number): Uint8Array {
+  const t = Math.floor(level);
+  return (t >= 0 && t <= 255 ? aboveSimd(data, t) : null) ?? maskAboveJs(data, level);
+}
+
+/** `maskAbove` without the WebAssembly kernel (engines without SIMD; the reference tests). */
+export function maskAboveJs(data: Uint8Array, level: number): Uint8Array {
+  const mask = new Uint8Array(data.length);
+  for (let i = 0; i < data.length; i++) mask[i] = data[i]! > level ? 1 : 0;
+  return mask;
 }
