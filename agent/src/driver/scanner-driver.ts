@@ -37,6 +37,8 @@ export interface CapturedFrame {
   /** 8-bit grayscale, row-major. */
   data: Uint8Array;
   durationMs: number;
+  /** Of `durationMs`, the image transfer (READ_IMAGE) after the device reported it ready. */
+  transferMs?: number;
 }
 
 export interface CaptureOptions {
@@ -92,6 +94,12 @@ export class ScannerDriver extends EventEmitter {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private lastDeviceError: { code: number; message: string } | undefined;
   private imageReadyWaiter: (() => void) | undefined;
+  /**
+   * The capture of the last EVT_IMAGE_READY. Kept, not only passed to a waiter: the event can arrive in
+   * the same read as the STATUS answer that still said CAPTURING, before the capture loop waits again,
+   * and the loop must then not sleep a whole poll interval.
+   */
+  private imageReadyId: number | undefined;
   private palmPresent = false;
   private capturing = false;
   private readonly opts: Required<Omit<DriverOptions, 'chunkSize'>> & { chunkSize: number | undefined };
@@ -239,6 +247,7 @@ export class ScannerDriver extends EventEmitter {
     };
 
     this.lastDeviceError = undefined;
+    this.imageReadyId = undefined;
     const token = Math.floor(Math.random() * 0xffff);
     const { captureId } = await this.request(
       { kind: 'START_CAPTURE', token },
@@ -295,7 +304,9 @@ export class ScannerDriver extends EventEmitter {
             : `capture did not finish within ${Math.round(timeoutMs / 1000)} s`,
         );
       }
-      await this.waitForImageReady(Math.min(this.opts.pollMs, Math.max(1, deadline - now)));
+      // The device said the image is ready since that answer was sent: ask again at once.
+      if (this.imageReadyId === captureId) this.imageReadyId = undefined;
+      else await this.waitForImageReady(Math.min(this.opts.pollMs, Math.max(1, deadline - now)));
     }
 
     // ---- transfer
@@ -308,6 +319,7 @@ export class ScannerDriver extends EventEmitter {
     }
     const chunk = Math.max(1, Math.min(this.opts.chunkSize ?? info.maxChunk, info.maxChunk));
     const data = new Uint8Array(size);
+    const transferStarted = performance.now();
     progress({ phase: 'transferring', done: 0, total: size });
     await this.readImage(captureId, data, chunk, checkAbort, (done) =>
       progress({ phase: 'transferring', done, total: size }),
@@ -316,7 +328,8 @@ export class ScannerDriver extends EventEmitter {
       throw new ScannerError('CORRUPT_IMAGE', 'image checksum mismatch after transfer; try again');
     }
     progress({ phase: 'done', done: size, total: size });
-    return { captureId, width, height, data, durationMs: Date.now() - started };
+    const transferMs = performance.now() - transferStarted;
+    return { captureId, width, height, data, durationMs: Date.now() - started, transferMs };
   }
 
   /**
@@ -471,6 +484,7 @@ export class ScannerDriver extends EventEmitter {
         this.emit('palm', false);
         break;
       case 'EVT_IMAGE_READY':
+        this.imageReadyId = e.captureId;
         this.imageReadyWaiter?.();
         break;
       case 'EVT_ERROR':
@@ -485,15 +499,13 @@ export class ScannerDriver extends EventEmitter {
 
   private waitForImageReady(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
+      const waiter = () => {
         clearTimeout(timer);
+        if (this.imageReadyWaiter === waiter) this.imageReadyWaiter = undefined;
         resolve();
-      }
-      this.imageReadyWaiter = () => {
-        this.imageReadyWaiter = undefined;
-        done();
       };
+      const timer = setTimeout(waiter, ms);
+      this.imageReadyWaiter = waiter;
     });
   }
 
