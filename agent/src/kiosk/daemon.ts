@@ -25,12 +25,27 @@ export interface KioskLink {
   on(event: 'notification', listener: (method: string, params: unknown) => void): unknown;
 }
 
+/**
+ * One step of serving a context: when it started (ms since the epoch, sub-millisecond, comparable
+ * between processes on one host) and how long it took. `capture` is the scanner's whole capture,
+ * `transfer` the part of it spent reading the image after the device reported it ready.
+ */
+export interface StepTiming {
+  step: 'queued' | 'leds' | 'capture' | 'transfer' | 'pipeline' | 'attest' | 'identify';
+  at: number;
+  ms: number;
+}
+
 export interface Outcome {
   auth_id: string;
   status: string;
   reason?: string;
   attempts: number;
+  /** Where the time went, from the `scan.request`'s arrival to the server's answer to `identify`. */
+  timings?: StepTiming[];
 }
+
+const now = () => performance.timeOrigin + performance.now();
 
 export interface KioskOptions {
   /** Attempts at a usable capture per context before giving up (the context then expires). */
@@ -79,6 +94,8 @@ export class KioskDaemon extends EventEmitter {
     attest: KioskOptions['attest'];
   };
   readonly #queue: ScanRequest[] = [];
+  /** When each queued request's `scan.request` arrived. */
+  readonly #received = new Map<string, number>();
   #current: { authId: string; abort: AbortController } | undefined;
   #running = false;
 
@@ -109,12 +126,16 @@ export class KioskDaemon extends EventEmitter {
       if (this.#current?.authId === r.data.auth_id || this.#queue.some((q) => q.auth_id === r.data.auth_id))
         return;
       this.#queue.push(r.data);
+      this.#received.set(r.data.auth_id, now());
       void this.#drain();
     } else if (method === 'scan.cancel') {
       const r = scanCancelSchema.safeParse(params);
       if (!r.success) return;
       const i = this.#queue.findIndex((q) => q.auth_id === r.data.auth_id);
-      if (i >= 0) this.#queue.splice(i, 1);
+      if (i >= 0) {
+        this.#queue.splice(i, 1);
+        this.#received.delete(r.data.auth_id);
+      }
       if (this.#current?.authId === r.data.auth_id) this.#current.abort.abort();
     }
   }
@@ -144,22 +165,42 @@ export class KioskDaemon extends EventEmitter {
 
   /** Serves one context to its end (identified, cancelled, expired or out of attempts). */
   async serve(req: ScanRequest): Promise<Outcome> {
+    const timings: StepTiming[] = [];
+    const outcome = await this.#serve(req, timings);
+    return { ...outcome, timings };
+  }
+
+  async #serve(req: ScanRequest, timings: StepTiming[]): Promise<Outcome> {
     const abort = new AbortController();
     this.#current = { authId: req.auth_id, abort };
     const deadline = Date.parse(req.expires_at);
     const say = this.#opts.display;
     let attempts = 0;
     const policy = new PresentationPolicy(this.#opts.liveFrames, this.#opts.livenessStrikes);
+    const received = this.#received.get(req.auth_id);
+    this.#received.delete(req.auth_id);
+    let at = now();
+    if (received !== undefined) timings.push({ step: 'queued', at: received, ms: at - received });
+    const lap = (step: StepTiming['step']) => {
+      const t = now();
+      timings.push({ step, at, ms: t - at });
+      at = t;
+    };
     try {
       say(req.display);
       await this.#leds(0);
+      lap('leds');
       while (attempts < this.#opts.maxAttempts && !abort.signal.aborted) {
         const remaining = deadline - Date.now();
         if (remaining <= 0) return { auth_id: req.auth_id, status: 'expired', attempts };
         attempts += 1;
         let frame: Frame;
         try {
+          at = now();
           frame = await this.#scanner.capture({ signal: abort.signal, timeoutMs: Math.max(1000, remaining) });
+          lap('capture');
+          if (frame.transferMs !== undefined)
+            timings.push({ step: 'transfer', at: at - frame.transferMs, ms: frame.transferMs });
         } catch (err) {
           if (abort.signal.aborted) break;
           const msg = err instanceof ScannerError ? err.message : String(err);
@@ -169,9 +210,10 @@ export class KioskDaemon extends EventEmitter {
           continue;
         }
         const processed = await this.#process(frame);
+        lap('pipeline');
         const verdict = policy.observe(processed);
         if (verdict.kind === 'attack')
-          return await this.#identify(req, attempts, {
+          return await this.#identify(req, attempts, timings, {
             template: undefined,
             liveness: 0,
             quality: 0,
@@ -179,7 +221,7 @@ export class KioskDaemon extends EventEmitter {
           });
         if (verdict.kind === 'identify') {
           // identify with the best capture; liveness is the weakest verdict of the frames
-          return await this.#identify(req, attempts, {
+          return await this.#identify(req, attempts, timings, {
             template: verdict.best.template,
             hand: verdict.best.hand,
             quality: toUnit(verdict.best.quality),
@@ -210,9 +252,13 @@ export class KioskDaemon extends EventEmitter {
   async #identify(
     req: ScanRequest,
     attempts: number,
+    timings: StepTiming[],
     sample: { template: Uint8Array | undefined; hand: 'left' | 'right'; quality: number; liveness: number },
   ): Promise<Outcome> {
+    const signing = now();
     const attestation = this.#opts.attest?.(req.auth_id, req.nonce, sample);
+    const at = now();
+    timings.push({ step: 'attest', at: signing, ms: at - signing });
     const res = await this.#link.call(
       'identify',
       {
@@ -228,6 +274,7 @@ export class KioskDaemon extends EventEmitter {
         timeoutMs: Math.max(5000, Date.parse(req.expires_at) - Date.now() + 5000),
       },
     );
+    timings.push({ step: 'identify', at, ms: now() - at });
     const r = res.auth_result;
     await this.#leds(r.success ? LED.STATUS_GREEN : LED.STATUS_RED);
     this.#opts.display(r.success ? 'Thank you!' : `Not accepted (${r.reason ?? 'failed'}).`);
