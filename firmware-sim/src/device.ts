@@ -499,19 +499,24 @@ export class FirmwareSimulator extends EventEmitter {
     // host), the progress keeps creeping towards 99 % so that the host sees a slow sensor, never a stalled
     // one, and the frame is read out the moment it is there.
     const steps = 5;
+    const stepMs = this.captureMs / steps;
     const started = performance.now();
     let step = 0;
     const tick = () => {
       if (this.state !== CAPTURE_STATE.CAPTURING || this.captureId !== id) return;
       // A stuck sensor stops delivering lines part-way through; the status never reaches READY.
       if (this.has('stuck-sensor') && this.progress >= 40) return;
+      // a timer may fire a little before its time (the event loop's clock is coarse): the exposure is
+      // never cut short
+      const early = step < steps ? started + (step + 1) * stepMs - performance.now() : 0;
+      if (early > 0) {
+        this.captureLater(tick, early);
+        return;
+      }
       step += 1;
       this.progress = step <= steps - 1 ? step * 20 : Math.min(99, 80 + step - steps + 1);
       if (step < steps) {
-        this.captureLater(
-          tick,
-          Math.max(0, started + (step + 1) * (this.captureMs / steps) - performance.now()),
-        );
+        this.captureLater(tick, Math.max(0, started + (step + 1) * stepMs - performance.now()));
         return;
       }
       exposed = true;
@@ -519,9 +524,9 @@ export class FirmwareSimulator extends EventEmitter {
         this.finishCapture(id, rendered);
         return;
       }
-      this.captureLater(tick, Math.max(200, this.captureMs / steps));
+      this.captureLater(tick, Math.max(200, stepMs));
     };
-    this.captureLater(tick, this.captureMs / steps);
+    this.captureLater(tick, stepMs);
   }
 
   /**
