@@ -401,6 +401,30 @@ describe('ScannerDriver over the in-memory link', () => {
 });
 
 describe('ScannerDriver: the image-ready event', () => {
+  it('onStart is called once, when START_CAPTURE has gone out and before the image is there', async () => {
+    const { scanner, transport } = setup();
+    await scanner.connect();
+    // the type byte of every frame the driver writes (frame layout: docs/wire-protocol.md)
+    const written: number[] = [];
+    const write = transport.write.bind(transport);
+    transport.write = (bytes: Uint8Array) => {
+      written.push(bytes[1]!);
+      return write(bytes);
+    };
+    let startedAfter: number[] | undefined;
+    let calls = 0;
+    const img = await scanner.capture({
+      onStart: () => {
+        calls += 1;
+        startedAfter = [...written];
+      },
+    });
+    expect(calls).toBe(1);
+    expect(startedAfter).toEqual([0x02]); // START_CAPTURE, and nothing after it yet
+    expect(written.length).toBeGreaterThan(1);
+    expect(img.data.length).toBe(320 * 240);
+  });
+
   it('an EVT_IMAGE_READY read together with the STATUS answer that still said capturing is not lost', async () => {
     const device = new FirmwareSimulator({ source: testPatternSource, captureMs: 30 });
     device.present(DEMO);

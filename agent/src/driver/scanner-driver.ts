@@ -46,6 +46,11 @@ export interface CaptureOptions {
   signal?: AbortSignal;
   /** Whole capture, including waiting for a palm. */
   timeoutMs?: number;
+  /**
+   * Called once START_CAPTURE has been handed to the link (before its answer): work started after it
+   * runs while the sensor exposes.
+   */
+  onStart?: () => void;
 }
 
 export interface DriverOptions {
@@ -249,11 +254,22 @@ export class ScannerDriver extends EventEmitter {
     this.lastDeviceError = undefined;
     this.imageReadyId = undefined;
     const token = Math.floor(Math.random() * 0xffff);
-    const { captureId } = await this.request(
+    const starting = this.request(
       { kind: 'START_CAPTURE', token },
       'CAPTURE_STARTED',
       'while starting capture',
     );
+    // the channel writes a request in the microtask after it was made: onStart comes after that write
+    const { onStart } = options;
+    if (onStart)
+      queueMicrotask(() => {
+        try {
+          onStart();
+        } catch {
+          // the caller's hook failing is not a capture failure
+        }
+      });
+    const { captureId } = await starting;
 
     // ---- wait for the image
     let lastProgress = -1;
