@@ -79,10 +79,12 @@ const epoch = () => performance.timeOrigin + performance.now();
  * One run's time split into named parts (ms): what the kiosk's and the simulator's own timestamps say.
  * Per capture: `exposure` (the sensor), `render_late` (the simulator's frame came after the exposure: a
  * simulator artefact), `driver` (START_CAPTURE, status polls, the READY event: the rest of the capture
- * before the transfer), `transfer`, then `pipeline`.
+ * before the transfer), `transfer`, then `pipeline`: the part of a pipeline run that overlapped the next
+ * capture (started ahead) is `pN.hidden`, shown but not in the sum, which is the run's total.
  */
 function breakdown(t0: number, t1: number, steps: Step[], sim: SimCapture[]): Record<string, number> {
   const out: Record<string, number> = {};
+  const hiddenMs: Record<string, number> = {};
   const add = (k: string, v: number) => {
     out[k] = (out[k] ?? 0) + v;
   };
@@ -105,14 +107,23 @@ function breakdown(t0: number, t1: number, steps: Step[], sim: SimCapture[]): Re
         add(`${tag}.driver`, s.ms - transfer - Math.max(c.doneMs, c.exposureMs));
       } else add(`${tag}.capture`, s.ms - transfer);
       add(`${tag}.transfer`, transfer);
-    } else if (s.step === 'pipeline') add(`p${++pipeline}.pipeline`, s.ms);
-    else if (s.step === 'leds' || s.step === 'attest' || s.step === 'identify') add(s.step, s.ms);
+    } else if (s.step === 'pipeline') {
+      // the part of it spent while the next capture was already running is hidden behind that capture
+      const hidden = steps
+        .filter((c) => c.step === 'capture')
+        .reduce((sum, c) => sum + Math.max(0, Math.min(s.at + s.ms, c.at + c.ms) - Math.max(s.at, c.at)), 0);
+      pipeline += 1;
+      add(`p${pipeline}.pipeline`, s.ms - hidden);
+      if (hidden > 0) hiddenMs[`p${pipeline}.hidden`] = hidden;
+    } else if (s.step === 'attest' || s.step === 'identify') add(s.step, s.ms);
   }
   const identify = steps.find((s) => s.step === 'identify');
   if (identify) add('answer→vendor', t1 - (identify.at + identify.ms));
   // what no timestamp covers (between the kiosk's steps: the display, the policy, the event loop)
   add('unaccounted', t1 - t0 - Object.values(out).reduce((a, b) => a + b, 0));
-  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, Math.round(v * 10) / 10]));
+  return Object.fromEntries(
+    Object.entries({ ...out, ...hiddenMs }).map(([k, v]) => [k, Math.round(v * 10) / 10]),
+  );
 }
 
 function pct(sorted: number[], p: number): number {
