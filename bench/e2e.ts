@@ -78,7 +78,8 @@ const epoch = () => performance.timeOrigin + performance.now();
 /**
  * One run's time split into named parts (ms): what the kiosk's and the simulator's own timestamps say.
  * Per capture: `exposure` (the sensor), `render_late` (the simulator's frame came after the exposure: a
- * simulator artefact), `driver` (START_CAPTURE, status polls, the READY event: the rest of the capture
+ * simulator artefact), `sim_late` (READY later than the exposure's end for another reason: the simulator's
+ * timers on a busy host), `driver` (START_CAPTURE, status polls, the READY event: the rest of the capture
  * before the transfer), `transfer`, then `pipeline`: the part of a pipeline run that overlapped the next
  * capture (started ahead) is `pN.hidden`, shown but not in the sum, which is the run's total.
  */
@@ -103,7 +104,11 @@ function breakdown(t0: number, t1: number, steps: Step[], sim: SimCapture[]): Re
       const tag = `c${capture}`;
       if (c) {
         add(`${tag}.exposure`, c.exposureMs);
-        add(`${tag}.render_late`, Math.max(0, c.doneMs - c.exposureMs));
+        // past the exposure's end: waiting for the simulator's render, then the simulator's own lateness
+        // (its timers and event loop on a busy host)
+        const renderLate = Math.max(0, Math.min(c.doneMs, c.renderMs ?? 0) - c.exposureMs);
+        add(`${tag}.render_late`, renderLate);
+        add(`${tag}.sim_late`, Math.max(0, c.doneMs - c.exposureMs - renderLate));
         add(`${tag}.driver`, s.ms - transfer - Math.max(c.doneMs, c.exposureMs));
       } else add(`${tag}.capture`, s.ms - transfer);
       add(`${tag}.transfer`, transfer);
