@@ -4,7 +4,7 @@ import { loadConfig } from '../../server/src/config.ts';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
 import { attestPalms, provisionDevice } from '../../server/src/testing.ts';
-import { api, run, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
+import { api, run, type ServerProc, sqliteServerEnv, startServer, tempDir } from '../e2e/harness.ts';
 import { randomTemplate } from '../support/templates.ts';
 import { ExactGallery, ExactMatcher } from './writer.ts';
 
@@ -22,12 +22,7 @@ export interface ServerKillFigures {
 
 export async function runServerKills(opts: { kills: number }): Promise<ServerKillFigures> {
   const tmp = tempDir('palmid-srvkill-');
-  const env = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
-    PALMID_ENV: 'sandbox',
-  };
+  const env = sqliteServerEnv(tmp.dir);
   const seedCtx = await createContext(loadConfig(env), {
     matcher: new ExactMatcher(),
     gallery: new ExactGallery(),

@@ -140,6 +140,28 @@ export function tempDir(prefix: string): { dir: string; remove(): void } {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/**
+ * The environment of a server process on its own SQLite file and master key inside `dir` (a sandbox
+ * deployment on an ephemeral port); `extra` adds or overrides variables.
+ */
+export interface ServerEnv {
+  PORT: string;
+  DATABASE_URL: string;
+  PALMID_KEY_FILE: string;
+  PALMID_ENV: string;
+  [name: string]: string;
+}
+
+export function sqliteServerEnv(dir: string, extra: Record<string, string> = {}): ServerEnv {
+  return {
+    PORT: '0',
+    DATABASE_URL: `sqlite:${dir}/palmid.db`,
+    PALMID_KEY_FILE: `${dir}/master.key`,
+    PALMID_ENV: 'sandbox',
+    ...extra,
+  };
+}
+
 export interface ServerProc extends Proc {
   base: string;
   port: number;

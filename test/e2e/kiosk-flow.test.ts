@@ -7,6 +7,7 @@ import {
   run,
   type ServerProc,
   type SimProc,
+  sqliteServerEnv,
   start,
   startServer,
   startSim,
@@ -20,12 +21,7 @@ import {
  */
 describe('kiosk end to end', () => {
   const tmp = tempDir('palmid-e2e-');
-  const serverEnv = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
-    PALMID_ENV: 'sandbox',
-  };
+  const serverEnv = sqliteServerEnv(tmp.dir);
   let server: ServerProc;
   let sim: SimProc;
   let agent: Proc | undefined;

@@ -7,6 +7,7 @@ import {
   run,
   type ServerProc,
   type SimProc,
+  sqliteServerEnv,
   start,
   startServer,
   startSim,
@@ -21,12 +22,7 @@ import { CuttableProxy } from './proxy.ts';
  */
 describe('network drop and tenant isolation across processes', () => {
   const tmp = tempDir('palmid-e2e-net-');
-  const serverEnv = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
-    PALMID_ENV: 'sandbox',
-  };
+  const serverEnv = sqliteServerEnv(tmp.dir);
   let server: ServerProc;
   let proxy: CuttableProxy;
   const sims: SimProc[] = [];

@@ -6,6 +6,7 @@ import {
   run,
   type ServerProc,
   type SimProc,
+  sqliteServerEnv,
   start,
   startServer,
   startSim,
@@ -19,12 +20,7 @@ import {
  */
 describe('kiosk technician, first hour', () => {
   const tmp = tempDir('palmid-tech-hour-');
-  const serverEnv = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
-    PALMID_ENV: 'sandbox',
-  };
+  const serverEnv = sqliteServerEnv(tmp.dir);
   let server: ServerProc;
   let sim: SimProc;
   let kiosk: { pvs_id: string; device_token: string };

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { api, cli, type ServerProc, start, startServer, tempDir } from './harness.ts';
+import { api, cli, type ServerProc, sqliteServerEnv, start, startServer, tempDir } from './harness.ts';
 
 /**
  * What a new vendor developer meets in the first hour (docs/quickstart.md), through the real processes:
@@ -8,12 +8,7 @@ import { api, cli, type ServerProc, start, startServer, tempDir } from './harnes
  */
 describe('vendor developer, first hour', () => {
   const tmp = tempDir('palmid-vendor-hour-');
-  const env = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
-    PALMID_ENV: 'development',
-  };
+  const env = sqliteServerEnv(tmp.dir, { PALMID_ENV: 'development' });
   let server: ServerProc | undefined;
   afterAll(async () => {
     await server?.stop();

@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import { createAttestation } from '@palmid/shared/crypto/attestation.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attestPalms, type TestDevice } from '../../server/src/testing.ts';
-import { api, bindDevice, lastJson, run, type ServerProc, startServer, tempDir } from './harness.ts';
+import {
+  api,
+  bindDevice,
+  lastJson,
+  run,
+  type ServerProc,
+  sqliteServerEnv,
+  startServer,
+  tempDir,
+} from './harness.ts';
 
 /**
  * Issue 6 across real processes: the server (main.ts), the admin CLI (vendor and verifier), the palm CLI
@@ -14,12 +23,7 @@ import { api, bindDevice, lastJson, run, type ServerProc, startServer, tempDir }
  */
 describe('zero-knowledge proofs across processes', () => {
   const tmp = tempDir('palmid-e2e-zk-');
-  const env = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
-    PALMID_ENV: 'sandbox',
-  };
+  const env = sqliteServerEnv(tmp.dir);
   let server: ServerProc;
   let vendor: { vendor_id: string; api_key: string };
   let template: string;

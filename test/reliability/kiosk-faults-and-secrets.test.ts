@@ -7,6 +7,7 @@ import {
   run,
   type ServerProc,
   type SimProc,
+  sqliteServerEnv,
   start,
   startServer,
   startSim,
@@ -24,13 +25,7 @@ const TERMINAL = ['completed', 'failed', 'expired', 'cancelled'];
 
 describe('kiosk under scanner faults; secrets never logged', () => {
   const tmp = tempDir('palmid-faults-');
-  const serverEnv = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
-    PALMID_ENV: 'sandbox',
-    PALMID_LOG_LEVEL: 'debug',
-  };
+  const serverEnv = sqliteServerEnv(tmp.dir, { PALMID_LOG_LEVEL: 'debug' });
   let server: ServerProc;
   let sim: SimProc;
   let agent: Proc;

@@ -10,6 +10,7 @@ import {
   lastJson,
   run,
   type ServerProc,
+  sqliteServerEnv,
   startServer,
   tempDir,
 } from '../e2e/harness.ts';
@@ -34,12 +35,7 @@ const figures: Record<string, unknown> = {};
 
 describe('attested captures (real server process)', () => {
   const tmp = tempDir('palmid-attest-');
-  const env = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/palmid.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/master.key`,
-    PALMID_ENV: 'sandbox',
-  };
+  const env = sqliteServerEnv(tmp.dir);
   let server: ServerProc;
   let shop: Vendor;
   let host: TestDevice;
