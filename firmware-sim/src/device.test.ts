@@ -207,7 +207,7 @@ describe('FirmwareSimulator frames and their timing', () => {
     sim.present({ identity: 'a', hand: 'right' });
     await channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
     // the exposure is over, the render is not: a slow sensor that keeps moving
-    await until(() => sim.snapshot().progress >= 80);
+    await until(() => sim.snapshot().progress > 80); // 81 %: the exposure ended, the read-out waits
     expect(sim.snapshot().state).toBe('CAPTURING');
     expect(asked).toHaveLength(1);
     asked[0]!.release();
