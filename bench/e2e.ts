@@ -11,6 +11,7 @@
  * sensor's, not with the rest.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import {
   api,
   kioskAgentEnv,
@@ -137,6 +138,8 @@ function pct(sorted: number[], p: number): number {
 
 async function main(): Promise<void> {
   const tmp = tempDir('palmid-bench-e2e-');
+  // the machine's 1-minute load average before and after: timings on a shared host are relative to it
+  const loadBefore = loadavg()[0]!;
   const env = {
     PORT: '0',
     DATABASE_URL: `sqlite:${tmp.dir}/p.db`,
@@ -254,6 +257,7 @@ async function main(): Promise<void> {
     sensor_p95_ms: Math.round(pct(sensor, 95)),
     not_sensor_p50_ms: Math.round(pct(rest, 50)),
     not_sensor_p95_ms: Math.round(pct(rest, 95)),
+    load_average: `${loadBefore.toFixed(1)}→${loadavg()[0]!.toFixed(1)}`,
     warm_up: WARM_UP,
     render_ahead: RENDER_AHEAD,
     walk_up: WALK_UP,
