@@ -3,9 +3,13 @@
  * FMR 1e-3 / 1e-4 / 1e-5 with the FNMR there. Pairs are scored like `palm eval --roi`: the
  * rotation-tolerant distance over the probe angles (default ROI_ROTATION_ANGLES; feeds
  * ROI_MATCH_THRESHOLD in agent/src/palm/roi-rotation.ts). `--rotations 0` scores the plain
- * distance (feeds shared/src/palm/threshold.ts).
- * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8] <roi-dir>...
+ * distance (feeds shared/src/palm/threshold.ts). `--sensor <profile>` takes whole frames instead,
+ * through the kiosk pipeline under that sensor profile, scored like `palm eval --sensor` and the
+ * server's matcher (plain distance; a site's own threshold for a camera, docs/palm-pipeline.md).
+ * `--at <scores>` adds the FMR and FNMR at those score thresholds (comma-separated).
+ * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] [--at 0.4,0.5] <dir>...
  */
+import { AppError } from '@palmid/shared/errors.ts';
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { listDataset } from '../src/palm/eval/dataset.ts';
@@ -13,6 +17,8 @@ import { evaluate } from '../src/palm/eval/evaluate.ts';
 import { readImage } from '../src/palm/image-io.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplates } from '../src/palm/roi-template.ts';
+import { isSensorName, SENSOR_NAMES, type SensorName } from '../src/palm/sensor-profiles.ts';
+import { extractCapture } from '../src/palm/template-file.ts';
 
 const args = process.argv.slice(2);
 let angles = [...ROI_ROTATION_ANGLES];
@@ -29,15 +35,50 @@ if (flag >= 0) {
   if (angles.some((a) => !Number.isFinite(a))) throw new Error('bad --rotations');
   args.splice(flag, 2);
 }
-console.log(JSON.stringify({ rotations: angles }));
+let extraScores: number[] = [];
+const atFlag = args.indexOf('--at');
+if (atFlag >= 0) {
+  extraScores = (args[atFlag + 1] ?? '').split(',').map(Number);
+  if (extraScores.length === 0 || extraScores.some((x) => !Number.isFinite(x) || x < -1 || x > 1)) {
+    console.error('error: --at must be comma-separated scores in [-1, 1]');
+    process.exit(2);
+  }
+  args.splice(atFlag, 2);
+}
+let sensor: SensorName | undefined;
+const sensorFlag = args.indexOf('--sensor');
+if (sensorFlag >= 0) {
+  const name = args[sensorFlag + 1] ?? '';
+  if (!isSensorName(name)) {
+    console.error(`error: --sensor must be one of ${SENSOR_NAMES.join(', ')}`);
+    process.exit(2);
+  }
+  sensor = name;
+  angles = [0];
+  args.splice(sensorFlag, 2);
+}
+console.log(JSON.stringify(sensor ? { sensor, frames: 'whole' } : { rotations: angles }));
 
 const impostor: number[] = [];
 const genuine: number[] = [];
 for (const dir of args) {
-  const { extra, report } = await evaluate(await listDataset(dir), async (f) => {
-    const [template, ...variants] = await extractRoiTemplates(await readImage(f), angles);
-    return { template: template!, variants };
-  });
+  const { extra, report } = await evaluate(
+    await listDataset(dir),
+    async (f) => {
+      if (sensor) {
+        // a frame the pipeline refuses is a failure to acquire, as in `palm eval`
+        try {
+          return await extractCapture(f, sensor);
+        } catch (err) {
+          if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
+          throw err;
+        }
+      }
+      const [template, ...variants] = await extractRoiTemplates(await readImage(f), angles);
+      return { template: template!, variants };
+    },
+    { sides: sensor !== undefined },
+  );
   // a loop, not push(...x): spreading 300 k arguments overflows the stack
   for (const d of extra.impostor) impostor.push(d);
   for (const d of extra.genuine) genuine.push(d);
@@ -57,7 +98,10 @@ for (const fmr of [1e-3, 1e-4, 1e-5]) {
   );
 }
 // the operating point of the constant in use (ROI_MATCH_THRESHOLD, or MATCH_THRESHOLD for "0")
-for (const score of angles.length > 1 ? [ROI_MATCH_THRESHOLD, 0.5] : [MATCH_THRESHOLD]) {
+for (const score of [
+  ...(angles.length > 1 ? [ROI_MATCH_THRESHOLD, 0.5] : [MATCH_THRESHOLD]),
+  ...extraScores,
+]) {
   const d = (1 - score) / 2;
   const fmr = impostor.filter((x) => x < d).length / impostor.length;
   const fnmr = genuine.filter((g) => g >= d).length / genuine.length;

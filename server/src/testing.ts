@@ -88,7 +88,7 @@ export async function seedUser(ctx: AppContext) {
 
 export interface Sample {
   template?: string;
-  hand?: 'left' | 'right';
+  hand?: 'left' | 'right' | undefined;
   quality?: number;
   liveness?: number;
 }

@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeBmp8 } from '../../agent/src/palm/image-write.ts';
+import { sideless } from '../support/sideless-hand.ts';
 import { cli, tempDir } from './harness.ts';
 
 /**
@@ -221,4 +223,53 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
   }, 60_000);
 
   afterAll(() => tmp.remove());
+});
+
+/**
+ * Camera profiles accept a capture whose hand side cannot be decided (docs/palm-pipeline.md,
+ * "Left/right"): `palm eval` counts it as enrolled, compares it with every other image and reports
+ * how many there were (`unknown_side`).
+ */
+describe('npm run palm -- eval with captures of undecided hand side', () => {
+  const tmp = tempDir('palmid-palm-side-');
+  const set = join(tmp.dir, 'grey-dark');
+
+  beforeAll(async () => {
+    const made = await cli(
+      'agent/src/palm/cli.ts',
+      ['synth', set, '--identities', '2', '--captures', '2', '--hand', 'right', '--sensor', 'grey-dark'],
+      {},
+      120_000,
+    );
+    expect(made.code, made.stderr).toBe(0);
+    // one more hand, two captures of it without a thumb, web or finger-width cue
+    mkdirSync(join(set, 'sideless'), { recursive: true });
+    for (const n of [0, 1])
+      writeFileSync(join(set, 'sideless', `${n}.bmp`), encodeBmp8(await sideless('grey-dark', n)));
+  }, 180_000);
+  afterAll(() => tmp.remove());
+
+  it('counts them as enrolled and compares them with every image; the simulator profile refuses them', async () => {
+    const r = await cli(
+      'agent/src/palm/cli.ts',
+      ['eval', set, '--sensor', 'grey-dark', '--json'],
+      {},
+      180_000,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(report).toMatchObject({ subjects: 3, images: 6, enrolled: 6, unknown_side: 2, fta: 0 });
+    // every pair of the 6 enrolled images: 3 genuine (one per hand), 12 impostor
+    expect(report).toMatchObject({ genuine_pairs: 3, impostor_pairs: 12 });
+    const summary = await cli('agent/src/palm/cli.ts', ['eval', set, '--sensor', 'grey-dark'], {}, 180_000);
+    expect(summary.code, summary.stderr).toBe(0);
+    expect(summary.stdout).toMatch(/^images\s+6 \(3 subjects\), 6 enrolled \(2 of undecided hand side/m);
+    // the simulator profile mirrors left hands: it needs the side and refuses these two as partial
+    const sim = await cli('agent/src/palm/cli.ts', ['eval', set, '--json'], {}, 180_000);
+    expect(sim.code, sim.stderr).toBe(0);
+    const simReport = JSON.parse(sim.stdout) as Record<string, unknown>;
+    expect(simReport).toMatchObject({ unknown_side: 0 });
+    expect(simReport.failure_reasons).toMatchObject({ partial: 2 });
+    expect(sim.stderr).toMatch(/sideless\/0\.bmp: partial; .*sideless\/1\.bmp: partial/);
+  }, 300_000);
 });

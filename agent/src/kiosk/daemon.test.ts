@@ -1,17 +1,19 @@
 import { EventEmitter } from 'node:events';
-import { FirmwareSimulator, synthPalmSource } from '@palmid/firmware-sim';
+import { FirmwareSimulator, type ImageSource, synthPalmSource } from '@palmid/firmware-sim';
 import {
   attestCapture,
   type CaptureAttestation,
   generateDeviceKey,
   verifyCapture,
 } from '@palmid/shared/capture/attestation.ts';
+import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sideless } from '../../../test/support/sideless-hand.ts';
 import { ScannerError } from '../driver/errors.ts';
 import { ScannerDriver } from '../driver/scanner-driver.ts';
 import { processCapture } from '../palm/pipeline.ts';
 import { MemoryTransport } from '../transport/memory.ts';
-import { KioskDaemon, type KioskLink, type Outcome } from './daemon.ts';
+import { KioskDaemon, type KioskLink, type Outcome, type ProcessFrame } from './daemon.ts';
 
 class FakeLink extends EventEmitter implements KioskLink {
   readonly calls: { method: string; params: Record<string, unknown>; id: string | undefined }[] = [];
@@ -46,9 +48,12 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
 });
 
-function kiosk(presented: { identity: string; hand: 'left' | 'right'; attack?: 'print' | 'screen' }) {
+function kiosk(
+  presented: { identity: string; hand: 'left' | 'right'; attack?: 'print' | 'screen' },
+  setup: { source?: ImageSource; process?: ProcessFrame } = {},
+) {
   const device = new FirmwareSimulator({
-    source: synthPalmSource,
+    source: setup.source ?? synthPalmSource,
     captureMs: 10,
     autoPresent: presented,
     autoPresentDelayMs: 5,
@@ -56,7 +61,7 @@ function kiosk(presented: { identity: string; hand: 'left' | 'right'; attack?: '
   const driver = new ScannerDriver(new MemoryTransport(() => device.connectMemory()), { pollMs: 10 });
   const link = new FakeLink();
   const lines: string[] = [];
-  const daemon = new KioskDaemon(driver, processCapture, link, {
+  const daemon = new KioskDaemon(driver, setup.process ?? processCapture, link, {
     repromptMs: 5,
     display: (l) => lines.push(l),
     attest: (authId, nonce, sample) =>
@@ -130,6 +135,39 @@ describe('KioskDaemon', () => {
     expect(c2!.at).toBeLessThanOrEqual(p1!.at); // started ahead of the first frame's pipeline
     expect(p2!.at).toBeGreaterThanOrEqual(c2!.at + c2!.ms - 0.001);
     expect(k.device.captures().filter((c) => c.outcome === 'ready')).toHaveLength(2);
+  }, 30_000);
+
+  it('sends a capture of undecided hand side without a hand, signed as "not given"', async () => {
+    // a camera profile (grey-dark) and a hand that shows no thumb, thumb web or finger-width cue
+    const frame = sideless('grey-dark');
+    const k = kiosk(
+      { identity: 'carol', hand: 'right' },
+      {
+        source: { name: 'sideless', render: () => frame },
+        process: (f) => processCapture(f, { sensor: 'grey-dark' }),
+      },
+    );
+    await k.driver.connect();
+    const auth = '12121212-1212-4121-8121-121212121212';
+    const done = outcome(k.daemon);
+    k.link.request(auth);
+    expect(await done, k.lines.join('\n')).toMatchObject({ auth_id: auth, status: 'completed' });
+    const call = k.link.calls.find((c) => c.method === 'identify')!;
+    expect('hand' in call.params).toBe(false);
+    const p = call.params as { template: string; quality: number; liveness: number };
+    const template = new Uint8Array(Buffer.from(p.template, 'base64'));
+    expect(decodeTemplate(template).hand).toBe('unknown');
+    const verify = (hand: 'left' | 'right' | undefined) =>
+      verifyCapture({
+        attestation: call.params.attestation as CaptureAttestation,
+        sample: { ...p, template, hand },
+        purpose: 'identify',
+        publicKey: DEVICE.publicKey,
+        now: Date.now(),
+      }).ok;
+    expect(verify(undefined)).toBe(true);
+    // a side added on the way does not verify
+    expect(verify('right')).toBe(false);
   }, 30_000);
 
   it('reports a printed photo as a presentation attack without sending a template', async () => {

@@ -71,7 +71,13 @@ export interface KioskOptions {
   attest?: (
     authId: string,
     nonce: string,
-    sample: { template: Uint8Array | undefined; hand: 'left' | 'right'; quality: number; liveness: number },
+    sample: {
+      template: Uint8Array | undefined;
+      /** undefined: the capture could not tell the side (signed as "not given") */
+      hand: 'left' | 'right' | undefined;
+      quality: number;
+      liveness: number;
+    },
   ) => CaptureAttestation;
   /** Pause between a rejected capture and the next prompt. */
   repromptMs?: number;
@@ -231,7 +237,8 @@ export class KioskDaemon extends EventEmitter {
           // identify with the best capture; liveness is the weakest verdict of the frames
           return await this.#identify(req, attempts, timings, {
             template: verdict.best.template,
-            hand: verdict.best.hand,
+            // an undecided side (camera profiles) is left out: the server searches both hands
+            hand: verdict.best.hand === 'unknown' ? undefined : verdict.best.hand,
             quality: toUnit(verdict.best.quality),
             liveness: livenessToWire(verdict.liveness),
           });
@@ -289,7 +296,12 @@ export class KioskDaemon extends EventEmitter {
     req: ScanRequest,
     attempts: number,
     timings: StepTiming[],
-    sample: { template: Uint8Array | undefined; hand: 'left' | 'right'; quality: number; liveness: number },
+    sample: {
+      template: Uint8Array | undefined;
+      hand: 'left' | 'right' | undefined;
+      quality: number;
+      liveness: number;
+    },
   ): Promise<Outcome> {
     const signing = now();
     const attestation = this.#opts.attest?.(req.auth_id, req.nonce, sample);
@@ -300,7 +312,7 @@ export class KioskDaemon extends EventEmitter {
       {
         auth_id: req.auth_id,
         ...(sample.template ? { template: Buffer.from(sample.template).toString('base64') } : {}),
-        hand: sample.hand,
+        ...(sample.hand ? { hand: sample.hand } : {}),
         quality: sample.quality,
         liveness: sample.liveness,
         ...(attestation ? { attestation } : {}),

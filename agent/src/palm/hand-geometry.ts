@@ -178,6 +178,11 @@ export interface RoiProportions {
    */
   circle?: number;
   /**
+   * with `circle`, on a sensor of fixed geometry (camera and pegs fixed): the ROI side is this
+   * share of the frame's shorter side instead of `circle` × the inscribed radius (roi-pegs.ts)
+   */
+  frameShare?: number;
+  /**
    * mirror left hands so both hands share one code layout (the simulator's convention). Real
    * cameras leave every crop unmirrored: left and right hands are different identities anyway, and
    * a wrong left/right decision would then cost only the reported side, not the match.
@@ -339,7 +344,8 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const my = (valleys[0]!.y + valleys[2]!.y) / 2;
   // pegs: the square on the palm's centre of mass along the hand's axis (roi-pegs.ts)
   const handComp = proportions.circle ? largestComponent(mask, w, h).comp : null;
-  const roi = (handComp && pegRoi(handComp, w, h, cx, cy, radius, proportions.circle!, up, distance)) || {
+  const roi = (handComp &&
+    pegRoi(handComp, w, h, cx, cy, radius, proportions.circle!, up, distance, proportions.frameShare)) || {
     cx: mx - ux * side * proportions.centreBelow,
     cy: my - uy * side * proportions.centreBelow,
     side,
@@ -414,6 +420,7 @@ function pegsWithoutValleys(geometry: HandGeometry, proportions: RoiProportions)
     proportions.circle!,
     null,
     distance,
+    proportions.frameShare,
   );
   if (!roi) return geometry;
   geometry.up = roi.up;

@@ -1,7 +1,10 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { describe, expect, it } from 'vitest';
+import { sideless } from '../../../test/support/sideless-hand.ts';
+import { locateHand } from './hand-geometry.ts';
 import { LIVENESS_THRESHOLD, processCapture } from './pipeline.ts';
+import { SENSOR_PROFILES, type SensorProfile } from './sensor-profiles.ts';
 
 describe('processCapture', () => {
   it('turns a good frame into a template with hand, quality and liveness', async () => {
@@ -49,4 +52,61 @@ describe('processCapture', () => {
       expect(r.ok).toBe(false);
     }
   });
+
+  it('reports the side on camera profiles but leaves it out of the template, which is then searched among both hands', async () => {
+    const frame = await renderPalm({
+      identity: 'pipe-4',
+      hand: 'left',
+      capture: 2,
+      sensor: 'grey-dark',
+      width: 320,
+      height: 240,
+    });
+    const r = await processCapture(frame, { sensor: 'grey-dark' });
+    expect(r).toMatchObject({ ok: true, hand: 'left' });
+    if (!r.ok) return;
+    expect(decodeTemplate(r.template).hand).toBe('unknown');
+    // a profile that narrows the search by side writes it
+    const sided = await processCapture(frame, {
+      sensor: { ...SENSOR_PROFILES['grey-dark'], searchBySide: true },
+    });
+    expect(sided.ok && decodeTemplate(sided.template).hand).toBe('left');
+  }, 30_000);
+
+  it('accepts a hand of undecided side as `unknown` on camera profiles, and the simulator refuses it', async () => {
+    const camera = await sideless('grey-dark');
+    const g = locateHand(camera, SENSOR_PROFILES['grey-dark'].roi);
+    // the valleys and the square are found, the side is not
+    expect(g.up).not.toBeNull();
+    expect(g.touchesEdge).toBe(false);
+    expect(g.hand).toBeNull();
+    expect(g.cues).toEqual({ mass: 0, web: 0, fingers: 0 });
+    const r = await processCapture(camera, { sensor: 'grey-dark' });
+    expect(r.ok, r.ok ? '' : r.reason).toBe(true);
+    if (!r.ok) return;
+    expect(r.hand).toBe('unknown');
+    expect(decodeTemplate(r.template).hand).toBe('unknown');
+    // the same frame under a profile that refuses an undecided side, or one that mirrors left hands
+    const greyDark = SENSOR_PROFILES['grey-dark'];
+    const refusing: SensorProfile = { ...greyDark, acceptUnknownSide: false };
+    const mirroring: SensorProfile = { ...greyDark, roi: { ...greyDark.roi, mirrorLeft: true } };
+    for (const sensor of [refusing, mirroring])
+      expect(await processCapture(camera, { sensor })).toMatchObject({ ok: false, reason: 'partial' });
+
+    // the simulator mirrors left hands: a frame of its own without a side cue is refused
+    const sim = await sideless('simulator');
+    const gs = locateHand(sim, SENSOR_PROFILES.simulator.roi);
+    expect(gs.up).not.toBeNull();
+    expect(gs.touchesEdge).toBe(false);
+    expect(gs.hand).toBeNull();
+    expect(await processCapture(sim)).toMatchObject({ ok: false, reason: 'partial' });
+    // and only for its side: without the mirroring and with the switch on, it would pass
+    const simulator = SENSOR_PROFILES.simulator;
+    const unmirrored: SensorProfile = {
+      ...simulator,
+      acceptUnknownSide: true,
+      roi: { ...simulator.roi, mirrorLeft: false },
+    };
+    expect(await processCapture(sim, { sensor: unmirrored })).toMatchObject({ ok: true, hand: 'unknown' });
+  }, 60_000);
 });

@@ -8,7 +8,7 @@ import { cropPalm, roiOutsideCells } from './hand-roi.ts';
 import type { GrayImage } from './image-io.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { FEATURE_GRID } from './model-graph.ts';
-import { type SensorName, type SensorProfile, sensorProfile } from './sensor-profiles.ts';
+import { acceptsUnknownSide, type SensorName, type SensorProfile, sensorProfile } from './sensor-profiles.ts';
 
 export { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 
@@ -22,6 +22,8 @@ export type CaptureRejection =
   | 'blurred'
   | 'liveness_failed';
 
+export type CaptureHand = 'left' | 'right' | 'unknown';
+
 export type CaptureResult =
   | {
       ok: true;
@@ -30,7 +32,12 @@ export type CaptureResult =
       quality: number;
       /** 0–100; ≥ LIVENESS_THRESHOLD passes */
       liveness: number;
-      hand: 'left' | 'right';
+      /**
+       * The hand's side; `unknown` when the geometry found no side cue and the profile accepts that
+       * (`acceptsUnknownSide`: camera profiles, whose crops are not mirrored). The template header
+       * carries it on profiles with `searchBySide` (the simulator); camera templates say `unknown`.
+       */
+      hand: CaptureHand;
       measures: CaptureMeasures;
       /** the 128 × 128 palm ROI (grey levels), with `keepRoi` */
       roi?: Float32Array;
@@ -98,7 +105,9 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   const kept = options.keepRoi ? roi : undefined;
   const { anisotropy } = measureRoi(roi);
   if (anisotropy > limits.maxAnisotropy) return reject('moved', { ...fm, anisotropy }, kept);
-  if (g.up === null || g.hand === null || g.touchesEdge) return reject('partial', { ...fm, anisotropy });
+  // no side cue: refused where the crop depends on the side, `unknown` where it does not
+  const hand: CaptureHand | null = g.hand ?? (acceptsUnknownSide(profile) ? 'unknown' : null);
+  if (g.up === null || hand === null || g.touchesEdge) return reject('partial', { ...fm, anisotropy });
   const extractor = await sharedExtractor();
   const responses = await extractor.responses([roi]);
   const sharpness = scaleEnergyRatio(responses);
@@ -112,8 +121,15 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   // an ROI square that overhangs the frame (accepted by the profile): its cells there are masked
   const outside = profile.roi.minInside !== undefined ? roiOutsideCells(frame, g, mirrorLeft) : null;
   const code = encodeResponses(responses, 0, undefined, outside ?? undefined);
-  const template = encodeTemplate({ version: 1, hand: g.hand, quality, liveness, ...code });
-  const r: CaptureResult = { ok: true, template, quality, liveness, hand: g.hand, measures };
+  // the header's side narrows the 1:N search: only where the side is reliable (profile `searchBySide`)
+  const template = encodeTemplate({
+    version: 1,
+    hand: profile.searchBySide ? hand : 'unknown',
+    quality,
+    liveness,
+    ...code,
+  });
+  const r: CaptureResult = { ok: true, template, quality, liveness, hand, measures };
   if (kept) r.roi = kept;
   return r;
 }

@@ -2,7 +2,7 @@
  * The palm ROI of a hand held by pegs (colour and contact profiles; docs/palm-pipeline.md, "ROI
  * per sensor", _pegs_). Pegs fix the fingers, not the palm: between captures of the same hand the
  * palm still slides along its axis and turns by 10–20°, and the finger valleys beside the pegs
- * move with finger spread. Three measures of the whole hand's silhouette proved stable instead:
+ * move with finger spread. These measures of the whole hand's silhouette proved stable instead:
  *
  * - **Where the arm leaves the frame** gives the coarse direction of the hand (fingers away from
  *   it): a hand on a scanner or under a camera with pegs is cut by the frame at the wrist, the
@@ -10,17 +10,25 @@
  * - **The palm's centre of mass** (mean shift of the hand mask in a disc of 1.4 × the inscribed
  *   radius, from the largest inscribed circle): the inscribed circle alone slides along the palm,
  *   which is longer than wide, by up to half a radius between captures.
- * - **The principal axis of the hand** (second moments of the mask within 1.8 radii of that
- *   centre: palm, finger roots, thumb root and wrist), on the side of the coarse direction: it
- *   follows the whole hand's rotation, where the valley line follows finger spread.
+ * - **The principal axis of the hand** (second moments of the mask within 2.4 radii of that
+ *   centre, each pixel weighted (1 − d²/R²)²: palm, finger roots, thumb root and wrist), on the
+ *   side of the coarse direction: it follows the whole hand's rotation, where the valley line
+ *   follows finger spread. The weight falls to 0 at the rim, so what enters or leaves the disc
+ *   there (a sleeve, a bangle, a thumb spread wider) moves the axis little.
+ * - **The scale** (the side, and the reach of the centre and the axis): the inscribed radius, or
+ *   on a sensor of fixed geometry (camera and pegs fixed, the hand lying on the platen) a fixed
+ *   share of the frame: between captures of one COEP hand the inscribed radius moves by up to
+ *   10 % with the thumb's spread, the device's scale does not.
  *
  * All in the work image's pixels; `locateHand` (hand-geometry.ts) converts to frame pixels.
  */
 
 /** Disc (× inscribed radius) of the mean shift towards the palm's centre of mass. */
 export const PEG_CENTRE_REACH = 1.4;
-/** Disc (× inscribed radius) whose mask moments give the hand's axis. */
-export const PEG_AXIS_REACH = 1.8;
+/** Radius (× inscribed radius) of the weighted disc whose mask moments give the hand's axis. */
+export const PEG_AXIS_REACH = 2.4;
+/** The axis reads every AXIS_ROW_STEP-th row of the disc: thousands of pixels either way. */
+const AXIS_ROW_STEP = 2;
 /** Mean-shift steps at most (it settles in 3–6 on the development hands). */
 const MEAN_SHIFT_STEPS = 40;
 /** Below this elongation (axis length ratio) the moments give no axis: the coarse direction stays. */
@@ -187,8 +195,9 @@ export function fingerMostCircle(
 }
 
 /**
- * The principal axis of the mask within `reach` of (cx, cy), as the one of its two directions
- * nearest `near`; `elongation` is the ratio of the axis lengths (1 for a disc).
+ * The principal axis of the mask within `reach` of (cx, cy), each pixel weighted (1 − d²/reach²)²
+ * (d its distance to the centre; every AXIS_ROW_STEP-th row), as the one of its two directions
+ * nearest `near`; `elongation` is the ratio of the weighted axis lengths (1 for a disc).
  */
 export function principalAxis(
   mask: Uint8Array,
@@ -199,6 +208,7 @@ export function principalAxis(
   reach: number,
   near: number,
 ): { angle: number; elongation: number } {
+  let count = 0;
   let n = 0;
   let sx = 0;
   let sy = 0;
@@ -208,24 +218,28 @@ export function principalAxis(
   const r2 = reach * reach;
   const ya = Math.max(0, Math.ceil(cy - reach));
   const yb = Math.min(h - 1, Math.floor(cy + reach));
-  for (let y = ya; y <= yb; y++) {
+  for (let y = ya; y <= yb; y += AXIS_ROW_STEP) {
     const dy = y - cy;
-    const half = Math.sqrt(Math.max(0, r2 - dy * dy));
+    const dy2 = dy * dy;
+    const half = Math.sqrt(Math.max(0, r2 - dy2));
     const xa = Math.max(0, Math.ceil(cx - half));
     const xb = Math.min(w - 1, Math.floor(cx + half));
     for (let x = xa, i = y * w + xa; x <= xb; x++, i++) {
       if (!mask[i]) continue;
       // relative to the centre: small numbers, no cancellation
       const u = x - cx;
-      n++;
-      sx += u;
-      sy += dy;
-      sxx += u * u;
-      syy += dy * dy;
-      sxy += u * dy;
+      const q = 1 - (u * u + dy2) / r2;
+      const k = q * q;
+      count++;
+      n += k;
+      sx += k * u;
+      sy += k * dy;
+      sxx += k * u * u;
+      syy += k * dy2;
+      sxy += k * u * dy;
     }
   }
-  if (n < 3) return { angle: near, elongation: 1 };
+  if (count < 3 || !(n > 0)) return { angle: near, elongation: 1 };
   const mx = sx / n;
   const my = sy / n;
   const a = sxx / n - mx * mx;
@@ -270,7 +284,10 @@ export function pegPose(
 
 /**
  * The ROI square of a peg-held hand (work px): `sidePerRadius` × the inscribed radius around the
- * palm's centre of mass, turned to the hand's axis; null when the hand's direction is unknown.
+ * palm's centre of mass, turned to the hand's axis. With `frameShare` (a sensor of fixed
+ * geometry) the side is that share of the frame's shorter side instead, and the centre's and the
+ * axis's discs are scaled from it too (radius = side / `sidePerRadius`), not from the inscribed
+ * circle. Null when the hand's direction is unknown.
  */
 export function pegRoi(
   mask: Uint8Array,
@@ -282,7 +299,11 @@ export function pegRoi(
   sidePerRadius: number,
   valleysUp: number | null,
   distance?: Uint16Array,
+  frameShare?: number,
 ): { cx: number; cy: number; side: number; up: number } | null {
-  const pose = pegPose(mask, w, h, cx, cy, radius, valleysUp, distance);
-  return pose && { cx: pose.cx, cy: pose.cy, side: radius * sidePerRadius, up: pose.up };
+  // on a fixed-geometry sensor every reach (centre, axis, side) is in the device's units: the
+  // radius the profile's side stands for
+  const r = frameShare ? (frameShare * Math.min(w, h)) / sidePerRadius : radius;
+  const pose = pegPose(mask, w, h, cx, cy, r, valleysUp, distance);
+  return pose && { cx: pose.cx, cy: pose.cy, side: r * sidePerRadius, up: pose.up };
 }

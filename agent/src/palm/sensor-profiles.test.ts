@@ -4,7 +4,13 @@ import { locateHand } from './hand-geometry.ts';
 import { cropPalm } from './hand-roi.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { processCapture } from './pipeline.ts';
-import { isSensorName, SENSOR_NAMES, SENSOR_PROFILES, sensorArg } from './sensor-profiles.ts';
+import {
+  acceptsUnknownSide,
+  isSensorName,
+  SENSOR_NAMES,
+  SENSOR_PROFILES,
+  sensorArg,
+} from './sensor-profiles.ts';
 
 describe('sensor profiles', () => {
   it('apply no NIR cue to a visible-light sensor', () => {
@@ -64,8 +70,12 @@ describe('sensor profiles', () => {
     expect(
       Math.abs(Math.atan2(Math.sin(g.roi!.up + Math.PI / 2), Math.cos(g.roi!.up + Math.PI / 2))),
     ).toBeLessThan(0.5);
-    expect(g.roi!.side).toBeCloseTo(1.2 * g.radius, 6);
+    // the colour camera's scale is the device's (a share of the frame); contact scanners keep the
+    // hand's inscribed radius
+    expect(g.roi!.side).toBeCloseTo(0.26 * Math.min(frame.width, frame.height), 6);
     expect(Math.hypot(g.roi!.cx - g.cx, g.roi!.cy - g.cy)).toBeLessThan(g.radius);
+    const contact = locateHand(frame, SENSOR_PROFILES['contact-visible'].roi);
+    expect(contact.roi!.side).toBeCloseTo(1.2 * contact.radius, 6);
     for (const n of SENSOR_NAMES) expect(SENSOR_PROFILES[n].roi.mirrorLeft === true).toBe(n === 'simulator');
     // a left hand's camera crop is its own mirror image of the simulator's crop of the same square
     const sim = locateHand(frame, SENSOR_PROFILES['grey-dark'].roi);
@@ -73,6 +83,19 @@ describe('sensor profiles', () => {
     const mirrored = cropPalm(frame, sim, true);
     expect(sim.hand).toBe('left');
     expect(mirrored[5 * 128 + 3]).toBeCloseTo(plain[5 * 128 + 124]!, 3);
+  });
+
+  it('accept an undecided hand side only where the crop is not mirrored; camera templates carry no side', () => {
+    for (const n of SENSOR_NAMES) {
+      const p = SENSOR_PROFILES[n];
+      expect(acceptsUnknownSide(p)).toBe(n !== 'simulator');
+      // only the simulator's side is reliable enough to narrow the 1:N search
+      expect(p.searchBySide).toBe(n === 'simulator');
+      // a profile that mirrors left hands never accepts it, whatever its switch says
+      expect(acceptsUnknownSide({ ...p, acceptUnknownSide: true, roi: { ...p.roi, mirrorLeft: true } })).toBe(
+        false,
+      );
+    }
   });
 
   it('parse --sensor values', () => {

@@ -38,8 +38,30 @@ export interface SensorProfile {
   detects: string;
   limits: QualityLimits;
   roi: RoiProportions;
+  /**
+   * Whether a capture whose left/right the geometry cannot decide (no thumb, thumb web or finger-width
+   * cue) is accepted with hand `unknown` rather than refused as `partial`. Only for profiles whose crop
+   * does not depend on the side (`roi.mirrorLeft` off): a profile that mirrors left hands needs the
+   * side to lay the code out, so `processCapture` refuses there whatever this says
+   * (docs/palm-pipeline.md, "Left/right").
+   */
+  acceptUnknownSide: boolean;
+  /**
+   * Whether the template header carries the decided side. The server's 1:N search looks only at the
+   * palms of the side a probe's header names (both for `unknown`), so a side decided wrongly hides
+   * the probe's own palm. The simulator's side is reliable (and steers its crop); a camera's vote is
+   * wrong on 4–7 % of the development captures, so camera templates say `unknown` and are searched
+   * among both hands' palms; `CaptureResult.hand` still reports the decided side
+   * (docs/palm-pipeline.md, "Left/right").
+   */
+  searchBySide: boolean;
   /** the hand is darker than the background (a bright board behind it) */
   darkHand?: boolean;
+}
+
+/** Whether captures of an undecided side are accepted under `profile` (never when it mirrors left hands). */
+export function acceptsUnknownSide(profile: SensorProfile): boolean {
+  return profile.acceptUnknownSide && profile.roi.mirrorLeft !== true;
 }
 
 export { SENSOR_NAMES, type SensorName };
@@ -118,6 +140,19 @@ const OUTLINE_ROI: RoiProportions = { ...RING_ROI, outlineOnly: true };
 const PEG_ROI: RoiProportions = { ...RING_ROI, circle: 1.2 };
 
 /**
+ * The colour camera with pegs (COEP): camera and pegs are fixed and the hand lies on the board, so
+ * the palm's scale in the frame is the device's. The side is a fixed 0.26 of the frame's shorter
+ * side (1.17 × the median inscribed radius of the development captures, 0.225 of the shorter
+ * side) instead of 1.2 × the hand's inscribed radius, which moves by up to 10 % between captures
+ * of one hand with the thumb's spread; the centre's and the axis's discs follow the same fixed
+ * radius (side / 1.2). Whole COEP set: EER 0.70 → 0.23 %; without the suspected re-captured
+ * persons FRR at FAR 1e-3 3.2 → 1.2 % (docs/palm-pipeline.md, "Pegs ROI, second pass"). The
+ * contact profiles keep the radius: their share of the frame is unknown without captures to
+ * measure it on.
+ */
+const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26 };
+
+/**
  * Periodicity centre on real cameras: bona fide development captures reach 0.30 (CASIA, 99.5th
  * percentile) and 0.45 (COEP, 1600 × 1200 colour JPEG: demosaicing and block artefacts), so the
  * centre sits at 0.6, beyond both; the simulator keeps 0.4. On the simulator's attacks (30 each)
@@ -144,6 +179,15 @@ const VISIBLE_ONLY =
   'A continuous-tone photo print, a high-resolution screen seen out of focus, and any 3-D fake ' +
   '(silicone, latex, gelatine) are NOT detected.';
 
+/**
+ * Every camera profile accepts a capture of undecided side (`acceptUnknownSide`): its crop is never
+ * mirrored, so the side is only a label, and the 1:N search takes an unknown-side probe to both hands'
+ * palms. On the CASIA development set 34 of 4 682 frames had valleys but no side cue and were refused
+ * before (docs/palm-pipeline.md, "Left/right"). Enrolment still asks for a decided side.
+ * Camera templates leave the side out of their header (`searchBySide`): with the side filter, 1:N
+ * on the whole CASIA set identified 89.3 % of the probes, without it 94.5 % (wrong identities 13 and
+ * 15 of 3 703), COEP 68 persons 90.7 % and 97.5 % (`agent/scripts/side-filter.ts`).
+ */
 export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
   simulator: {
     name: 'simulator',
@@ -155,6 +199,9 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'compressed vein-scale contrast. Fitted on simulated attacks only.',
     limits: SIMULATOR_LIMITS,
     roi: SIMULATOR_ROI,
+    // the simulator's crop mirrors left hands: an undecided side would lay the code out either way
+    acceptUnknownSide: false,
+    searchBySide: true,
   },
   'contact-nir': {
     name: 'contact-nir',
@@ -167,6 +214,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'fall-off is not used (a hand pressed on a platen is flat). Photo prints and 3-D fakes are NOT detected.',
     limits: CAMERA_LIMITS,
     roi: PEG_ROI,
+    acceptUnknownSide: true,
+    searchBySide: false,
   },
   'contact-visible': {
     name: 'contact-visible',
@@ -176,6 +225,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: PEG_ROI,
+    acceptUnknownSide: true,
+    searchBySide: false,
   },
   'contactless-nir': {
     name: 'contactless-nir',
@@ -188,6 +239,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'real NIR: conservative). Curved prints, photo prints and 3-D fakes are NOT detected.',
     limits: CAMERA_LIMITS,
     roi: OUTLINE_ROI,
+    acceptUnknownSide: true,
+    searchBySide: false,
   },
   'grey-dark': {
     name: 'grey-dark',
@@ -197,6 +250,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: OUTLINE_ROI,
+    acceptUnknownSide: true,
+    searchBySide: false,
   },
   'grey-bright': {
     name: 'grey-bright',
@@ -206,6 +261,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: RING_ROI,
+    acceptUnknownSide: true,
+    searchBySide: false,
     darkHand: true,
   },
   colour: {
@@ -215,7 +272,9 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
-    roi: PEG_ROI,
+    roi: COLOUR_ROI,
+    acceptUnknownSide: true,
+    searchBySide: false,
   },
   phone: {
     name: 'phone',
@@ -225,6 +284,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
     limits: CAMERA_LIMITS,
     roi: OUTLINE_ROI,
+    acceptUnknownSide: true,
+    searchBySide: false,
   },
 };
 

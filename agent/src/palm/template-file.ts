@@ -1,6 +1,6 @@
 import { AppError } from '@palmid/shared/errors.ts';
 import { readImage } from './image-io.ts';
-import { processCapture } from './pipeline.ts';
+import { type CaptureHand, processCapture } from './pipeline.ts';
 import { extractRoiTemplate } from './roi-template.ts';
 import type { SensorName } from './sensor-profiles.ts';
 
@@ -10,13 +10,24 @@ import type { SensorName } from './sensor-profiles.ts';
  * reason (`partial`, `blurred`, `liveness_failed`…). `sensor` is the capture's sensor profile.
  */
 export async function extractTemplate(path: string, roi: boolean, sensor?: SensorName): Promise<Uint8Array> {
-  const image = await readImage(path);
-  if (roi) return extractRoiTemplate(image);
-  const r = await processCapture(image, sensor ? { sensor } : {});
+  if (roi) return extractRoiTemplate(await readImage(path));
+  return (await extractCapture(path, sensor)).template;
+}
+
+/**
+ * A whole-hand frame through the kiosk pipeline: its template and the side the capture decided
+ * (`unknown` when none; camera templates leave the side out of their header, pipeline.ts). A
+ * refused capture throws as in `extractTemplate`.
+ */
+export async function extractCapture(
+  path: string,
+  sensor?: SensorName,
+): Promise<{ template: Uint8Array; hand: CaptureHand }> {
+  const r = await processCapture(await readImage(path), sensor ? { sensor } : {});
   if (!r.ok)
     throw new AppError('INVALID_REQUEST', `${path}: ${r.message} (${r.reason})`, {
       field: 'image',
       reason: r.reason,
     });
-  return r.template;
+  return { template: r.template, hand: r.hand };
 }

@@ -26,7 +26,7 @@ import { type CaptureAttestation, captureAttestationSchema } from './schema.ts';
  *       49     1  nonce length N (0..64; 0 for direct, which has no server nonce)
  *       50     N  nonce bytes (the base64url-decoded server nonce)
  *     50+N    32  SHA-256 of the template bytes (of the empty string when no template is sent)
- *     82+N     1  hand: 0 not given, 1 left, 2 right
+ *     82+N     1  hand: 0 not given (the side undecided), 1 left, 2 right
  *     83+N     8  quality, IEEE 754 binary64
  *     91+N     8  liveness, IEEE 754 binary64
  *     99+N     8  captured_at, milliseconds since the Unix epoch (uint64)

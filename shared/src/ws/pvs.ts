@@ -80,7 +80,15 @@ export const pvsMethods = {
      * frame is never matched against the gallery, so it cannot be used to probe it.
      */
     params: sample
-      .extend({ auth_id: uuidSchema, template: templateB64Schema.optional() })
+      .extend({
+        auth_id: uuidSchema,
+        template: templateB64Schema.optional(),
+        /**
+         * Left out when the capture could not tell the side (camera profiles; the template's header then
+         * says `unknown`): the server searches both hands' palms. Enrolment always names the side.
+         */
+        hand: handSchema.optional(),
+      })
       .strict()
       .refine((p) => p.template !== undefined || !passesLiveness(p.liveness), {
         path: ['template'],

@@ -136,7 +136,7 @@ export function registerCapture(program: Command, ctx: CliContext): void {
             if (check)
               ctx.io.out(
                 check.ok
-                  ? `palm pipeline (sensor ${check.sensor}): ok, ${check.hand} hand, quality ${check.quality}, liveness ${check.liveness}\n`
+                  ? `palm pipeline (sensor ${check.sensor}): ok, ${check.hand === 'unknown' ? 'hand side undecided' : `${check.hand} hand`}, quality ${check.quality}, liveness ${check.liveness}\n`
                   : `palm pipeline (sensor ${check.sensor}): refused, ${check.message} (${check.reason})\n`,
               );
           }

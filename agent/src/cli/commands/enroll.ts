@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
 import type { Command } from 'commander';
-import { processCapture } from '../../palm/pipeline.ts';
+import { type CaptureHand, processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
 import { connectKiosk, deviceKeyOf, kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
 
@@ -12,6 +12,18 @@ interface Sample {
   quality: number;
   liveness: number;
   capturedAt: number;
+}
+
+/**
+ * Why a capture cannot enrol as the asked hand, or null when it can. Enrolment stores the side with
+ * the palm (the 1:N search of a known-side probe looks at that side only), so a capture whose side the
+ * pipeline could not decide (`unknown`, camera profiles) is taken again, as is the other hand.
+ */
+export function sideRefusal(seen: CaptureHand, asked: Hand): string | null {
+  if (seen === 'unknown')
+    return `cannot tell which hand this is; please show your whole ${asked} hand, thumb included.`;
+  if (seen !== asked) return `that looks like your ${seen} hand; please use your ${asked} hand.`;
+  return null;
 }
 
 function parseHands(value: string): Hand[] {
@@ -103,8 +115,9 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                     throw new CliError('presentation attack suspected: enrolment refused', EXIT.FAILED);
                   continue;
                 }
-                if (p.hand !== hand) {
-                  log(`  that looks like your ${p.hand} hand; please use your ${hand} hand.`);
+                const wrongSide = sideRefusal(p.hand, hand);
+                if (wrongSide || p.hand === 'unknown') {
+                  log(`  ${wrongSide}`);
                   continue;
                 }
                 got = {

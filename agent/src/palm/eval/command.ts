@@ -6,7 +6,7 @@ import { progressBar } from '../progress.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../roi-rotation.ts';
 import { extractRoiTemplates } from '../roi-template.ts';
 import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
-import { extractTemplate } from '../template-file.ts';
+import { extractCapture, extractTemplate } from '../template-file.ts';
 import { baselineDistance, baselineTemplate } from './baseline.ts';
 import { listDataset } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
@@ -125,7 +125,10 @@ export function evalCommand(): Command {
               const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
               return { template: template!, variants };
             }
-            return { template: await extractTemplate(file, o.roi ?? false, o.sensor) };
+            // whole frames: with the side the capture decided (`unknown` where it found none)
+            return o.roi
+              ? { template: await extractTemplate(file, true) }
+              : await extractCapture(file, o.sensor);
           } catch (err) {
             return failure(err);
           }
@@ -133,6 +136,7 @@ export function evalCommand(): Command {
         {
           maxImpostorPairs: o.maxImpostors,
           operatingThreshold: o.roi ? ROI_MATCH_THRESHOLD : MATCH_THRESHOLD,
+          sides: !o.roi,
         },
         quiet,
       );

@@ -14,6 +14,12 @@ export interface EvalReport {
   images: number;
   /** images that gave a template */
   enrolled: number;
+  /**
+   * enrolled images whose capture left the hand side undecided (hand `unknown`, camera profiles);
+   * they count as enrolled and are compared with every other image like the rest. Null unless the
+   * extraction reports sides (`EvalOptions.sides`: whole frames, not palm ROIs).
+   */
+  unknown_side: number | null;
   /** failure to acquire (= to enrol): (images − enrolled) / images */
   fta: number;
   /** why the other images gave no template: {reason: count} */
@@ -52,7 +58,9 @@ export interface EvalExtra {
  */
 export type Extract = (
   file: string,
-) => Promise<{ template: Uint8Array; variants?: Uint8Array[] } | { reason: string }>;
+) => Promise<
+  { template: Uint8Array; variants?: Uint8Array[]; hand?: 'left' | 'right' | 'unknown' } | { reason: string }
+>;
 
 export interface EvalOptions {
   /** Upper bound on impostor comparisons; beyond it a fixed stride samples them. */
@@ -61,6 +69,8 @@ export interface EvalOptions {
   onProgress?: (stage: 'extract' | 'match', done: number, total: number) => void;
   /** The deployed decision threshold on the similarity score (score = 1 − 2 × distance). */
   operatingThreshold?: number;
+  /** The extraction reports each capture's hand side (whole frames): count the undecided ones. */
+  sides?: boolean;
   /** Seeds the bootstrap of the confidence intervals (deterministic reports). */
   seed?: number;
 }
@@ -83,6 +93,7 @@ export async function evaluate(
   const packed: Array<{ subject: number; words: Uint32Array; variants: Uint32Array[] }> = [];
   const failures: EvalExtra['failures'] = [];
   const extractMs: number[] = [];
+  let unknownSide = 0;
   for (const [i, f] of files.entries()) {
     const t0 = cpuMs();
     let result: Awaited<ReturnType<Extract>>;
@@ -92,6 +103,7 @@ export async function evaluate(
       result = { reason: err instanceof Error ? err.message : String(err) };
     }
     extractMs.push(cpuMs() - t0);
+    if ('template' in result && result.hand === 'unknown') unknownSide++;
     if ('template' in result)
       packed.push({
         subject: f.subject,
@@ -153,6 +165,7 @@ export async function evaluate(
     subjects: dataset.subjects.length,
     images: files.length,
     enrolled: n,
+    unknown_side: options.sides ? unknownSide : null,
     fta: files.length === 0 ? 0 : round(failures.length / files.length),
     failure_reasons: Object.fromEntries(Object.entries(reasons).sort((a, b) => b[1] - a[1])),
     genuine_pairs: genuine.length,

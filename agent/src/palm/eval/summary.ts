@@ -28,7 +28,9 @@ export function formatSummary(
 ): string {
   const lines = [title];
   lines.push(
-    `images            ${r.images} (${r.subjects} subjects), ${r.enrolled} enrolled`,
+    `images            ${r.images} (${r.subjects} subjects), ${r.enrolled} enrolled${
+      r.unknown_side ? ` (${r.unknown_side} of undecided hand side, compared with every image)` : ''
+    }`,
     `failure to enrol  ${pct(r.fta)} (${r.images - r.enrolled} image(s))${
       r.images > r.enrolled ? `: ${worstReasons(r.failure_reasons)}` : ''
     }`,
