@@ -72,6 +72,10 @@ const program = new Command('sim')
     intArg('--control'),
   )
   .option('--capture-ms <ms>', 'capture duration', intArg('--capture-ms'), 300)
+  .option(
+    '--no-render-ahead',
+    "render each frame when its capture starts, not ahead while the sensor is idle (the render then competes with the host's work and can delay the read-out)",
+  )
   .option('--seed <n>', 'seed for injected noise', intArg('--seed'), 1)
   .option('-v, --verbose', 'log every command the device receives')
   .addHelpText(
@@ -88,6 +92,7 @@ program.action(async (opts) => {
     autoPresent: opts.autoPresent === false ? false : palm,
     captureMs: opts.captureMs,
     seed: opts.seed,
+    renderAhead: opts.renderAhead !== false,
   });
   for (const f of opts.fault as FaultInput[]) sim.injectFault(f);
   await sim.warmUp().catch((err: unknown) => {

@@ -1,3 +1,4 @@
+import { WireChannel } from '@palmid/shared/wire/channel.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listenControl } from './control.ts';
 import { FirmwareSimulator } from './device.ts';
@@ -36,6 +37,17 @@ describe('simulator control port', () => {
     expect(state.palm?.identity).toBe('alice');
     await post('/remove');
     expect(sim.snapshot().palm).toBeUndefined();
+    expect(await (await fetch(`${control.url}/captures`)).json()).toEqual([]);
+    // a capture shows up with its timings
+    await post('/present', { identity: 'alice', hand: 'left' });
+    const link = sim.connectMemory();
+    const channel = new WireChannel((b) => link.write(b));
+    link.onData((b) => channel.receive(b));
+    await channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
+    await new Promise((r) => sim.once('state', r));
+    const [capture] = (await (await fetch(`${control.url}/captures`)).json()) as Record<string, unknown>[];
+    expect(capture).toMatchObject({ captureId: 1, exposureMs: 300, outcome: 'ready' });
+    expect(capture!.doneMs as number).toBeGreaterThanOrEqual(300);
     expect((await post('/auto-present', { off: true })).status).toBe(200);
   });
 

@@ -17,6 +17,7 @@ import { presentationSchema } from './presentation.ts';
  *   POST /unplug       {ms}                        unplug for ms (0 = until /replug)
  *   POST /replug
  *   GET  /state                                    the device's state as JSON
+ *   GET  /captures                                 the last captures' timings (CaptureRecord[])
  */
 const autoSchema = z.union([presentationSchema, z.object({ off: z.literal(true) }).strict()]);
 const unplugSchema = z.object({ ms: z.number().int().min(0).max(600_000).default(0) }).strict();
@@ -54,6 +55,7 @@ export async function listenControl(
       try {
         const path = (req.url ?? '/').split('?')[0];
         if (req.method === 'GET' && path === '/state') return send(res, 200, sim.snapshot());
+        if (req.method === 'GET' && path === '/captures') return send(res, 200, sim.captures());
         if (req.method !== 'POST') return send(res, 404, { error: 'unknown endpoint' });
         const body = await readJson(req);
         switch (path) {

@@ -4,7 +4,7 @@ import type { ByteLink } from '@palmid/shared/wire/link.ts';
 import { CAPTURE_STATE, DEVICE_ERROR, LED } from '@palmid/shared/wire/messages.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FirmwareSimulator, type SimulatorOptions } from './device.ts';
-import { synthPalmSource, testPatternSource } from './image-source.ts';
+import { type GrayFrame, type ImageSource, synthPalmSource, testPatternSource } from './image-source.ts';
 import { renderPalm } from './synth/index.ts';
 
 const sims: FirmwareSimulator[] = [];
@@ -177,6 +177,104 @@ describe('FirmwareSimulator state machine', () => {
     expect(() => sim.injectFault({ kind: 'crc-noise', probability: 2 })).toThrow();
     expect(() => sim.injectFault({ kind: 'meteor' } as never)).toThrow();
     expect(() => sim.present({ identity: '', hand: 'right' })).toThrow();
+  });
+});
+
+/** A frame source whose renders finish when the test says so, and that logs what it was asked for. */
+function heldSource() {
+  const asked: { key: string; capture: number; release(): void }[] = [];
+  const source: ImageSource = {
+    name: 'held',
+    render(r) {
+      return new Promise<GrayFrame>((resolve) => {
+        asked.push({
+          key: `${r.identity}|${r.hand}|${r.attack ?? ''}`,
+          capture: r.capture,
+          release: () => void testPatternSource.render(r).then(resolve),
+        });
+      });
+    },
+  };
+  return { source, asked };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('FirmwareSimulator frames and their timing', () => {
+  it('a frame rendered after its exposure ended is read out the moment it is there', async () => {
+    const { source, asked } = heldSource();
+    const { sim, channel } = host({ source, captureMs: 10, renderAhead: false });
+    sim.present({ identity: 'a', hand: 'right' });
+    await channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
+    // the exposure is over, the render is not: a slow sensor that keeps moving
+    await until(() => sim.snapshot().progress > 80); // 81 %: the exposure ended, the read-out waits
+    expect(sim.snapshot().state).toBe('CAPTURING');
+    expect(asked).toHaveLength(1);
+    asked[0]!.release();
+    await tick(); // the render's promise chain, no timer: not a later progress step
+    expect(sim.snapshot().state).toBe('READY');
+    const [record] = sim.captures();
+    expect(record).toMatchObject({ captureId: 1, exposureMs: 10, outcome: 'ready' });
+    expect(record!.renderMs).toBeGreaterThanOrEqual(10);
+    expect(record!.doneMs).toBeGreaterThanOrEqual(record!.renderMs!);
+  });
+
+  it("renders the next capture's frame ahead while the same hand stays, and uses it", async () => {
+    const { source, asked } = heldSource();
+    const { sim, channel } = host({ source, captureMs: 5 });
+    sim.present({ identity: 'a', hand: 'right' });
+    const first = channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
+    await until(() => asked.length === 1);
+    asked[0]!.release();
+    await first;
+    await until(() => sim.snapshot().state === 'READY');
+    // capture 1's frame was asked for before its capture started
+    await until(() => asked.length === 2);
+    expect(asked[1]).toMatchObject({ key: 'a|right|', capture: 1 });
+    asked[1]!.release();
+    await tick();
+    const second = await captureOnce(channel, 2);
+    const want = await testPatternSource.render({
+      identity: 'a',
+      hand: 'right',
+      capture: 1,
+      width: 320,
+      height: 240,
+    });
+    expect(Buffer.from(second.data).equals(Buffer.from(want.data))).toBe(true);
+    // the second capture rendered nothing new: it only asked ahead for capture 2
+    await until(() => asked.length === 3);
+    expect(asked.map((a) => a.capture)).toEqual([0, 1, 2]);
+    expect(sim.captures().map((c) => c.outcome)).toEqual(['ready', 'ready']);
+  });
+
+  it('a frame rendered ahead for one hand is not used for another', async () => {
+    const { sim, channel } = host({ source: testPatternSource, captureMs: 5 });
+    sim.present({ identity: 'a', hand: 'right' });
+    await captureOnce(channel, 1);
+    sim.present({ identity: 'b', hand: 'left' });
+    const other = await captureOnce(channel, 2);
+    const want = await testPatternSource.render({
+      identity: 'b',
+      hand: 'left',
+      capture: 0,
+      width: 320,
+      height: 240,
+    });
+    expect(Buffer.from(other.data).equals(Buffer.from(want.data))).toBe(true);
+  });
+
+  it('without renderAhead each frame is rendered when its capture starts', async () => {
+    const { source, asked } = heldSource();
+    const { sim, channel } = host({ source, captureMs: 5, renderAhead: false });
+    sim.present({ identity: 'a', hand: 'right' });
+    const first = channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
+    await until(() => asked.length === 1);
+    asked[0]!.release();
+    await first;
+    await until(() => sim.snapshot().state === 'READY');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(asked).toHaveLength(1);
   });
 });
 

@@ -41,6 +41,12 @@ export interface SimulatorOptions {
   noPalmTimeoutMs?: number;
   /** Seed for fault injection and noise. */
   seed?: number;
+  /**
+   * Render the next capture's frame of the hand over the sensor as soon as the current one is rendered
+   * (default true), so that the host's render time, which a real sensor does not have, rarely delays a
+   * read-out. Frames are the same either way.
+   */
+  renderAhead?: boolean;
 }
 
 export const DEFAULT_EXPOSURE_US = 4000;
@@ -59,6 +65,32 @@ export interface SimulatorSnapshot {
   ledMask: number;
   ledIntensity: number;
 }
+
+/**
+ * One capture as the simulator ran it (`GET /captures` on the control port). Times are ms since the
+ * epoch (sub-millisecond, comparable between processes on one host) or durations in ms.
+ */
+export interface CaptureRecord {
+  captureId: number;
+  /** The exposure began (the palm was there when the capture was armed, or arrived). */
+  startedAt: number;
+  /** The simulated exposure and read-out: the sensor's own time. */
+  exposureMs: number;
+  /** The frame's render on the host (a simulator artefact, see docs/performance.md). */
+  renderMs: number | undefined;
+  /** READY (or FAILED) this long after startedAt. */
+  doneMs: number;
+  outcome: 'ready' | 'failed';
+}
+
+const CAPTURE_LOG = 64;
+
+type Rendered = { frame?: { width: number; height: number; data: Uint8Array }; err?: unknown };
+/** Captures are numbered per hand and artefact (each capture of it differs a little: pose, light). */
+const countKey = (p: Presentation) => `${p.identity}|${p.hand}|${p.attack ?? ''}`;
+/** What a frame rendered ahead must match to be used. */
+const presentationKey = (p: Presentation) => `${countKey(p)}|${p.condition ?? ''}`;
+const epochNow = () => performance.timeOrigin + performance.now();
 
 interface Session {
   link: ByteLink;
@@ -117,6 +149,11 @@ export class FirmwareSimulator extends EventEmitter {
   private readonly sessions = new Set<Session>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private captureTimers = new Set<NodeJS.Timeout>();
+  private readonly captureLog: CaptureRecord[] = [];
+  private readonly renderAhead: boolean;
+  /** The next capture's frame of the presentation over the sensor, rendered while the sensor is idle. */
+  private ahead: { key: string; capture: number; frame: Promise<Rendered> } | undefined;
+  private capturing: { id: number; startedAt: number; renderMs?: number } | undefined;
   private stopped = false;
 
   constructor(options: SimulatorOptions = {}) {
@@ -133,6 +170,7 @@ export class FirmwareSimulator extends EventEmitter {
     this.autoPresentDelayMs = options.autoPresentDelayMs ?? 150;
     this.noPalmTimeoutMs = options.noPalmTimeoutMs ?? 60_000;
     this.random = seededRandom(options.seed ?? 1);
+    this.renderAhead = options.renderAhead ?? true;
     // Listeners for 'error' would otherwise be mandatory on an EventEmitter.
     this.on('error', () => {});
   }
@@ -166,8 +204,14 @@ export class FirmwareSimulator extends EventEmitter {
     );
   }
 
+  /** The last captures, oldest first. */
+  captures(): CaptureRecord[] {
+    return [...this.captureLog];
+  }
+
   setImageSource(source: ImageSource): void {
     this.source = source;
+    this.ahead = undefined;
   }
 
   setAutoPresent(palm: Presentation | false): void {
@@ -435,55 +479,98 @@ export class FirmwareSimulator extends EventEmitter {
     this.cancelCapture();
     this.setState(CAPTURE_STATE.CAPTURING);
     const id = this.captureId;
-    // The frame is read out while the progress runs, so a slow render (a loaded host) shows as a slow
-    // sensor that keeps moving, never as a stalled one.
-    const key = `${palm.identity}|${palm.hand}|${palm.attack ?? ''}`;
-    const capture = this.captureCounts.get(key) ?? 0;
-    this.captureCounts.set(key, capture + 1);
-    const rendering = this.source.render({ ...palm, capture, width: this.width, height: this.height }).then(
-      (frame) => ({ frame }),
-      (err: unknown) => ({ err }),
-    );
-    let rendered: { frame?: { width: number; height: number; data: Uint8Array }; err?: unknown } | undefined;
+    const counted = countKey(palm);
+    const capture = this.captureCounts.get(counted) ?? 0;
+    this.captureCounts.set(counted, capture + 1);
+    const record: { id: number; startedAt: number; renderMs?: number } = { id, startedAt: epochNow() };
+    this.capturing = record;
+    const rendering = this.frameFor(palm, capture);
+    let rendered: Rendered | undefined;
+    let exposed = false;
     void rendering.then((r) => {
       rendered = r;
+      record.renderMs = Math.max(0, epochNow() - record.startedAt);
+      // the exposure is over and the frame was late: read it out now (a simulator artefact, the
+      // render, should not cost more than its own lateness)
+      if (exposed) this.finishCapture(id, r);
     });
+    // The sensor's progress runs on the clock of the exposure (ticks at fixed points after its start, so
+    // timer lateness does not add up). If the frame is not rendered when the exposure ends (a loaded
+    // host), the progress keeps creeping towards 99 % so that the host sees a slow sensor, never a stalled
+    // one, and the frame is read out the moment it is there.
     const steps = 5;
+    const stepMs = this.captureMs / steps;
+    const started = performance.now();
     let step = 0;
     const tick = () => {
       if (this.state !== CAPTURE_STATE.CAPTURING || this.captureId !== id) return;
       // A stuck sensor stops delivering lines part-way through; the status never reaches READY.
       if (this.has('stuck-sensor') && this.progress >= 40) return;
+      // a timer may fire a little before its time (the event loop's clock is coarse): the exposure is
+      // never cut short
+      const early = step < steps ? started + (step + 1) * stepMs - performance.now() : 0;
+      if (early > 0) {
+        this.captureLater(tick, early);
+        return;
+      }
       step += 1;
       this.progress = step <= steps - 1 ? step * 20 : Math.min(99, 80 + step - steps + 1);
       if (step < steps) {
-        this.captureLater(tick, this.captureMs / steps);
+        this.captureLater(tick, Math.max(0, started + (step + 1) * stepMs - performance.now()));
         return;
       }
-      if (!rendered) {
-        // read-out still running: creep towards 99 % at most every 200 ms
-        this.captureLater(tick, Math.max(200, this.captureMs / steps));
+      exposed = true;
+      if (rendered) {
+        this.finishCapture(id, rendered);
         return;
       }
-      this.finishCapture(id, rendered);
+      this.captureLater(tick, Math.max(200, stepMs));
     };
-    this.captureLater(tick, this.captureMs / steps);
+    this.captureLater(tick, stepMs);
   }
 
-  private finishCapture(
-    id: number,
-    r: { frame?: { width: number; height: number; data: Uint8Array }; err?: unknown },
-  ): void {
+  /**
+   * The rendered frame of `capture` of the presentation `key`: the one rendered ahead if it is that one,
+   * else a new render. Once it is there, the next capture's frame of the same presentation is rendered
+   * ahead (`renderAhead`): a real sensor's frame costs its host nothing, while the simulator's render
+   * takes CPU time that would otherwise show up in the read-out of the next capture.
+   */
+  private frameFor(palm: Presentation, capture: number): Promise<Rendered> {
+    const key = presentationKey(palm);
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    const rendering =
+      ahead && ahead.key === key && ahead.capture === capture ? ahead.frame : this.render(palm, capture);
+    if (this.renderAhead) {
+      void rendering.then(() => {
+        // only while the same hand is still over the sensor, and not twice
+        if (this.ahead || !this.palm || presentationKey(this.palm) !== key || this.stopped) return;
+        if ((this.captureCounts.get(countKey(palm)) ?? 0) !== capture + 1) return;
+        this.ahead = { key, capture: capture + 1, frame: this.render(palm, capture + 1) };
+      });
+    }
+    return rendering;
+  }
+
+  private render(palm: Presentation, capture: number): Promise<Rendered> {
+    return this.source.render({ ...palm, capture, width: this.width, height: this.height }).then(
+      (frame) => ({ frame }),
+      (err: unknown) => ({ err }),
+    );
+  }
+
+  private finishCapture(id: number, r: Rendered): void {
+    if (this.captureId !== id || this.state !== CAPTURE_STATE.CAPTURING) return;
     if (!r.frame) {
-      if (this.captureId === id)
-        this.failCapture(DEVICE_ERROR.SENSOR_FAULT, `sensor read-out failed: ${String(r.err)}`);
+      this.failCapture(DEVICE_ERROR.SENSOR_FAULT, `sensor read-out failed: ${String(r.err)}`);
       return;
     }
     const frame = r.frame;
-    if (this.captureId !== id || this.state !== CAPTURE_STATE.CAPTURING || !this.plugged) return;
+    if (!this.plugged) return;
     const data = this.expose(frame.data);
     this.image = { captureId: id, width: frame.width, height: frame.height, data, crc: crc32(data) };
     this.progress = 100;
+    this.logCapture('ready');
     this.setState(CAPTURE_STATE.READY);
     this.broadcast({ kind: 'EVT_IMAGE_READY', captureId: id });
   }
@@ -498,7 +585,23 @@ export class FirmwareSimulator extends EventEmitter {
     return out;
   }
 
+  private logCapture(outcome: CaptureRecord['outcome']): void {
+    const c = this.capturing;
+    if (!c || c.id !== this.captureId) return;
+    this.capturing = undefined;
+    this.captureLog.push({
+      captureId: c.id,
+      startedAt: c.startedAt,
+      exposureMs: this.captureMs,
+      renderMs: c.renderMs,
+      doneMs: epochNow() - c.startedAt,
+      outcome,
+    });
+    if (this.captureLog.length > CAPTURE_LOG) this.captureLog.shift();
+  }
+
   private failCapture(code: number, message: string): void {
+    this.logCapture('failed');
     this.cancelCapture();
     this.setState(CAPTURE_STATE.FAILED);
     this.broadcast({ kind: 'EVT_ERROR', code, message });

@@ -89,12 +89,13 @@ export async function run(
   timeoutMs = 60_000,
 ): Promise<string> {
   const p = start(script, args, env);
+  let timer: NodeJS.Timeout | undefined;
   const code = await Promise.race([
     new Promise<number | null>((r) => p.child.once('exit', (c) => r(c))),
-    new Promise<never>((_, rej) =>
-      setTimeout(() => rej(new Error(`${script} ${args.join(' ')} timed out`)), timeoutMs),
-    ),
-  ]);
+    new Promise<never>((_, rej) => {
+      timer = setTimeout(() => rej(new Error(`${script} ${args.join(' ')} timed out`)), timeoutMs);
+    }),
+  ]).finally(() => clearTimeout(timer));
   if (code !== 0) throw new Error(`${script} ${args.join(' ')} exited ${code}:\n${p.output.join('\n')}`);
   return p.stdout.join('\n');
 }

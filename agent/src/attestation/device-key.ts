@@ -1,5 +1,18 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import {
   type AttestInput,
@@ -101,15 +114,22 @@ export class DeviceKey {
    */
   nextCounter(now = Date.now()): number {
     const file = `${this.path}.counter`;
-    let last = 0;
+    const fd = openSync(file, constants.O_RDWR | constants.O_CREAT, 0o600);
     try {
-      last = Number(readFileSync(file, 'utf8').trim()) || 0;
-    } catch {
-      last = 0;
+      const buf = Buffer.alloc(64);
+      const size = readSync(fd, buf, 0, buf.length, 0);
+      const last = Number(buf.subarray(0, size).toString('utf8').trim()) || 0;
+      const next = Math.max(last + 1, now);
+      // Written in place, not truncated first: ext4 flushes a file rewritten after a truncate when it is
+      // closed, which took milliseconds per capture on a busy disk (docs/performance.md). A larger counter
+      // never has fewer digits, so it covers the old one; only a shorter one (after garbage) truncates.
+      const text = `${next}\n`;
+      writeSync(fd, text, 0);
+      if (size > text.length) ftruncateSync(fd, text.length);
+      return next;
+    } finally {
+      closeSync(fd);
     }
-    const next = Math.max(last + 1, now);
-    writeFileSync(file, `${next}\n`, { mode: 0o600 });
-    return next;
   }
 
   /** Signs one capture (shared/src/capture/attestation.ts). */

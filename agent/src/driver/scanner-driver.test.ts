@@ -400,8 +400,96 @@ describe('ScannerDriver over the in-memory link', () => {
   });
 });
 
+describe('ScannerDriver: the image-ready event', () => {
+  it('onStart is called once, when START_CAPTURE has gone out and before the image is there', async () => {
+    const { scanner, transport } = setup();
+    await scanner.connect();
+    // the type byte of every frame the driver writes (frame layout: docs/wire-protocol.md)
+    const written: number[] = [];
+    const write = transport.write.bind(transport);
+    transport.write = (bytes: Uint8Array) => {
+      written.push(bytes[1]!);
+      return write(bytes);
+    };
+    let startedAfter: number[] | undefined;
+    let calls = 0;
+    const img = await scanner.capture({
+      onStart: () => {
+        calls += 1;
+        startedAfter = [...written];
+      },
+    });
+    expect(calls).toBe(1);
+    expect(startedAfter).toEqual([0x02]); // START_CAPTURE, and nothing after it yet
+    expect(written.length).toBeGreaterThan(1);
+    expect(img.data.length).toBe(320 * 240);
+  });
+
+  it('an EVT_IMAGE_READY read together with the STATUS answer that still said capturing is not lost', async () => {
+    const device = new FirmwareSimulator({ source: testPatternSource, captureMs: 30 });
+    device.present(DEMO);
+    const line = new CoalescingLine(new MemoryTransport(() => device.connectMemory(), 'memory'));
+    // A poll interval no test run could sit out: the capture has to end on the event, not on a poll.
+    const scanner = new ScannerDriver(line, { pollMs: 600_000, stallTimeoutMs: 600_000 });
+    cleanups.push(async () => {
+      await scanner.close();
+      device.stop();
+    });
+    await scanner.connect();
+    const img = await scanner.capture();
+    expect(Buffer.from(img.data).equals(Buffer.from(await expected(0)))).toBe(true);
+    // the STATUS answer (capturing) and the event did come in one read
+    expect(line.coalesced).toBe(1);
+  });
+});
+
 const READ_IMAGE = 0x04;
 const IMAGE_CHUNK = 0x84;
+const STATUS = 0x83;
+const EVT_IMAGE_READY = 0xc3;
+const CAPTURING = 2;
+
+/**
+ * A transport that holds back each STATUS answer reporting a capture still running until the device
+ * sends its next frame, and hands both to the driver in one read: what a host that reads its line late
+ * sees when the capture ends just after the device answered a poll.
+ */
+class CoalescingLine extends BaseTransport {
+  readonly kind = 'coalescing';
+  readonly description = 'coalescing line';
+  coalesced = 0;
+  private held: Uint8Array | undefined;
+  private readonly deviceFrames = new FrameParser();
+
+  constructor(private readonly inner: Transport) {
+    super();
+    inner.onData((bytes) => this.fromDevice(bytes));
+    inner.onClose((err) => this.emitClose(err));
+  }
+  get isOpen(): boolean {
+    return this.inner.isOpen;
+  }
+  open(): Promise<void> {
+    return this.inner.open();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+  write(bytes: Uint8Array): Promise<void> {
+    return this.inner.write(bytes);
+  }
+  private fromDevice(bytes: Uint8Array): void {
+    for (const f of this.deviceFrames.push(bytes)) {
+      const frame = encodeFrame(f);
+      if (this.held) {
+        if (f.type === EVT_IMAGE_READY) this.coalesced += 1;
+        this.emitData(Buffer.concat([this.held, frame]));
+        this.held = undefined;
+      } else if (f.type === STATUS && f.payload[0] === CAPTURING) this.held = frame;
+      else this.emitData(frame);
+    }
+  }
+}
 
 /** A transport in front of another one that watches the image transfer and damages chosen chunk answers. */
 class FaultyLine extends BaseTransport {

@@ -37,6 +37,8 @@ export interface CapturedFrame {
   /** 8-bit grayscale, row-major. */
   data: Uint8Array;
   durationMs: number;
+  /** Of `durationMs`, the image transfer (READ_IMAGE) after the device reported it ready. */
+  transferMs?: number;
 }
 
 export interface CaptureOptions {
@@ -44,6 +46,11 @@ export interface CaptureOptions {
   signal?: AbortSignal;
   /** Whole capture, including waiting for a palm. */
   timeoutMs?: number;
+  /**
+   * Called once START_CAPTURE has been handed to the link (before its answer): work started after it
+   * runs while the sensor exposes.
+   */
+  onStart?: () => void;
 }
 
 export interface DriverOptions {
@@ -92,6 +99,12 @@ export class ScannerDriver extends EventEmitter {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private lastDeviceError: { code: number; message: string } | undefined;
   private imageReadyWaiter: (() => void) | undefined;
+  /**
+   * The capture of the last EVT_IMAGE_READY. Kept, not only passed to a waiter: the event can arrive in
+   * the same read as the STATUS answer that still said CAPTURING, before the capture loop waits again,
+   * and the loop must then not sleep a whole poll interval.
+   */
+  private imageReadyId: number | undefined;
   private palmPresent = false;
   private capturing = false;
   private readonly opts: Required<Omit<DriverOptions, 'chunkSize'>> & { chunkSize: number | undefined };
@@ -239,12 +252,24 @@ export class ScannerDriver extends EventEmitter {
     };
 
     this.lastDeviceError = undefined;
+    this.imageReadyId = undefined;
     const token = Math.floor(Math.random() * 0xffff);
-    const { captureId } = await this.request(
+    const starting = this.request(
       { kind: 'START_CAPTURE', token },
       'CAPTURE_STARTED',
       'while starting capture',
     );
+    // the channel writes a request in the microtask after it was made: onStart comes after that write
+    const { onStart } = options;
+    if (onStart)
+      queueMicrotask(() => {
+        try {
+          onStart();
+        } catch {
+          // the caller's hook failing is not a capture failure
+        }
+      });
+    const { captureId } = await starting;
 
     // ---- wait for the image
     let lastProgress = -1;
@@ -295,7 +320,9 @@ export class ScannerDriver extends EventEmitter {
             : `capture did not finish within ${Math.round(timeoutMs / 1000)} s`,
         );
       }
-      await this.waitForImageReady(Math.min(this.opts.pollMs, Math.max(1, deadline - now)));
+      // The device said the image is ready since that answer was sent: ask again at once.
+      if (this.imageReadyId === captureId) this.imageReadyId = undefined;
+      else await this.waitForImageReady(Math.min(this.opts.pollMs, Math.max(1, deadline - now)));
     }
 
     // ---- transfer
@@ -308,6 +335,7 @@ export class ScannerDriver extends EventEmitter {
     }
     const chunk = Math.max(1, Math.min(this.opts.chunkSize ?? info.maxChunk, info.maxChunk));
     const data = new Uint8Array(size);
+    const transferStarted = performance.now();
     progress({ phase: 'transferring', done: 0, total: size });
     await this.readImage(captureId, data, chunk, checkAbort, (done) =>
       progress({ phase: 'transferring', done, total: size }),
@@ -316,7 +344,8 @@ export class ScannerDriver extends EventEmitter {
       throw new ScannerError('CORRUPT_IMAGE', 'image checksum mismatch after transfer; try again');
     }
     progress({ phase: 'done', done: size, total: size });
-    return { captureId, width, height, data, durationMs: Date.now() - started };
+    const transferMs = performance.now() - transferStarted;
+    return { captureId, width, height, data, durationMs: Date.now() - started, transferMs };
   }
 
   /**
@@ -471,6 +500,7 @@ export class ScannerDriver extends EventEmitter {
         this.emit('palm', false);
         break;
       case 'EVT_IMAGE_READY':
+        this.imageReadyId = e.captureId;
         this.imageReadyWaiter?.();
         break;
       case 'EVT_ERROR':
@@ -485,15 +515,13 @@ export class ScannerDriver extends EventEmitter {
 
   private waitForImageReady(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
+      const waiter = () => {
         clearTimeout(timer);
+        if (this.imageReadyWaiter === waiter) this.imageReadyWaiter = undefined;
         resolve();
-      }
-      this.imageReadyWaiter = () => {
-        this.imageReadyWaiter = undefined;
-        done();
       };
+      const timer = setTimeout(waiter, ms);
+      this.imageReadyWaiter = waiter;
     });
   }
 

@@ -9,6 +9,7 @@ import {
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sideless } from '../../../test/support/sideless-hand.ts';
+import { ScannerError } from '../driver/errors.ts';
 import { ScannerDriver } from '../driver/scanner-driver.ts';
 import { processCapture } from '../palm/pipeline.ts';
 import { MemoryTransport } from '../transport/memory.ts';
@@ -110,6 +111,30 @@ describe('KioskDaemon', () => {
     });
     expect(check.ok).toBe(true);
     expect(call.params.attestation).toMatchObject({ subject: auth, nonce: 'nonce-11111111' });
+    // where the time went: two live captures (each with its transfer) and their pipeline runs; the second
+    // capture was started before the first frame went through the pipeline (the sensor exposes it
+    // meanwhile)
+    const steps = o.timings!;
+    expect(steps.map((t) => t.step)).toEqual([
+      'queued',
+      'capture',
+      'transfer',
+      'pipeline',
+      'capture',
+      'transfer',
+      'pipeline',
+      'attest',
+      'identify',
+    ]);
+    for (const t of steps) expect(t.ms).toBeGreaterThanOrEqual(0);
+    const [c1, c2] = steps.filter((t) => t.step === 'capture');
+    const [x1] = steps.filter((t) => t.step === 'transfer');
+    const [p1, p2] = steps.filter((t) => t.step === 'pipeline');
+    expect(x1!.ms).toBeLessThanOrEqual(c1!.ms);
+    expect(x1!.at + x1!.ms).toBeCloseTo(c1!.at + c1!.ms, 0); // the transfer ends the capture
+    expect(c2!.at).toBeLessThanOrEqual(p1!.at); // started ahead of the first frame's pipeline
+    expect(p2!.at).toBeGreaterThanOrEqual(c2!.at + c2!.ms - 0.001);
+    expect(k.device.captures().filter((c) => c.outcome === 'ready')).toHaveLength(2);
   }, 30_000);
 
   it('sends a capture of undecided hand side without a hand, signed as "not given"', async () => {
@@ -273,5 +298,116 @@ describe('KioskDaemon multi-frame presentation-attack detection', () => {
       quality: 0.95,
       template: Buffer.from([95]).toString('base64'),
     });
+  });
+});
+
+describe('KioskDaemon starts the next capture while a frame is in the pipeline', () => {
+  const frame = { captureId: 1, width: 4, height: 4, data: new Uint8Array(16), durationMs: 1 };
+  const live = (quality: number) =>
+    ({
+      ok: true,
+      template: new Uint8Array([quality]),
+      quality,
+      liveness: 90,
+      hand: 'right',
+      measures: {},
+    }) as never;
+  const blurred = { ok: false, reason: 'quality', message: 'Image too blurry' } as never;
+
+  /** A scanner whose captures take a few ms and end early, with ABORTED, when their signal fires. */
+  function scanner() {
+    const calls: { aborted: boolean }[] = [];
+    let running = 0;
+    let most = 0;
+    const s = {
+      calls,
+      get most() {
+        return most;
+      },
+      capture: ({ signal, onStart }: { signal?: AbortSignal; onStart?: () => void }) =>
+        new Promise<typeof frame>((resolve, reject) => {
+          onStart?.();
+          const call = { aborted: false };
+          calls.push(call);
+          most = Math.max(most, ++running);
+          const timer = setTimeout(() => {
+            running -= 1;
+            resolve(frame);
+          }, 5);
+          signal?.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(timer);
+              running -= 1;
+              call.aborted = true;
+              reject(new ScannerError('ABORTED', 'capture aborted'));
+            },
+            { once: true },
+          );
+        }),
+    };
+    return s;
+  }
+
+  it('a live first frame: the capture started ahead is the second frame', async () => {
+    const sc = scanner();
+    const link = new FakeLink();
+    const script = [live(60), live(70)];
+    const d = new KioskDaemon(sc, async () => script.shift()!, link, { repromptMs: 1 });
+    const done = outcome(d);
+    link.request('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb');
+    expect(await done).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(sc.calls).toEqual([{ aborted: false }, { aborted: false }]);
+    expect(sc.most).toBe(1);
+  });
+
+  it('a refused frame: the capture started ahead is aborted, not used, and the person asked again', async () => {
+    const sc = scanner();
+    const link = new FakeLink();
+    const script = [blurred, live(60), live(70)];
+    const lines: string[] = [];
+    const d = new KioskDaemon(sc, async () => script.shift()!, link, {
+      repromptMs: 1,
+      display: (l) => lines.push(l),
+    });
+    const done = outcome(d);
+    link.request('cccccccc-cccc-4ccc-8ccc-cccccccccccc');
+    // three frames used: the refused one and two live ones; the one taken during the refused frame's
+    // pipeline was thrown away
+    expect(await done).toMatchObject({ status: 'completed', attempts: 3 });
+    expect(sc.calls.map((c) => c.aborted)).toEqual([false, true, false, false]);
+    expect(sc.most).toBe(1);
+    expect(lines.some((l) => l.startsWith('Image too blurry'))).toBe(true);
+  });
+
+  it('nothing is started ahead when one live frame is enough', async () => {
+    const sc = scanner();
+    const link = new FakeLink();
+    const d = new KioskDaemon(sc, async () => live(60), link, { repromptMs: 1, liveFrames: 1 });
+    const done = outcome(d);
+    link.request('dddddddd-dddd-4ddd-8ddd-dddddddddddd');
+    expect(await done).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(sc.calls).toHaveLength(1);
+  });
+
+  it('scan.cancel during the pipeline aborts the capture started ahead before the kiosk moves on', async () => {
+    const sc = scanner();
+    const link = new FakeLink();
+    const auth = 'eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee';
+    const d = new KioskDaemon(
+      sc,
+      async () => {
+        link.emit('notification', 'scan.cancel', { auth_id: auth });
+        return live(60);
+      },
+      link,
+      { repromptMs: 1 },
+    );
+    const done = outcome(d);
+    link.request(auth);
+    expect(await done).toMatchObject({ status: 'cancelled', attempts: 1 });
+    expect(sc.calls.map((c) => c.aborted)).toEqual([false, true]);
+    expect(d.busy).toBe(false);
+    expect(link.calls).toHaveLength(0);
   });
 });

@@ -12,7 +12,7 @@ import { PresentationPolicy } from './presentation.ts';
 
 /** What the daemon needs from the scanner, the pipeline and the server link (injected; tests use fakes). */
 export interface KioskScanner {
-  capture(opts: { signal?: AbortSignal; timeoutMs?: number }): Promise<Frame>;
+  capture(opts: { signal?: AbortSignal; timeoutMs?: number; onStart?: () => void }): Promise<Frame>;
   setLeds?(mask: number, intensity: number): Promise<void>;
 }
 export type ProcessFrame = (frame: { width: number; height: number; data: Uint8Array }) => Promise<Processed>;
@@ -25,12 +25,28 @@ export interface KioskLink {
   on(event: 'notification', listener: (method: string, params: unknown) => void): unknown;
 }
 
+/**
+ * One step of serving a context: when it started (ms since the epoch, sub-millisecond, comparable
+ * between processes on one host) and how long it took. `capture` is the scanner's whole capture, from
+ * START_CAPTURE to the last byte (a capture started ahead runs during the previous frame's `pipeline`),
+ * `transfer` the part of it spent reading the image after the device reported it ready.
+ */
+export interface StepTiming {
+  step: 'queued' | 'capture' | 'transfer' | 'pipeline' | 'attest' | 'identify';
+  at: number;
+  ms: number;
+}
+
 export interface Outcome {
   auth_id: string;
   status: string;
   reason?: string;
   attempts: number;
+  /** Where the time went, from the `scan.request`'s arrival to the server's answer to `identify`. */
+  timings?: StepTiming[];
 }
+
+const now = () => performance.timeOrigin + performance.now();
 
 export interface KioskOptions {
   /** Attempts at a usable capture per context before giving up (the context then expires). */
@@ -85,6 +101,8 @@ export class KioskDaemon extends EventEmitter {
     attest: KioskOptions['attest'];
   };
   readonly #queue: ScanRequest[] = [];
+  /** When each queued request's `scan.request` arrived. */
+  readonly #received = new Map<string, number>();
   #current: { authId: string; abort: AbortController } | undefined;
   #running = false;
 
@@ -115,12 +133,16 @@ export class KioskDaemon extends EventEmitter {
       if (this.#current?.authId === r.data.auth_id || this.#queue.some((q) => q.auth_id === r.data.auth_id))
         return;
       this.#queue.push(r.data);
+      this.#received.set(r.data.auth_id, now());
       void this.#drain();
     } else if (method === 'scan.cancel') {
       const r = scanCancelSchema.safeParse(params);
       if (!r.success) return;
       const i = this.#queue.findIndex((q) => q.auth_id === r.data.auth_id);
-      if (i >= 0) this.#queue.splice(i, 1);
+      if (i >= 0) {
+        this.#queue.splice(i, 1);
+        this.#received.delete(r.data.auth_id);
+      }
       if (this.#current?.authId === r.data.auth_id) this.#current.abort.abort();
     }
   }
@@ -150,34 +172,62 @@ export class KioskDaemon extends EventEmitter {
 
   /** Serves one context to its end (identified, cancelled, expired or out of attempts). */
   async serve(req: ScanRequest): Promise<Outcome> {
+    const timings: StepTiming[] = [];
+    const outcome = await this.#serve(req, timings);
+    return { ...outcome, timings };
+  }
+
+  async #serve(req: ScanRequest, timings: StepTiming[]): Promise<Outcome> {
     const abort = new AbortController();
     this.#current = { authId: req.auth_id, abort };
     const deadline = Date.parse(req.expires_at);
     const say = this.#opts.display;
     let attempts = 0;
     const policy = new PresentationPolicy(this.#opts.liveFrames, this.#opts.livenessStrikes);
+    const received = this.#received.get(req.auth_id);
+    this.#received.delete(req.auth_id);
+    if (received !== undefined) timings.push({ step: 'queued', at: received, ms: now() - received });
+    /** The next capture, started before the current frame went through the pipeline. */
+    let next: PendingCapture | undefined;
     try {
       say(req.display);
-      await this.#leds(0);
+      // Not awaited: the device carries out commands in the order it receives them
+      // (docs/wire-protocol.md §3), so the LEDs are set before the capture below starts.
+      void this.#leds(0);
       while (attempts < this.#opts.maxAttempts && !abort.signal.aborted) {
         const remaining = deadline - Date.now();
         if (remaining <= 0) return { auth_id: req.auth_id, status: 'expired', attempts };
         attempts += 1;
-        let frame: Frame;
-        try {
-          frame = await this.#scanner.capture({ signal: abort.signal, timeoutMs: Math.max(1000, remaining) });
-        } catch (err) {
+        const pending = next ?? this.#startCapture(abort.signal, remaining);
+        next = undefined;
+        const captured = await pending.result;
+        timings.push({ step: 'capture', at: captured.at, ms: captured.end - captured.at });
+        if (!('frame' in captured)) {
           if (abort.signal.aborted) break;
+          const err = captured.err;
           const msg = err instanceof ScannerError ? err.message : String(err);
           say(`Scanner problem: ${msg}. Please try again.`);
           this.emit('scanner-error', err);
           await sleep(this.#opts.repromptMs * 2);
           continue;
         }
+        const frame = captured.frame;
+        if (frame.transferMs !== undefined)
+          timings.push({ step: 'transfer', at: captured.end - frame.transferMs, ms: frame.transferMs });
+        // When this frame, if live, still leaves the policy short of live frames, the next capture starts
+        // now: the sensor exposes it while this frame goes through the pipeline. It is used only if this
+        // frame is live; otherwise it is aborted and the person is asked to present again.
+        if (policy.needsMoreAfterLive && attempts < this.#opts.maxAttempts) {
+          next = this.#startCapture(abort.signal, Math.max(1000, deadline - Date.now()));
+          // START_CAPTURE goes out before the pipeline takes the event loop
+          await next.started;
+        }
+        const started = now();
         const processed = await this.#process(frame);
+        timings.push({ step: 'pipeline', at: started, ms: now() - started });
         const verdict = policy.observe(processed);
         if (verdict.kind === 'attack')
-          return await this.#identify(req, attempts, {
+          return await this.#identify(req, attempts, timings, {
             template: undefined,
             liveness: 0,
             quality: 0,
@@ -185,7 +235,7 @@ export class KioskDaemon extends EventEmitter {
           });
         if (verdict.kind === 'identify') {
           // identify with the best capture; liveness is the weakest verdict of the frames
-          return await this.#identify(req, attempts, {
+          return await this.#identify(req, attempts, timings, {
             template: verdict.best.template,
             // an undecided side (camera profiles) is left out: the server searches both hands
             hand: verdict.best.hand === 'unknown' ? undefined : verdict.best.hand,
@@ -195,7 +245,9 @@ export class KioskDaemon extends EventEmitter {
         }
         if (!processed.ok) {
           say(`${processed.message}. Please hold your palm flat, 5 cm above the scanner.`);
-          await sleep(this.#opts.repromptMs);
+          // the capture started meanwhile is of the presentation just refused
+          await Promise.all([discard(next), sleep(this.#opts.repromptMs)]);
+          next = undefined;
         }
       }
       if (abort.signal.aborted) {
@@ -205,8 +257,34 @@ export class KioskDaemon extends EventEmitter {
       say('No usable capture. Please ask staff for help.');
       return { auth_id: req.auth_id, status: 'gave_up', attempts };
     } finally {
+      // one capture at a time on the scanner: the next context starts with none left running
+      await discard(next);
       this.#current = undefined;
     }
+  }
+
+  /** Starts a capture; its result (frame or error) and when it started and ended. */
+  #startCapture(signal: AbortSignal, timeoutMs: number): PendingCapture {
+    const abort = new AbortController();
+    const relay = () => abort.abort();
+    if (signal.aborted) abort.abort();
+    else signal.addEventListener('abort', relay, { once: true });
+    const at = now();
+    let onStart = () => {};
+    const started = new Promise<void>((resolve) => {
+      onStart = resolve;
+    });
+    const result = this.#scanner
+      .capture({ signal: abort.signal, timeoutMs: Math.max(1000, timeoutMs), onStart })
+      .then(
+        (frame): Captured => ({ frame, at, end: now() }),
+        (err: unknown): Captured => ({ err, at, end: now() }),
+      )
+      .finally(() => {
+        signal.removeEventListener('abort', relay);
+        onStart();
+      });
+    return { result, abort, started };
   }
 
   /** NIR illumination stays full; the status LED shows the outcome (green accepted, red refused). */
@@ -217,6 +295,7 @@ export class KioskDaemon extends EventEmitter {
   async #identify(
     req: ScanRequest,
     attempts: number,
+    timings: StepTiming[],
     sample: {
       template: Uint8Array | undefined;
       hand: 'left' | 'right' | undefined;
@@ -224,7 +303,10 @@ export class KioskDaemon extends EventEmitter {
       liveness: number;
     },
   ): Promise<Outcome> {
+    const signing = now();
     const attestation = this.#opts.attest?.(req.auth_id, req.nonce, sample);
+    const at = now();
+    timings.push({ step: 'attest', at: signing, ms: at - signing });
     const res = await this.#link.call(
       'identify',
       {
@@ -240,11 +322,27 @@ export class KioskDaemon extends EventEmitter {
         timeoutMs: Math.max(5000, Date.parse(req.expires_at) - Date.now() + 5000),
       },
     );
+    timings.push({ step: 'identify', at, ms: now() - at });
     const r = res.auth_result;
     await this.#leds(r.success ? LED.STATUS_GREEN : LED.STATUS_RED);
     this.#opts.display(r.success ? 'Thank you!' : `Not accepted (${r.reason ?? 'failed'}).`);
     return { auth_id: req.auth_id, status: res.status, ...(r.reason ? { reason: r.reason } : {}), attempts };
   }
+}
+
+type Captured = { frame: Frame; at: number; end: number } | { err: unknown; at: number; end: number };
+interface PendingCapture {
+  result: Promise<Captured>;
+  abort: AbortController;
+  /** START_CAPTURE was sent (or the capture ended before it could be). */
+  started: Promise<void>;
+}
+
+/** Aborts a capture that is no longer wanted and waits until the scanner is free again. */
+async function discard(capture: PendingCapture | undefined): Promise<void> {
+  if (!capture) return;
+  capture.abort.abort();
+  await capture.result;
 }
 
 function sleep(ms: number): Promise<void> {

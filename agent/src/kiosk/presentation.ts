@@ -22,6 +22,11 @@ export class PresentationPolicy {
     readonly strikes: number,
   ) {}
 
+  /** Whether one more live frame would still leave the policy short of `liveFrames`. */
+  get needsMoreAfterLive(): boolean {
+    return this.#live.length + 1 < this.liveFrames;
+  }
+
   observe(p: CaptureResult): Verdict {
     if (!p.ok) {
       if (p.reason === 'liveness_failed' && ++this.#strikes >= this.strikes) return { kind: 'attack' };

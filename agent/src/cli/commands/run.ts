@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { DeviceKey, deviceKeyPath } from '../../attestation/device-key.ts';
 import type { LoadedConfig } from '../../config.ts';
 import type { ScannerDriver } from '../../driver/scanner-driver.ts';
-import { KioskDaemon } from '../../kiosk/daemon.ts';
+import { KioskDaemon, type Outcome } from '../../kiosk/daemon.ts';
 import { processCapture } from '../../palm/pipeline.ts';
 import { type Rejection, Uplink } from '../../uplink/uplink.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
@@ -121,7 +121,11 @@ export function registerRun(program: Command, ctx: CliContext): void {
     .command('run')
     .description('the kiosk daemon: serve authentication requests from the server with the scanner')
     .option('--max-attempts <n>', 'captures per request before giving up', (v) => Number(v), 8)
-    .action(async (opts: { maxAttempts: number }, cmd: Command) => {
+    .option(
+      '--timings',
+      "log where each context's time went (scan.request queue, captures, transfers, pipeline, identify) as a JSON line",
+    )
+    .action(async (opts: { maxAttempts: number; timings?: boolean }, cmd: Command) => {
       if (!Number.isInteger(opts.maxAttempts) || opts.maxAttempts < 1)
         throw new CliError('--max-attempts must be a positive integer', EXIT.USAGE);
       const loaded = ctx.config(cmd);
@@ -173,11 +177,13 @@ export function registerRun(program: Command, ctx: CliContext): void {
           }),
         display: (line) => ctx.io.out(`[kiosk] ${line}\n`),
       });
-      daemon.on('outcome', (o: { auth_id: string; status: string; reason?: string; attempts: number }) =>
+      daemon.on('outcome', (o: Outcome) => {
         log(
           `context ${o.auth_id}: ${o.status}${o.reason ? ` (${o.reason})` : ''} after ${o.attempts} capture(s)`,
-        ),
-      );
+        );
+        if (opts.timings && o.timings)
+          log(`timings ${JSON.stringify({ auth_id: o.auth_id, steps: o.timings })}`);
+      });
       daemon.on('scanner-error', (err: Error) => log(`scanner error: ${err.message}`));
       const started = Date.now();
       const beat = setInterval(
