@@ -1,5 +1,6 @@
-import { CompiledQuery, type Insertable, type Kysely, type Transaction } from 'kysely';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { DB, DbKind } from './schema.ts';
+import type { SqliteDirect } from './sqlite-driver.ts';
 
 /** The most writes that share one commit; more wait for the next one. */
 export const MAX_GROUP = 256;
@@ -11,7 +12,8 @@ const MAX_INSERT_ROWS = 500;
  * Rows a write hands to its group instead of inserting them itself: the group inserts the rows of all its
  * writes, table by table in the order the tables were first named and each table's rows in arrival order,
  * after the writes ran and before its COMMIT. On PostgreSQL that is one multi-row INSERT (one round trip)
- * per table for the whole group; on SQLite one prepared statement run per row, without building a query.
+ * per table for the whole group; on SQLite a few multi-row INSERTs of fixed sizes, each prepared once and run
+ * straight on the connection.
  * A write must not read back a row it staged (it is inserted after every write of the group ran).
  */
 export interface WriteBatch {
@@ -38,6 +40,15 @@ interface UntypedInsert {
 const into = (trx: Transaction<DB>, table: string) =>
   trx.insertInto(table as keyof DB) as unknown as UntypedInsert;
 
+function sameColumns(row: Record<string, unknown>, columns: readonly string[]): boolean {
+  let n = 0;
+  for (const c in row) {
+    if (c !== columns[n]) return false;
+    n++;
+  }
+  return n === columns.length;
+}
+
 function stager(staged: Staged): WriteBatch {
   return {
     insert(table, row) {
@@ -48,9 +59,14 @@ function stager(staged: Staged): WriteBatch {
   };
 }
 
-const SAVEPOINT = CompiledQuery.raw('savepoint group_job');
-const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint group_job');
-const RELEASE = CompiledQuery.raw('release savepoint group_job');
+const ROLLBACK_TO = 'rollback to savepoint group_job';
+const RELEASE = 'release savepoint group_job';
+
+/**
+ * Rows of one multi-row INSERT on SQLite: the largest of these that fits what is left, so a group's rows take a
+ * few statements of a few fixed shapes (each prepared once) whatever the group's size.
+ */
+const SQLITE_CHUNKS = [64, 16, 4, 1] as const;
 
 /**
  * Group commit (docs/performance.md): write transactions that arrive while a commit is in flight are run,
@@ -62,7 +78,9 @@ const RELEASE = CompiledQuery.raw('release savepoint group_job');
  * previous one is durable: one group runs while the previous one's fsync is in flight (db/sqlite-driver.ts),
  * and the requests that arrive meanwhile wait for the next group instead of paying a COMMIT of their own for
  * the same fsync. Each job runs inside a savepoint, so a job that throws is rolled back alone and the others
- * still commit.
+ * still commit; the savepoint is taken just before the job's first statement, so a job that only stages rows
+ * costs none. The group's own statements (savepoints, staged inserts) run on the connection without Kysely
+ * (`SqliteDirect`, db/sqlite-driver.ts): no query is built and no promise made per statement.
  *
  * PostgreSQL: a group is formed when the previous one sent its COMMIT (and the one before is durable); a group
  * of writes that only stage rows costs three round trips (BEGIN, one INSERT per table, COMMIT) whatever its
@@ -78,6 +96,7 @@ const RELEASE = CompiledQuery.raw('release savepoint group_job');
 export class GroupCommit {
   readonly #db: Kysely<DB>;
   readonly #kind: DbKind;
+  readonly #direct: SqliteDirect | undefined;
   #queue: Job[] = [];
   /** A group is being formed or run (SQLite: until its COMMIT returned; PostgreSQL: until durable). */
   #busy = false;
@@ -87,9 +106,12 @@ export class GroupCommit {
   /** Insert SQL per table and column list (SQLite: one prepared statement each, db/sqlite-driver.ts). */
   readonly #insertSql = new Map<string, string>();
 
-  constructor(db: Kysely<DB>, kind: DbKind) {
+  /** `direct`: SQLite's connection driven without Kysely (db/sqlite-driver.ts); required on SQLite. */
+  constructor(db: Kysely<DB>, kind: DbKind, direct?: SqliteDirect) {
+    if (kind === 'sqlite' && !direct) throw new Error('group commit on SQLite needs the direct connection');
     this.#db = db;
     this.#kind = kind;
+    this.#direct = direct;
   }
 
   /** Database transactions this instance ran so far (each one commit, or one rollback). */
@@ -146,20 +168,39 @@ export class GroupCommit {
         }
         continue;
       }
-      for (const row of rows) {
-        const columns = Object.keys(row);
-        const key = `${table}\u0000${columns.join('\u0000')}`;
+      this.#insertSqlite(trx, table, rows);
+    }
+  }
+
+  /**
+   * SQLite: the rows as multi-row INSERTs of a few fixed sizes (SQLITE_CHUNKS), each run straight on the
+   * connection; consecutive rows with the same columns share a statement, in arrival order.
+   */
+  #insertSqlite(trx: Transaction<DB>, table: string, rows: Record<string, unknown>[]): void {
+    const direct = this.#direct as SqliteDirect;
+    let i = 0;
+    while (i < rows.length) {
+      const columns = Object.keys(rows[i]!);
+      const shape = `${table}\u0000${columns.join('\u0000')}`;
+      let end = i + 1;
+      while (end < rows.length && sameColumns(rows[end]!, columns)) end++;
+      while (i < end) {
+        const n = SQLITE_CHUNKS.find((size) => size <= end - i) as number;
+        const key = `${shape}\u0000${n}`;
         let text = this.#insertSql.get(key);
         if (text === undefined) {
-          text = into(trx, table).values(row).compile().sql;
+          text = into(trx, table)
+            .values(rows.slice(i, i + n))
+            .compile().sql;
           this.#insertSql.set(key, text);
         }
-        await trx.executeQuery(
-          CompiledQuery.raw(
-            text,
-            columns.map((c) => row[c]),
-          ),
-        );
+        const parameters: unknown[] = [];
+        for (let r = i; r < i + n; r++) {
+          const row = rows[r]!;
+          for (const c of columns) parameters.push(row[c]);
+        }
+        direct.run(text, parameters);
+        i += n;
       }
     }
   }
@@ -172,22 +213,28 @@ export class GroupCommit {
     try {
       await this.#transaction().execute(async (trx) => {
         group = this.#queue.splice(0, MAX_GROUP);
+        const direct = this.#direct as SqliteDirect;
         const staged: Staged = new Map();
         for (const job of group) {
-          await trx.executeQuery(SAVEPOINT);
+          // Each job in a savepoint, taken before its first statement (none for a job that only stages rows).
+          direct.armSavepoint('group_job');
           const mine: Staged = new Map();
           try {
-            outcomes.push({ ok: true, value: await job.run(trx, stager(mine)) });
+            const value = await job.run(trx, stager(mine));
+            if (direct.disarmSavepoint()) direct.run(RELEASE, []);
+            outcomes.push({ ok: true, value });
             for (const [table, rows] of mine) {
               const all = staged.get(table);
               if (all) all.push(...rows);
               else staged.set(table, rows);
             }
           } catch (err) {
-            await trx.executeQuery(ROLLBACK_TO);
+            if (direct.disarmSavepoint()) {
+              direct.run(ROLLBACK_TO, []);
+              direct.run(RELEASE, []);
+            }
             outcomes.push({ ok: false, err });
           }
-          await trx.executeQuery(RELEASE);
         }
         try {
           await this.#insertStaged(trx, staged);

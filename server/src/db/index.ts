@@ -53,8 +53,9 @@ export async function openDatabase(url: string): Promise<Database> {
     sqlite.pragma('busy_timeout = 5000');
     sqlite.defaultSafeIntegers(false);
     const wal = path === ':memory:' ? undefined : `${path}-wal`;
-    const db = new Kysely<DB>({ dialect: new DurableSqliteDialect(sqlite, wal) });
-    const group = new GroupCommit(db, 'sqlite');
+    const dialect = new DurableSqliteDialect(sqlite, wal);
+    const db = new Kysely<DB>({ dialect });
+    const group = new GroupCommit(db, 'sqlite', dialect.direct);
     database = {
       db,
       kind: 'sqlite',
