@@ -76,6 +76,44 @@ function contract(name: string, open: () => Promise<{ db: Database; reopen: () =
       expect((await verifyAuditChain(db.db, keyring)).ok).toBe(true);
     });
 
+    it('staged rows of two column orders, in groups of several sizes, are all stored in arrival order', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const stage = (i: number) =>
+        db.write(async (_trx, batch) => {
+          const v = {
+            id: `${tag}-${String(i).padStart(2, '0')}`,
+            name: `Staged ${i}`,
+            url: '',
+            mode: 'test' as const,
+          };
+          // Every third row names its columns in another order: a statement of its own shape.
+          batch.insert(
+            'vendors',
+            i % 3 === 0 ? { scopes: 'auth', created_at: i, ...v } : { ...v, scopes: 'auth', created_at: i },
+          );
+          return i;
+        });
+      const sizes = [5, 3, 5, 1];
+      let next = 0;
+      for (const size of sizes) {
+        const wave = Array.from({ length: size }, () => stage(next++));
+        expect(await Promise.all(wave)).toEqual(Array.from({ length: size }, (_, k) => next - size + k));
+      }
+      const rows = await db.db
+        .selectFrom('vendors')
+        .select(['id', 'name', 'created_at'])
+        .where('id', 'like', `${tag}-%`)
+        .orderBy('created_at')
+        .execute();
+      expect(rows).toEqual(
+        Array.from({ length: next }, (_, i) => ({
+          id: `${tag}-${String(i).padStart(2, '0')}`,
+          name: `Staged ${i}`,
+          created_at: i,
+        })),
+      );
+    });
+
     it('a resolved write is durable: another connection opened afterwards reads it', async () => {
       const id = randomUUID();
       await db.write((trx) =>

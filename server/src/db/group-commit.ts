@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Transaction } from 'kysely';
+import { CompiledQuery, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { DB, DbKind } from './schema.ts';
 import type { SqliteDirect } from './sqlite-driver.ts';
 
@@ -7,6 +7,9 @@ export const MAX_GROUP = 256;
 
 /** Rows of one multi-row INSERT at most (PostgreSQL allows 65 535 parameters in a statement). */
 const MAX_INSERT_ROWS = 500;
+
+/** INSERT texts kept (one per table, column list and row count). */
+const MAX_INSERT_SHAPES = 2000;
 
 /**
  * Rows a write hands to its group instead of inserting them itself: the group inserts the rows of all its
@@ -40,9 +43,17 @@ interface UntypedInsert {
 const into = (trx: Transaction<DB>, table: string) =>
   trx.insertInto(table as keyof DB) as unknown as UntypedInsert;
 
+/** A row's columns: its keys with a value (Kysely leaves a column whose value is undefined out of an INSERT). */
+function columnsOf(row: Record<string, unknown>): string[] {
+  const columns: string[] = [];
+  for (const c in row) if (row[c] !== undefined) columns.push(c);
+  return columns;
+}
+
 function sameColumns(row: Record<string, unknown>, columns: readonly string[]): boolean {
   let n = 0;
   for (const c in row) {
+    if (row[c] === undefined) continue;
     if (c !== columns[n]) return false;
     n++;
   }
@@ -103,7 +114,7 @@ export class GroupCommit {
   /** Groups whose COMMIT (and fsync) is in flight. */
   #syncing = 0;
   #transactions = 0;
-  /** Insert SQL per table and column list (SQLite: one prepared statement each, db/sqlite-driver.ts). */
+  /** Insert SQL per table, column list and row count (SQLite: one prepared statement each, db/sqlite-driver.ts). */
   readonly #insertSql = new Map<string, string>();
 
   /** `direct`: SQLite's connection driven without Kysely (db/sqlite-driver.ts); required on SQLite. */
@@ -157,52 +168,58 @@ export class GroupCommit {
     return this.#db.transaction();
   }
 
-  /** Inserts the staged rows, table by table. */
+  /**
+   * Inserts the staged rows, table by table; consecutive rows with the same columns share a statement, in
+   * arrival order. Each statement's SQL is built once per table, column list and row count, then reused with
+   * new parameters: SQLite runs it straight on the connection (a few fixed row counts, SQLITE_CHUNKS, each
+   * prepared once), PostgreSQL gets one multi-row INSERT per run of rows (MAX_INSERT_ROWS at most).
+   */
   async #insertStaged(trx: Transaction<DB>, staged: Staged): Promise<void> {
     for (const [table, rows] of staged) {
-      if (this.#kind === 'postgres') {
-        for (let i = 0; i < rows.length; i += MAX_INSERT_ROWS) {
-          await into(trx, table)
-            .values(rows.slice(i, i + MAX_INSERT_ROWS))
-            .execute();
+      let i = 0;
+      while (i < rows.length) {
+        const columns = columnsOf(rows[i]!);
+        let end = i + 1;
+        while (end < rows.length && sameColumns(rows[end]!, columns)) end++;
+        while (i < end) {
+          const n =
+            this.#kind === 'sqlite'
+              ? (SQLITE_CHUNKS.find((size) => size <= end - i) as number)
+              : Math.min(end - i, MAX_INSERT_ROWS);
+          const text = this.#insertText(trx, table, columns, rows, i, n);
+          const parameters: unknown[] = [];
+          for (let r = i; r < i + n; r++) {
+            const row = rows[r]!;
+            for (const c of columns) parameters.push(row[c]);
+          }
+          if (this.#kind === 'sqlite') (this.#direct as SqliteDirect).run(text, parameters);
+          else await trx.executeQuery(CompiledQuery.raw(text, parameters));
+          i += n;
         }
-        continue;
       }
-      this.#insertSqlite(trx, table, rows);
     }
   }
 
-  /**
-   * SQLite: the rows as multi-row INSERTs of a few fixed sizes (SQLITE_CHUNKS), each run straight on the
-   * connection; consecutive rows with the same columns share a statement, in arrival order.
-   */
-  #insertSqlite(trx: Transaction<DB>, table: string, rows: Record<string, unknown>[]): void {
-    const direct = this.#direct as SqliteDirect;
-    let i = 0;
-    while (i < rows.length) {
-      const columns = Object.keys(rows[i]!);
-      const shape = `${table}\u0000${columns.join('\u0000')}`;
-      let end = i + 1;
-      while (end < rows.length && sameColumns(rows[end]!, columns)) end++;
-      while (i < end) {
-        const n = SQLITE_CHUNKS.find((size) => size <= end - i) as number;
-        const key = `${shape}\u0000${n}`;
-        let text = this.#insertSql.get(key);
-        if (text === undefined) {
-          text = into(trx, table)
-            .values(rows.slice(i, i + n))
-            .compile().sql;
-          this.#insertSql.set(key, text);
-        }
-        const parameters: unknown[] = [];
-        for (let r = i; r < i + n; r++) {
-          const row = rows[r]!;
-          for (const c of columns) parameters.push(row[c]);
-        }
-        direct.run(text, parameters);
-        i += n;
-      }
+  /** The INSERT of rows[i, i + n) (all with `columns`), compiled by Kysely once per shape and kept. */
+  #insertText(
+    trx: Transaction<DB>,
+    table: string,
+    columns: string[],
+    rows: Record<string, unknown>[],
+    i: number,
+    n: number,
+  ): string {
+    const key = `${table}\u0000${columns.join('\u0000')}\u0000${n}`;
+    let text = this.#insertSql.get(key);
+    if (text === undefined) {
+      text = into(trx, table)
+        .values(rows.slice(i, i + n))
+        .compile().sql;
+      // Shapes are few (tables × column lists × row counts); the bound only guards against a runaway caller.
+      if (this.#insertSql.size >= MAX_INSERT_SHAPES) this.#insertSql.clear();
+      this.#insertSql.set(key, text);
     }
+    return text;
   }
 
   async #flushSqlite(): Promise<void> {
