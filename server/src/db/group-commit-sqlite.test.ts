@@ -22,7 +22,7 @@ describe('group commit on SQLite: statements', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  function open() {
+  function open(sync?: (path: string) => Promise<void>) {
     dir = mkdtempSync(join(tmpdir(), 'palmid-group-sqlite-'));
     const path = join(dir, 'g.db');
     const statements: string[] = [];
@@ -32,7 +32,7 @@ describe('group commit on SQLite: statements', () => {
     raw.exec(
       'create table vendors (id text primary key, name text not null, url text not null, mode text not null, scopes text not null, created_at integer not null)',
     );
-    const dialect = new DurableSqliteDialect(raw, `${path}-wal`);
+    const dialect = new DurableSqliteDialect(raw, `${path}-wal`, sync);
     db = new Kysely<DB>({ dialect });
     const group = new GroupCommit(db, 'sqlite', dialect.direct);
     statements.length = 0;
@@ -110,6 +110,51 @@ describe('group commit on SQLite: statements', () => {
       'rollback to savepoint group_job',
       'release savepoint group_job',
     ]);
+  });
+
+  it('no group commits while an fsync is in flight: the writes that arrive meanwhile share the next commit', async () => {
+    const fsyncs: (() => void)[] = [];
+    let released = false;
+    const { group } = open((_path) =>
+      released ? Promise.resolve() : new Promise<void>((resolve) => fsyncs.push(resolve)),
+    );
+    const tick = () => new Promise((r) => setImmediate(r));
+    const settled: number[] = [];
+    const write = (i: number) =>
+      group
+        .write(async (_trx, batch) => {
+          batch.insert('vendors', vendor(i));
+          return i;
+        })
+        .then((v) => settled.push(v));
+    try {
+      await ordered();
+    } finally {
+      // A failed expectation must not leave the driver waiting for an fsync.
+      released = true;
+      for (const done of fsyncs) done();
+    }
+    async function ordered() {
+      const first = write(0);
+      for (let k = 0; k < 10 && fsyncs.length === 0; k++) await tick();
+      expect(fsyncs).toHaveLength(1);
+      const rest = [1, 2, 3, 4].map(write);
+      for (let k = 0; k < 10; k++) await tick();
+      // Committed and waiting for its fsync: nothing answered, and the later writes have not committed.
+      expect(group.transactions).toBe(1);
+      expect(fsyncs).toHaveLength(1);
+      expect(settled).toEqual([]);
+      fsyncs[0]!();
+      await first;
+      for (let k = 0; k < 10 && fsyncs.length < 2; k++) await tick();
+      expect(group.transactions).toBe(2);
+      expect(fsyncs).toHaveLength(2);
+      expect(settled).toEqual([0]);
+      fsyncs[1]!();
+      await Promise.all(rest);
+      expect(settled).toEqual([0, 1, 2, 3, 4]);
+      expect(group.transactions).toBe(2);
+    }
   });
 
   it('a staged row that fails its insert fails that write alone, after the group is rolled back', async () => {

@@ -85,10 +85,9 @@ const SQLITE_CHUNKS = [64, 16, 4, 1] as const;
  * after that transaction is durable (fsync done), so each answer is still durable while one fsync serves
  * many requests. Rows the writes stage (`WriteBatch`) are inserted together at the end of the group.
  *
- * SQLite: a group is formed when its transaction gets the (single) connection and the group before the
- * previous one is durable: one group runs while the previous one's fsync is in flight (db/sqlite-driver.ts),
- * and the requests that arrive meanwhile wait for the next group instead of paying a COMMIT of their own for
- * the same fsync. Each job runs inside a savepoint, so a job that throws is rolled back alone and the others
+ * SQLite: a group is formed when the previous one is durable (its fsync done, db/sqlite-driver.ts): the
+ * requests that arrive while an fsync is in flight all wait for the next group instead of paying a COMMIT of
+ * their own. Each job runs inside a savepoint, so a job that throws is rolled back alone and the others
  * still commit; the savepoint is taken just before the job's first statement, so a job that only stages rows
  * costs none. The group's own statements (savepoints, staged inserts) run on the connection without Kysely
  * (`SqliteDirect`, db/sqlite-driver.ts): no query is built and no promise made per statement.
@@ -139,9 +138,11 @@ export class GroupCommit {
 
   #schedule(): void {
     if (this.#busy || this.#queue.length === 0) return;
-    // At most one group runs (or waits for its fsync) behind the one whose commit is in flight; later
-    // arrivals join the next group instead of paying a commit of their own.
-    if (this.#syncing > 1) return;
+    // SQLite: no group commits while another's fsync is in flight: everything that arrives meanwhile joins
+    // the next group (the event loop keeps serving requests during the fsync, so fewer and larger commits
+    // cost less CPU per write; docs/performance.md). PostgreSQL: one group may run during the previous one's
+    // COMMIT round trip (on another pooled connection), none behind that.
+    if (this.#syncing > (this.#kind === 'sqlite' ? 0 : 1)) return;
     this.#busy = true;
     // After the current I/O phase: every request whose bytes arrived with this one joins the same commit.
     setImmediate(() => void (this.#kind === 'sqlite' ? this.#flushSqlite() : this.#flushPostgres()));
