@@ -34,7 +34,7 @@ describe('group commit on SQLite: statements', () => {
     );
     const dialect = new DurableSqliteDialect(raw, `${path}-wal`, sync);
     db = new Kysely<DB>({ dialect });
-    const group = new GroupCommit(db, 'sqlite', dialect.direct);
+    const group = new GroupCommit(db, 'sqlite', { direct: dialect.direct });
     statements.length = 0;
     return { group, statements };
   }

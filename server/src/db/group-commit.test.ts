@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../../../test/support/postgres.ts';
 import { Keyring } from '../crypto/keyring.ts';
@@ -158,5 +159,53 @@ if (pgWhy) process.stderr.write(`group commit on PostgreSQL skipped: ${pgWhy}\n`
     pg = await startPostgres({ durable: true });
     const url = await pg.createDatabase('group_commit');
     return { db: await openDatabase(url), reopen: () => openDatabase(url) };
+  });
+
+  it('a group of staged rows runs its INSERT as a statement prepared once on the connection', async () => {
+    const db = await openDatabase(await (pg as TestPostgres).createDatabase('group_commit_named'));
+    try {
+      const stage = (tag: string, i: number) =>
+        db.write(async (_trx, batch) =>
+          batch.insert('vendors', {
+            id: `${tag}-${i}`,
+            name: 'N',
+            url: '',
+            mode: 'test',
+            scopes: 'auth',
+            created_at: i,
+          }),
+        );
+      await Promise.all([0, 1, 2].map((i) => stage('first', i)));
+      await Promise.all([0, 1, 2].map((i) => stage('second', i)));
+      // The connection the groups used (the pool hands out the one released last).
+      const prepared = await db.write(
+        async (trx) =>
+          (
+            await sql<{
+              name: string;
+              statement: string;
+            }>`select name, statement from pg_prepared_statements`.execute(trx)
+          ).rows,
+      );
+      const inserts = prepared.filter((p) => /^insert into "vendors"/.test(p.statement));
+      expect(inserts).toHaveLength(1);
+      expect(inserts[0]!.name).toMatch(/^palmid_\d+$/);
+      const ids = await db.db
+        .selectFrom('vendors')
+        .select('id')
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      expect(ids.map((r) => r.id)).toEqual([
+        'first-0',
+        'second-0',
+        'first-1',
+        'second-1',
+        'first-2',
+        'second-2',
+      ]);
+    } finally {
+      await db.close();
+    }
   });
 });

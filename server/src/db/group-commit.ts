@@ -11,6 +11,9 @@ const MAX_INSERT_ROWS = 500;
 /** INSERT texts kept (one per table, column list and row count). */
 const MAX_INSERT_SHAPES = 2000;
 
+/** PostgreSQL: INSERTs of at most this many rows run as named statements (db/pg-named.ts). */
+const PREPARED_ROWS = 64;
+
 /**
  * Rows a write hands to its group instead of inserting them itself: the group inserts the rows of all its
  * writes, table by table in the order the tables were first named and each table's rows in arrival order,
@@ -107,6 +110,7 @@ export class GroupCommit {
   readonly #db: Kysely<DB>;
   readonly #kind: DbKind;
   readonly #direct: SqliteDirect | undefined;
+  readonly #prepare: ((sql: string) => void) | undefined;
   #queue: Job[] = [];
   /** A group is being formed or run (SQLite: until its COMMIT returned; PostgreSQL: until durable). */
   #busy = false;
@@ -116,12 +120,23 @@ export class GroupCommit {
   /** Insert SQL per table, column list and row count (SQLite: one prepared statement each, db/sqlite-driver.ts). */
   readonly #insertSql = new Map<string, string>();
 
-  /** `direct`: SQLite's connection driven without Kysely (db/sqlite-driver.ts); required on SQLite. */
-  constructor(db: Kysely<DB>, kind: DbKind, direct?: SqliteDirect) {
-    if (kind === 'sqlite' && !direct) throw new Error('group commit on SQLite needs the direct connection');
+  /**
+   * `direct`: SQLite's connection driven without Kysely (db/sqlite-driver.ts); required on SQLite.
+   * `prepare`: PostgreSQL; called with each INSERT text of at most PREPARED_ROWS rows, to run it as a named
+   * statement (db/pg-named.ts).
+   */
+  constructor(
+    db: Kysely<DB>,
+    kind: DbKind,
+    options: { direct?: SqliteDirect; prepare?: (sql: string) => void } = {},
+  ) {
+    if (kind === 'sqlite' && !options.direct) {
+      throw new Error('group commit on SQLite needs the direct connection');
+    }
     this.#db = db;
     this.#kind = kind;
-    this.#direct = direct;
+    this.#direct = options.direct;
+    this.#prepare = options.prepare;
   }
 
   /** Database transactions this instance ran so far (each one commit, or one rollback). */
@@ -219,6 +234,7 @@ export class GroupCommit {
       // Shapes are few (tables × column lists × row counts); the bound only guards against a runaway caller.
       if (this.#insertSql.size >= MAX_INSERT_SHAPES) this.#insertSql.clear();
       this.#insertSql.set(key, text);
+      if (n <= PREPARED_ROWS) this.#prepare?.(text);
     }
     return text;
   }
