@@ -1,14 +1,15 @@
 /**
  * The durable create's write path alone (docs/performance.md, "Creates, third pass"): CPU time of this
  * process per `POST /api/v1/auth/create` write, through `Database.write` (group commit) and the route's own
- * `createAuthContext`, without HTTP. Under a shared load the process's CPU per write says more than req/s.
+ * `createAuthContext`, without HTTP. Under a shared load the process's CPU per write says more than req/s;
+ * on PostgreSQL the CPU of PostgreSQL's own processes per write is shown beside it (Linux, from /proc).
  *
  *   npm run bench -- writes                                # SQLite and PostgreSQL, 20 000 writes, 12 in flight
  *   npm run bench -- writes --writes 40000 --concurrency 32 --targets sqlite
  *
  * Writes bench/results/writes.json.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +53,52 @@ for (const t of targets) {
   }
 }
 
+/** CPU seconds (user + system) of a process and all its descendants, from /proc (Linux); 0 elsewhere. */
+function treeCpuSeconds(root: number): number {
+  let procs: { pid: number; ppid: number; ticks: number }[];
+  try {
+    procs = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .flatMap((d) => {
+        try {
+          const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+          const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+          return [{ pid: Number(d), ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) }];
+        } catch {
+          return []; // exited meanwhile
+        }
+      });
+  } catch {
+    return 0;
+  }
+  const inTree = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of procs) {
+      if (!inTree.has(p.pid) && inTree.has(p.ppid)) {
+        inTree.add(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return procs.filter((p) => inTree.has(p.pid)).reduce((sum, p) => sum + p.ticks, 0) / 100;
+}
+
+/** The postmaster listening on `port` (its command line names the port), or undefined. */
+function postmasterPid(port: number): number | undefined {
+  try {
+    for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+      try {
+        const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+        const i = args.indexOf('-p');
+        if (args.some((a) => a.endsWith('postgres')) && i >= 0 && args[i + 1] === String(port))
+          return Number(d);
+      } catch {}
+    }
+  } catch {}
+  return undefined;
+}
+
 interface Row {
   target: string;
   writes: number;
@@ -61,6 +108,8 @@ interface Row {
   systemUsPerWrite: number;
   writesPerSecond: number;
   writesPerCommit: number;
+  /** PostgreSQL's own processes (postmaster and backends), per write; null on SQLite or off Linux. */
+  databaseCpuUsPerWrite: number | null;
 }
 
 const vendor: VendorPrincipal = {
@@ -74,7 +123,7 @@ const vendor: VendorPrincipal = {
 // The HTTP bench's create body.
 const input: AuthContextInput = { type: 'payment', amount: 1250, expires_in_s: 3600 };
 
-async function measure(target: string, database: Database): Promise<Row> {
+async function measure(target: string, database: Database, postmaster?: number): Promise<Row> {
   const ctx = {
     now: () => Date.now(),
     config: { PALMID_AUTH_TTL_S: 120 },
@@ -91,6 +140,7 @@ async function measure(target: string, database: Database): Promise<Row> {
   };
   await run(3000);
   const commits = database.commits();
+  const dbCpu = postmaster ? treeCpuSeconds(postmaster) : 0;
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   await run(WRITES);
@@ -106,6 +156,7 @@ async function measure(target: string, database: Database): Promise<Row> {
     systemUsPerWrite: round(used.system / WRITES),
     writesPerSecond: Math.round(WRITES / seconds),
     writesPerCommit: round(WRITES / (database.commits() - commits)),
+    databaseCpuUsPerWrite: postmaster ? round(((treeCpuSeconds(postmaster) - dbCpu) * 1e6) / WRITES) : null,
   };
 }
 
@@ -129,7 +180,7 @@ if (targets.includes('postgres')) {
     try {
       pg = await startPostgres({ durable: true });
       database = await openDatabase(await pg.createDatabase('bench_writes'));
-      rows.push(await measure('postgres', database));
+      rows.push(await measure('postgres', database, postmasterPid(pg.port)));
     } finally {
       await database?.close();
       await pg?.stop();
@@ -142,11 +193,11 @@ process.stdout.write(
   `\nDurable creates through Database.write, no HTTP; this process's CPU (PostgreSQL's own not counted); load average ${load.join(' ')}\n`,
 );
 process.stdout.write(
-  '| target | writes | in flight | CPU µs/write | user | system | writes/s | writes/commit |\n|---|---|---|---|---|---|---|---|\n',
+  '| target | writes | in flight | CPU µs/write | user | system | writes/s | writes/commit | PostgreSQL CPU µs/write |\n|---|---|---|---|---|---|---|---|---|\n',
 );
 for (const r of rows) {
   process.stdout.write(
-    `| ${r.target} | ${r.writes} | ${r.concurrency} | ${r.cpuUsPerWrite} | ${r.userUsPerWrite} | ${r.systemUsPerWrite} | ${r.writesPerSecond} | ${r.writesPerCommit} |\n`,
+    `| ${r.target} | ${r.writes} | ${r.concurrency} | ${r.cpuUsPerWrite} | ${r.userUsPerWrite} | ${r.systemUsPerWrite} | ${r.writesPerSecond} | ${r.writesPerCommit} | ${r.databaseCpuUsPerWrite ?? ''} |\n`,
   );
 }
 mkdirSync(join(HERE, 'results'), { recursive: true });
