@@ -16,6 +16,7 @@ const TSX = join(HERE, '..', 'node_modules', '.bin', 'tsx');
 /** name → what it measures. A registered bench whose file is absent is skipped with a note. */
 const BENCHES: Record<string, string> = {
   http: 'vendor routes under load: SQLite, PostgreSQL, two instances behind round-robin, vs bare Fastify',
+  writes: 'CPU per durable create through group commit, without HTTP, SQLite and PostgreSQL',
   store: 'database bytes per enrolled user and per authentication, SQLite and PostgreSQL',
   palm: '1:N identification latency at 1M templates, memory per template',
   capture: 'processCapture per decoded 640 × 480 frame (p50 vs the 5 ms target), synthetic or a given folder',

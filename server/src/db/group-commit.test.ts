@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../../../test/support/postgres.ts';
 import { Keyring } from '../crypto/keyring.ts';
@@ -76,6 +77,44 @@ function contract(name: string, open: () => Promise<{ db: Database; reopen: () =
       expect((await verifyAuditChain(db.db, keyring)).ok).toBe(true);
     });
 
+    it('staged rows of two column orders, in groups of several sizes, are all stored in arrival order', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const stage = (i: number) =>
+        db.write(async (_trx, batch) => {
+          const v = {
+            id: `${tag}-${String(i).padStart(2, '0')}`,
+            name: `Staged ${i}`,
+            url: '',
+            mode: 'test' as const,
+          };
+          // Every third row names its columns in another order: a statement of its own shape.
+          batch.insert(
+            'vendors',
+            i % 3 === 0 ? { scopes: 'auth', created_at: i, ...v } : { ...v, scopes: 'auth', created_at: i },
+          );
+          return i;
+        });
+      const sizes = [5, 3, 5, 1];
+      let next = 0;
+      for (const size of sizes) {
+        const wave = Array.from({ length: size }, () => stage(next++));
+        expect(await Promise.all(wave)).toEqual(Array.from({ length: size }, (_, k) => next - size + k));
+      }
+      const rows = await db.db
+        .selectFrom('vendors')
+        .select(['id', 'name', 'created_at'])
+        .where('id', 'like', `${tag}-%`)
+        .orderBy('created_at')
+        .execute();
+      expect(rows).toEqual(
+        Array.from({ length: next }, (_, i) => ({
+          id: `${tag}-${String(i).padStart(2, '0')}`,
+          name: `Staged ${i}`,
+          created_at: i,
+        })),
+      );
+    });
+
     it('a resolved write is durable: another connection opened afterwards reads it', async () => {
       const id = randomUUID();
       await db.write((trx) =>
@@ -120,5 +159,53 @@ if (pgWhy) process.stderr.write(`group commit on PostgreSQL skipped: ${pgWhy}\n`
     pg = await startPostgres({ durable: true });
     const url = await pg.createDatabase('group_commit');
     return { db: await openDatabase(url), reopen: () => openDatabase(url) };
+  });
+
+  it('a group of staged rows runs its INSERT as a statement prepared once on the connection', async () => {
+    const db = await openDatabase(await (pg as TestPostgres).createDatabase('group_commit_named'));
+    try {
+      const stage = (tag: string, i: number) =>
+        db.write(async (_trx, batch) =>
+          batch.insert('vendors', {
+            id: `${tag}-${i}`,
+            name: 'N',
+            url: '',
+            mode: 'test',
+            scopes: 'auth',
+            created_at: i,
+          }),
+        );
+      await Promise.all([0, 1, 2].map((i) => stage('first', i)));
+      await Promise.all([0, 1, 2].map((i) => stage('second', i)));
+      // The connection the groups used (the pool hands out the one released last).
+      const prepared = await db.write(
+        async (trx) =>
+          (
+            await sql<{
+              name: string;
+              statement: string;
+            }>`select name, statement from pg_prepared_statements`.execute(trx)
+          ).rows,
+      );
+      const inserts = prepared.filter((p) => /^insert into "vendors"/.test(p.statement));
+      expect(inserts).toHaveLength(1);
+      expect(inserts[0]!.name).toMatch(/^palmid_\d+$/);
+      const ids = await db.db
+        .selectFrom('vendors')
+        .select('id')
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      expect(ids.map((r) => r.id)).toEqual([
+        'first-0',
+        'second-0',
+        'first-1',
+        'second-1',
+        'first-2',
+        'second-2',
+      ]);
+    } finally {
+      await db.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { CompiledQuery, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { DB, DbKind } from './schema.ts';
+import type { SqliteDirect } from './sqlite-driver.ts';
 
 /** The most writes that share one commit; more wait for the next one. */
 export const MAX_GROUP = 256;
@@ -7,11 +8,18 @@ export const MAX_GROUP = 256;
 /** Rows of one multi-row INSERT at most (PostgreSQL allows 65 535 parameters in a statement). */
 const MAX_INSERT_ROWS = 500;
 
+/** INSERT texts kept (one per table, column list and row count). */
+const MAX_INSERT_SHAPES = 2000;
+
+/** PostgreSQL: INSERTs of at most this many rows run as named statements (db/pg-named.ts). */
+const PREPARED_ROWS = 64;
+
 /**
  * Rows a write hands to its group instead of inserting them itself: the group inserts the rows of all its
  * writes, table by table in the order the tables were first named and each table's rows in arrival order,
  * after the writes ran and before its COMMIT. On PostgreSQL that is one multi-row INSERT (one round trip)
- * per table for the whole group; on SQLite one prepared statement run per row, without building a query.
+ * per table for the whole group; on SQLite a few multi-row INSERTs of fixed sizes, each prepared once and run
+ * straight on the connection.
  * A write must not read back a row it staged (it is inserted after every write of the group ran).
  */
 export interface WriteBatch {
@@ -38,6 +46,23 @@ interface UntypedInsert {
 const into = (trx: Transaction<DB>, table: string) =>
   trx.insertInto(table as keyof DB) as unknown as UntypedInsert;
 
+/** A row's columns: its keys with a value (Kysely leaves a column whose value is undefined out of an INSERT). */
+function columnsOf(row: Record<string, unknown>): string[] {
+  const columns: string[] = [];
+  for (const c in row) if (row[c] !== undefined) columns.push(c);
+  return columns;
+}
+
+function sameColumns(row: Record<string, unknown>, columns: readonly string[]): boolean {
+  let n = 0;
+  for (const c in row) {
+    if (row[c] === undefined) continue;
+    if (c !== columns[n]) return false;
+    n++;
+  }
+  return n === columns.length;
+}
+
 function stager(staged: Staged): WriteBatch {
   return {
     insert(table, row) {
@@ -48,9 +73,14 @@ function stager(staged: Staged): WriteBatch {
   };
 }
 
-const SAVEPOINT = CompiledQuery.raw('savepoint group_job');
-const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint group_job');
-const RELEASE = CompiledQuery.raw('release savepoint group_job');
+const ROLLBACK_TO = 'rollback to savepoint group_job';
+const RELEASE = 'release savepoint group_job';
+
+/**
+ * Rows of one multi-row INSERT on SQLite: the largest of these that fits what is left, so a group's rows take a
+ * few statements of a few fixed shapes (each prepared once) whatever the group's size.
+ */
+const SQLITE_CHUNKS = [64, 16, 4, 1] as const;
 
 /**
  * Group commit (docs/performance.md): write transactions that arrive while a commit is in flight are run,
@@ -58,11 +88,12 @@ const RELEASE = CompiledQuery.raw('release savepoint group_job');
  * after that transaction is durable (fsync done), so each answer is still durable while one fsync serves
  * many requests. Rows the writes stage (`WriteBatch`) are inserted together at the end of the group.
  *
- * SQLite: a group is formed when its transaction gets the (single) connection and the group before the
- * previous one is durable: one group runs while the previous one's fsync is in flight (db/sqlite-driver.ts),
- * and the requests that arrive meanwhile wait for the next group instead of paying a COMMIT of their own for
- * the same fsync. Each job runs inside a savepoint, so a job that throws is rolled back alone and the others
- * still commit.
+ * SQLite: a group is formed when the previous one is durable (its fsync done, db/sqlite-driver.ts): the
+ * requests that arrive while an fsync is in flight all wait for the next group instead of paying a COMMIT of
+ * their own. Each job runs inside a savepoint, so a job that throws is rolled back alone and the others
+ * still commit; the savepoint is taken just before the job's first statement, so a job that only stages rows
+ * costs none. The group's own statements (savepoints, staged inserts) run on the connection without Kysely
+ * (`SqliteDirect`, db/sqlite-driver.ts): no query is built and no promise made per statement.
  *
  * PostgreSQL: a group is formed when the previous one sent its COMMIT (and the one before is durable); a group
  * of writes that only stage rows costs three round trips (BEGIN, one INSERT per table, COMMIT) whatever its
@@ -78,18 +109,34 @@ const RELEASE = CompiledQuery.raw('release savepoint group_job');
 export class GroupCommit {
   readonly #db: Kysely<DB>;
   readonly #kind: DbKind;
+  readonly #direct: SqliteDirect | undefined;
+  readonly #prepare: ((sql: string) => void) | undefined;
   #queue: Job[] = [];
   /** A group is being formed or run (SQLite: until its COMMIT returned; PostgreSQL: until durable). */
   #busy = false;
   /** Groups whose COMMIT (and fsync) is in flight. */
   #syncing = 0;
   #transactions = 0;
-  /** Insert SQL per table and column list (SQLite: one prepared statement each, db/sqlite-driver.ts). */
+  /** Insert SQL per table, column list and row count (SQLite: one prepared statement each, db/sqlite-driver.ts). */
   readonly #insertSql = new Map<string, string>();
 
-  constructor(db: Kysely<DB>, kind: DbKind) {
+  /**
+   * `direct`: SQLite's connection driven without Kysely (db/sqlite-driver.ts); required on SQLite.
+   * `prepare`: PostgreSQL; called with each INSERT text of at most PREPARED_ROWS rows, to run it as a named
+   * statement (db/pg-named.ts).
+   */
+  constructor(
+    db: Kysely<DB>,
+    kind: DbKind,
+    options: { direct?: SqliteDirect; prepare?: (sql: string) => void } = {},
+  ) {
+    if (kind === 'sqlite' && !options.direct) {
+      throw new Error('group commit on SQLite needs the direct connection');
+    }
     this.#db = db;
     this.#kind = kind;
+    this.#direct = options.direct;
+    this.#prepare = options.prepare;
   }
 
   /** Database transactions this instance ran so far (each one commit, or one rollback). */
@@ -106,9 +153,11 @@ export class GroupCommit {
 
   #schedule(): void {
     if (this.#busy || this.#queue.length === 0) return;
-    // At most one group runs (or waits for its fsync) behind the one whose commit is in flight; later
-    // arrivals join the next group instead of paying a commit of their own.
-    if (this.#syncing > 1) return;
+    // SQLite: no group commits while another's fsync is in flight: everything that arrives meanwhile joins
+    // the next group (the event loop keeps serving requests during the fsync, so fewer and larger commits
+    // cost less CPU per write; docs/performance.md). PostgreSQL: one group may run during the previous one's
+    // COMMIT round trip (on another pooled connection), none behind that.
+    if (this.#syncing > (this.#kind === 'sqlite' ? 0 : 1)) return;
     this.#busy = true;
     // After the current I/O phase: every request whose bytes arrived with this one joins the same commit.
     setImmediate(() => void (this.#kind === 'sqlite' ? this.#flushSqlite() : this.#flushPostgres()));
@@ -135,33 +184,59 @@ export class GroupCommit {
     return this.#db.transaction();
   }
 
-  /** Inserts the staged rows, table by table. */
+  /**
+   * Inserts the staged rows, table by table; consecutive rows with the same columns share a statement, in
+   * arrival order. Each statement's SQL is built once per table, column list and row count, then reused with
+   * new parameters: SQLite runs it straight on the connection (a few fixed row counts, SQLITE_CHUNKS, each
+   * prepared once), PostgreSQL gets one multi-row INSERT per run of rows (MAX_INSERT_ROWS at most).
+   */
   async #insertStaged(trx: Transaction<DB>, staged: Staged): Promise<void> {
     for (const [table, rows] of staged) {
-      if (this.#kind === 'postgres') {
-        for (let i = 0; i < rows.length; i += MAX_INSERT_ROWS) {
-          await into(trx, table)
-            .values(rows.slice(i, i + MAX_INSERT_ROWS))
-            .execute();
+      let i = 0;
+      while (i < rows.length) {
+        const columns = columnsOf(rows[i]!);
+        let end = i + 1;
+        while (end < rows.length && sameColumns(rows[end]!, columns)) end++;
+        while (i < end) {
+          const n =
+            this.#kind === 'sqlite'
+              ? (SQLITE_CHUNKS.find((size) => size <= end - i) as number)
+              : Math.min(end - i, MAX_INSERT_ROWS);
+          const text = this.#insertText(trx, table, columns, rows, i, n);
+          const parameters: unknown[] = [];
+          for (let r = i; r < i + n; r++) {
+            const row = rows[r]!;
+            for (const c of columns) parameters.push(row[c]);
+          }
+          if (this.#kind === 'sqlite') (this.#direct as SqliteDirect).run(text, parameters);
+          else await trx.executeQuery(CompiledQuery.raw(text, parameters));
+          i += n;
         }
-        continue;
-      }
-      for (const row of rows) {
-        const columns = Object.keys(row);
-        const key = `${table}\u0000${columns.join('\u0000')}`;
-        let text = this.#insertSql.get(key);
-        if (text === undefined) {
-          text = into(trx, table).values(row).compile().sql;
-          this.#insertSql.set(key, text);
-        }
-        await trx.executeQuery(
-          CompiledQuery.raw(
-            text,
-            columns.map((c) => row[c]),
-          ),
-        );
       }
     }
+  }
+
+  /** The INSERT of rows[i, i + n) (all with `columns`), compiled by Kysely once per shape and kept. */
+  #insertText(
+    trx: Transaction<DB>,
+    table: string,
+    columns: string[],
+    rows: Record<string, unknown>[],
+    i: number,
+    n: number,
+  ): string {
+    const key = `${table}\u0000${columns.join('\u0000')}\u0000${n}`;
+    let text = this.#insertSql.get(key);
+    if (text === undefined) {
+      text = into(trx, table)
+        .values(rows.slice(i, i + n))
+        .compile().sql;
+      // Shapes are few (tables × column lists × row counts); the bound only guards against a runaway caller.
+      if (this.#insertSql.size >= MAX_INSERT_SHAPES) this.#insertSql.clear();
+      this.#insertSql.set(key, text);
+      if (n <= PREPARED_ROWS) this.#prepare?.(text);
+    }
+    return text;
   }
 
   async #flushSqlite(): Promise<void> {
@@ -172,22 +247,28 @@ export class GroupCommit {
     try {
       await this.#transaction().execute(async (trx) => {
         group = this.#queue.splice(0, MAX_GROUP);
+        const direct = this.#direct as SqliteDirect;
         const staged: Staged = new Map();
         for (const job of group) {
-          await trx.executeQuery(SAVEPOINT);
+          // Each job in a savepoint, taken before its first statement (none for a job that only stages rows).
+          direct.armSavepoint('group_job');
           const mine: Staged = new Map();
           try {
-            outcomes.push({ ok: true, value: await job.run(trx, stager(mine)) });
+            const value = await job.run(trx, stager(mine));
+            if (direct.disarmSavepoint()) direct.run(RELEASE, []);
+            outcomes.push({ ok: true, value });
             for (const [table, rows] of mine) {
               const all = staged.get(table);
               if (all) all.push(...rows);
               else staged.set(table, rows);
             }
           } catch (err) {
-            await trx.executeQuery(ROLLBACK_TO);
+            if (direct.disarmSavepoint()) {
+              direct.run(ROLLBACK_TO, []);
+              direct.run(RELEASE, []);
+            }
             outcomes.push({ ok: false, err });
           }
-          await trx.executeQuery(RELEASE);
         }
         try {
           await this.#insertStaged(trx, staged);

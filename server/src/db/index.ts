@@ -5,6 +5,7 @@ import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import { type CredentialWatch, postgresCredentialWatch, sqliteCredentialWatch } from './credential-watch.ts';
 import { GroupCommit, type WriteJob } from './group-commit.ts';
 import { migrationProvider } from './migrations.ts';
+import { NamedStatements } from './pg-named.ts';
 import type { DB, DbKind } from './schema.ts';
 import { DurableSqliteDialect } from './sqlite-driver.ts';
 
@@ -53,8 +54,9 @@ export async function openDatabase(url: string): Promise<Database> {
     sqlite.pragma('busy_timeout = 5000');
     sqlite.defaultSafeIntegers(false);
     const wal = path === ':memory:' ? undefined : `${path}-wal`;
-    const db = new Kysely<DB>({ dialect: new DurableSqliteDialect(sqlite, wal) });
-    const group = new GroupCommit(db, 'sqlite');
+    const dialect = new DurableSqliteDialect(sqlite, wal);
+    const db = new Kysely<DB>({ dialect });
+    const group = new GroupCommit(db, 'sqlite', { direct: dialect.direct });
     database = {
       db,
       kind: 'sqlite',
@@ -74,9 +76,11 @@ export async function openDatabase(url: string): Promise<Database> {
     // An idle connection that breaks (server restart, failover, network) is dropped by the pool and replaced
     // on next use; without a listener the 'error' event would crash the process.
     pool.on('error', () => {});
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    // Group commit's INSERTs are prepared once per connection (db/pg-named.ts).
+    const named = new NamedStatements();
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: named.pool(pool) }) });
     const u = new URL(url);
-    const group = new GroupCommit(db, 'postgres');
+    const group = new GroupCommit(db, 'postgres', { prepare: (text) => named.add(text) });
     const credentials = postgresCredentialWatch(pool);
     database = {
       db,

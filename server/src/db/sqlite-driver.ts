@@ -40,8 +40,15 @@ export class DurableSqliteDialect implements Dialect {
   createAdapter() {
     return new SqliteAdapter();
   }
+  #driver: DurableSqliteDriver | undefined;
   createDriver(): Driver {
-    return new DurableSqliteDriver(this.sqlite, new WalFlusher(this.walPath, this.syncFile));
+    this.#driver = new DurableSqliteDriver(this.sqlite, new WalFlusher(this.walPath, this.syncFile));
+    return this.#driver;
+  }
+  /** Statements on the connection a transaction holds, without Kysely (group commit, db/group-commit.ts). */
+  get direct(): SqliteDirect {
+    if (!this.#driver) throw new Error('the dialect has no driver yet (pass it to a Kysely instance first)');
+    return this.#driver;
   }
   // biome-ignore lint/suspicious/noExplicitAny: Kysely's Dialect signature
   createIntrospector(db: Kysely<any>) {
@@ -52,14 +59,34 @@ export class DurableSqliteDialect implements Dialect {
   }
 }
 
+/**
+ * The connection as group commit drives it (db/group-commit.ts): only valid inside a transaction, on the
+ * connection that transaction holds (nothing else can run on it meanwhile: it is the only one and it is
+ * locked), so no query is built and no promise is made per statement.
+ */
+export interface SqliteDirect {
+  /** Runs a statement that returns no rows, prepared once per SQL text. */
+  run(sql: string, parameters: readonly unknown[]): void;
+  /**
+   * Arms a savepoint: it is taken just before the next statement that runs on the connection, if any. A
+   * write that issues no statement (it only stages rows) then costs no savepoint and no release.
+   */
+  armSavepoint(name: string): void;
+  /** Disarms the savepoint armed last; true if it was taken (the caller releases or rolls back to it). */
+  disarmSavepoint(): boolean;
+}
+
 /** How many distinct SQL texts keep a prepared statement (the app issues a few hundred at most). */
 const MAX_STATEMENTS = 1000;
 
-class DurableSqliteDriver implements Driver {
+class DurableSqliteDriver implements Driver, SqliteDirect {
   readonly #sqlite: SQLite.Database;
   readonly #statements = new Map<string, SQLite.Statement>();
   readonly #mutex = new Mutex();
   readonly #flusher: WalFlusher;
+  /** `savepoint <name>`, armed and not yet taken (`armSavepoint`). */
+  #armed: string | undefined;
+  #taken = false;
 
   constructor(sqlite: SQLite.Database, flusher: WalFlusher) {
     this.#sqlite = sqlite;
@@ -86,6 +113,32 @@ class DurableSqliteDriver implements Driver {
     return stmt;
   }
 
+  run(sql: string, parameters: readonly unknown[]): void {
+    if (!this.#sqlite.inTransaction) throw new Error('direct statements run only inside a transaction');
+    this.prepare(sql).run(parameters);
+  }
+
+  armSavepoint(name: string): void {
+    this.#armed = `savepoint ${name}`;
+    this.#taken = false;
+  }
+
+  disarmSavepoint(): boolean {
+    const taken = this.#taken;
+    this.#armed = undefined;
+    this.#taken = false;
+    return taken;
+  }
+
+  /** Called before every statement a connection runs: takes the armed savepoint first. */
+  beforeStatement(): void {
+    const armed = this.#armed;
+    if (armed === undefined) return;
+    this.#armed = undefined;
+    this.prepare(armed).run();
+    this.#taken = true;
+  }
+
   get inTransaction(): boolean {
     return this.#sqlite.inTransaction;
   }
@@ -104,6 +157,7 @@ class DurableSqliteDriver implements Driver {
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const conn = connection as Connection;
+    this.disarmSavepoint();
     conn.run('commit');
     // Committed in memory and in the log: the next transaction may start while this one's fsync runs.
     conn.release();
@@ -113,6 +167,7 @@ class DurableSqliteDriver implements Driver {
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     // After a COMMIT whose fsync failed there is nothing left to roll back: the error is what the caller gets.
     if ((connection as Connection).released) return;
+    this.disarmSavepoint();
     await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 
@@ -135,11 +190,13 @@ class Connection implements DatabaseConnection {
 
   run(sql: string, parameters: readonly unknown[] = []): SQLite.RunResult {
     if (this.#released) throw new Error('SQLite connection used after release');
+    this.driver.beforeStatement();
     return this.driver.prepare(sql).run(parameters);
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     if (this.#released) throw new Error('SQLite connection used after release');
+    this.driver.beforeStatement();
     const stmt = this.driver.prepare(compiled.sql);
     if (stmt.reader) return { rows: stmt.all(compiled.parameters) as R[] };
     const { changes, lastInsertRowid } = stmt.run(compiled.parameters);
