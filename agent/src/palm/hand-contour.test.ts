@@ -6,6 +6,7 @@ import {
   outlineValleys,
   PEG_VALLEYS,
   traceOutline,
+  valleyRun,
 } from './hand-contour.ts';
 
 const W = 320;
@@ -92,6 +93,39 @@ describe('outline valleys', () => {
     expect(outlineValleys(fused, W, H, 235, 120, 80)).toBeNull();
     // hands held by pegs keep the looser rule (their square does not follow the valleys)
     expect(outlineValleys(fused, W, H, 235, 120, 80, PEG_VALLEYS)).not.toBeNull();
+  });
+
+  it('keeps the valleys when the outline passes a pixel twice (a one-pixel spur below a valley)', () => {
+    // the trace runs down a one-pixel spur and back up, so its pixels come twice; at the x of the
+    // valley bottoms the repeated points used to stop the hull's chains from popping, leaving the
+    // bottoms on the hull and the valleys without depth
+    const m = cutHand();
+    for (let y = 200; y < 212; y++) m[y * W + 150] = 1;
+    const { comp } = largestComponent(m, W, H);
+    const outline = traceOutline(comp, W, H);
+    const keys = outline.map((p) => p.y * W + p.x);
+    expect(new Set(keys).size).toBeLessThan(keys.length);
+    const deep = convexityDefects(outline).filter((d) => d.depth > 100);
+    const ys = deep.map((d) => d.point.y).sort((a, b) => a - b);
+    expect(ys.length).toBe(3);
+    expect(ys[0]).toBeGreaterThan(60);
+    expect(ys[2]).toBeLessThan(156);
+    const r = outlineValleys(comp, W, H, 235, 120, 80);
+    expect(r).not.toBeNull();
+    for (const v of r!.valleys) expect(Math.abs(v.x - 150)).toBeLessThan(4);
+  });
+
+  it('prefers the finger valleys to a run that takes the thumb web, both passing the rule', () => {
+    // four deep defects in outline order, as on a development capture (r = 100): ring/little (the
+    // little finger cut by the frame, shallow), middle/ring, index/middle, and the thumb web
+    // towards the wrist. The web run is the more even one, but wider and bent.
+    const d = (x: number, y: number, depth: number, index: number) => ({ index, point: { x, y }, depth });
+    const defects = [d(130, 201, 41, 100), d(115, 166, 115, 200), d(102, 113, 102, 300), d(134, 54, 41, 400)];
+    const run = valleyRun(defects, 100);
+    expect(run?.map((x) => x.index)).toEqual([100, 200, 300]);
+    // either run alone passes (so the choice is the score's, not the rule's)
+    expect(valleyRun(defects.slice(1), 100)?.map((x) => x.index)).toEqual([200, 300, 400]);
+    expect(valleyRun(defects.slice(0, 3), 100)).not.toBeNull();
   });
 
   it('finds no valleys on a blob without fingers', () => {
