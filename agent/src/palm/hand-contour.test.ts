@@ -128,6 +128,23 @@ describe('outline valleys', () => {
     expect(valleyRun(defects.slice(0, 3), 100)).not.toBeNull();
   });
 
+  it('refuses a run whose outer defect is the thumb web: nearer the palm centre and wide open', () => {
+    // the ring/little valley hidden: web, index/middle, middle/ring (r = 100, palm centre at 230, 110)
+    const d = (x: number, y: number, depth: number, index: number, opening: number) => ({
+      index,
+      point: { x, y },
+      depth,
+      opening,
+      centre: Math.hypot(x - 230, y - 110),
+    });
+    const web = d(134, 54, 41, 400, 58);
+    const run = [d(115, 166, 115, 200, 24), d(102, 113, 102, 300, 20), web];
+    expect(valleyRun(run, 100)).toBeNull();
+    // the same defect with a narrow gap is a finger valley; the pegs' rule keeps the web run
+    expect(valleyRun([run[0]!, run[1]!, { ...web, opening: 30 }], 100)).not.toBeNull();
+    expect(valleyRun(run, 100, PEG_VALLEYS)).not.toBeNull();
+  });
+
   it('finds no valleys on a blob without fingers', () => {
     const m = new Uint8Array(W * H);
     for (let y = 60; y < 180; y++) for (let x = 100; x < 220; x++) m[y * W + x] = 1;
