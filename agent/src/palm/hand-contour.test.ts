@@ -32,7 +32,10 @@ function cutHand(options: { fusedLittle?: boolean; thumbX?: number } = {}): Uint
     { y: 166, w: 18 },
   ];
   for (const f of fingers) {
-    for (let x = 0; x < 160; x++) for (let y = f.y - f.w / 2; y < f.y + f.w / 2; y++) set(x, Math.round(y));
+    // the middle finger's tip (y 88) cut off at `middleFrom` (a darker fingertip the mask loses)
+    const from = f.y === 88 ? (options.middleFrom ?? 0) : 0;
+    for (let x = from; x < 160; x++)
+      for (let y = f.y - f.w / 2; y < f.y + f.w / 2; y++) set(x, Math.round(y));
   }
   // the ring and little fingers touching along their length: no valley between them
   if (options.fusedLittle) for (let x = 0; x < 160; x++) for (let y = 117; y < 175; y++) set(x, y);
@@ -143,6 +146,43 @@ describe('outline valleys', () => {
     // the same defect with a narrow gap is a finger valley; the pegs' rule keeps the web run
     expect(valleyRun([run[0]!, run[1]!, { ...web, opening: 30 }], 100)).not.toBeNull();
     expect(valleyRun(run, 100, PEG_VALLEYS)).not.toBeNull();
+  });
+
+  it('finds both gaps beside a finger cut short, inside one hull edge (nested defects)', () => {
+    // fingers fanning out to the left; the middle finger's tip lost (it ends at x 80, inside the
+    // hull edge from the index tip to the ring tip), the palm to the right
+    const corners = [
+      { x: 0, y: 40 }, // index tip
+      { x: 150, y: 70 }, // index/middle gap
+      { x: 80, y: 95 }, // middle finger cut short
+      { x: 150, y: 120 }, // middle/ring gap
+      { x: 0, y: 150 }, // ring tip
+      { x: 160, y: 200 },
+      { x: 300, y: 200 },
+      { x: 300, y: 20 },
+      { x: 160, y: 20 },
+    ];
+    const outline: Array<{ x: number; y: number }> = [];
+    corners.forEach((p, k) => {
+      const q = corners[(k + 1) % corners.length]!;
+      const n = Math.ceil(Math.hypot(q.x - p.x, q.y - p.y));
+      for (let i = 0; i < n; i++)
+        outline.push({
+          x: Math.round(p.x + ((q.x - p.x) * i) / n),
+          y: Math.round(p.y + ((q.y - p.y) * i) / n),
+        });
+    });
+    const bay = (nested: number) =>
+      convexityDefects(outline, nested)
+        .filter((d) => d.depth > 30 && d.point.y > 50 && d.point.y < 140)
+        .map((d) => d.point);
+    // one hull edge spans both gaps: the deeper one only
+    expect(bay(0)).toHaveLength(1);
+    // one nested level finds the other too, at its bottom
+    const both = bay(1).sort((p, q) => p.y - q.y);
+    expect(both).toHaveLength(2);
+    expect(Math.hypot(both[0]!.x - 150, both[0]!.y - 70)).toBeLessThan(3);
+    expect(Math.hypot(both[1]!.x - 150, both[1]!.y - 120)).toBeLessThan(3);
   });
 
   it('finds no valleys on a blob without fingers', () => {
