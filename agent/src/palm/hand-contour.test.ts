@@ -32,10 +32,7 @@ function cutHand(options: { fusedLittle?: boolean; thumbX?: number } = {}): Uint
     { y: 166, w: 18 },
   ];
   for (const f of fingers) {
-    // the middle finger's tip (y 88) cut off at `middleFrom` (a darker fingertip the mask loses)
-    const from = f.y === 88 ? (options.middleFrom ?? 0) : 0;
-    for (let x = from; x < 160; x++)
-      for (let y = f.y - f.w / 2; y < f.y + f.w / 2; y++) set(x, Math.round(y));
+    for (let x = 0; x < 160; x++) for (let y = f.y - f.w / 2; y < f.y + f.w / 2; y++) set(x, Math.round(y));
   }
   // the ring and little fingers touching along their length: no valley between them
   if (options.fusedLittle) for (let x = 0; x < 160; x++) for (let y = 117; y < 175; y++) set(x, y);
