@@ -6,6 +6,7 @@ import {
   outlineValleys,
   PEG_VALLEYS,
   traceOutline,
+  valleyRun,
 } from './hand-contour.ts';
 
 const W = 320;
@@ -92,6 +93,93 @@ describe('outline valleys', () => {
     expect(outlineValleys(fused, W, H, 235, 120, 80)).toBeNull();
     // hands held by pegs keep the looser rule (their square does not follow the valleys)
     expect(outlineValleys(fused, W, H, 235, 120, 80, PEG_VALLEYS)).not.toBeNull();
+  });
+
+  it('keeps the valleys when the outline passes a pixel twice (a one-pixel spur below a valley)', () => {
+    // the trace runs down a one-pixel spur and back up, so its pixels come twice; at the x of the
+    // valley bottoms the repeated points used to stop the hull's chains from popping, leaving the
+    // bottoms on the hull and the valleys without depth
+    const m = cutHand();
+    for (let y = 200; y < 212; y++) m[y * W + 150] = 1;
+    const { comp } = largestComponent(m, W, H);
+    const outline = traceOutline(comp, W, H);
+    const keys = outline.map((p) => p.y * W + p.x);
+    expect(new Set(keys).size).toBeLessThan(keys.length);
+    const deep = convexityDefects(outline).filter((d) => d.depth > 100);
+    const ys = deep.map((d) => d.point.y).sort((a, b) => a - b);
+    expect(ys.length).toBe(3);
+    expect(ys[0]).toBeGreaterThan(60);
+    expect(ys[2]).toBeLessThan(156);
+    const r = outlineValleys(comp, W, H, 235, 120, 80);
+    expect(r).not.toBeNull();
+    for (const v of r!.valleys) expect(Math.abs(v.x - 150)).toBeLessThan(4);
+  });
+
+  it('prefers the finger valleys to a run that takes the thumb web, both passing the rule', () => {
+    // four deep defects in outline order, as on a development capture (r = 100): ring/little (the
+    // little finger cut by the frame, shallow), middle/ring, index/middle, and the thumb web
+    // towards the wrist. The web run is the more even one, but wider and bent.
+    const d = (x: number, y: number, depth: number, index: number) => ({ index, point: { x, y }, depth });
+    const defects = [d(130, 201, 41, 100), d(115, 166, 115, 200), d(102, 113, 102, 300), d(134, 54, 41, 400)];
+    const run = valleyRun(defects, 100);
+    expect(run?.map((x) => x.index)).toEqual([100, 200, 300]);
+    // either run alone passes (so the choice is the score's, not the rule's)
+    expect(valleyRun(defects.slice(1), 100)?.map((x) => x.index)).toEqual([200, 300, 400]);
+    expect(valleyRun(defects.slice(0, 3), 100)).not.toBeNull();
+  });
+
+  it('refuses a run whose outer defect is the thumb web: nearer the palm centre and wide open', () => {
+    // the ring/little valley hidden: web, index/middle, middle/ring (r = 100, palm centre at 230, 110)
+    const d = (x: number, y: number, depth: number, index: number, opening: number) => ({
+      index,
+      point: { x, y },
+      depth,
+      opening,
+      centre: Math.hypot(x - 230, y - 110),
+    });
+    const web = d(134, 54, 41, 400, 58);
+    const run = [d(115, 166, 115, 200, 24), d(102, 113, 102, 300, 20), web];
+    expect(valleyRun(run, 100)).toBeNull();
+    // the same defect with a narrow gap is a finger valley; the pegs' rule keeps the web run
+    expect(valleyRun([run[0]!, run[1]!, { ...web, opening: 30 }], 100)).not.toBeNull();
+    expect(valleyRun(run, 100, PEG_VALLEYS)).not.toBeNull();
+  });
+
+  it('finds both gaps beside a finger cut short, inside one hull edge (nested defects)', () => {
+    // fingers fanning out to the left; the middle finger's tip lost (it ends at x 80, inside the
+    // hull edge from the index tip to the ring tip), the palm to the right
+    const corners = [
+      { x: 0, y: 40 }, // index tip
+      { x: 150, y: 70 }, // index/middle gap
+      { x: 80, y: 95 }, // middle finger cut short
+      { x: 150, y: 120 }, // middle/ring gap
+      { x: 0, y: 150 }, // ring tip
+      { x: 160, y: 200 },
+      { x: 300, y: 200 },
+      { x: 300, y: 20 },
+      { x: 160, y: 20 },
+    ];
+    const outline: Array<{ x: number; y: number }> = [];
+    corners.forEach((p, k) => {
+      const q = corners[(k + 1) % corners.length]!;
+      const n = Math.ceil(Math.hypot(q.x - p.x, q.y - p.y));
+      for (let i = 0; i < n; i++)
+        outline.push({
+          x: Math.round(p.x + ((q.x - p.x) * i) / n),
+          y: Math.round(p.y + ((q.y - p.y) * i) / n),
+        });
+    });
+    const bay = (nested: number) =>
+      convexityDefects(outline, nested)
+        .filter((d) => d.depth > 30 && d.point.y > 50 && d.point.y < 140)
+        .map((d) => d.point);
+    // one hull edge spans both gaps: the deeper one only
+    expect(bay(0)).toHaveLength(1);
+    // one nested level finds the other too, at its bottom
+    const both = bay(1).sort((p, q) => p.y - q.y);
+    expect(both).toHaveLength(2);
+    expect(Math.hypot(both[0]!.x - 150, both[0]!.y - 70)).toBeLessThan(3);
+    expect(Math.hypot(both[1]!.x - 150, both[1]!.y - 120)).toBeLessThan(3);
   });
 
   it('finds no valleys on a blob without fingers', () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { type HandGeometry, locateHand } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
+import { sensorProfile } from './sensor-profiles.ts';
 
 /** The frame turned by `angle` (rad, image coordinates) about its centre. */
 function rotate(frame: GrayImage, angle: number): GrayImage {
@@ -73,6 +74,24 @@ describe('locateHand', () => {
       const ey = c.y + Math.sin(a) * (base.cx - c.x) + Math.cos(a) * (base.cy - c.y);
       expect(Math.hypot(roi.cx - ex, roi.cy - ey) / base.side).toBeLessThan(0.04);
     }
+  });
+
+  it('outline valleys (camera profiles) follow small turns of the frame sub-pixel', async () => {
+    // the valleys are refined across their gaps and "up" fitted through all three, so the square
+    // turns with the hand by a fraction of a degree, not by the work grid's steps
+    const roiProps = sensorProfile('grey-dark').roi;
+    const frame = await renderPalm({ identity: 'geo-5', hand: 'left', capture: 1 });
+    const base = locateHand(frame, roiProps);
+    const b = roiOf(base);
+    for (const v of base.valleys!) expect(Number.isInteger(v.x) && Number.isInteger(v.y)).toBe(false);
+    const errors: number[] = [];
+    for (const deg of [-6, -4, -2, 2, 4, 6]) {
+      const roi = roiOf(locateHand(rotate(frame, deg * DEG), roiProps));
+      errors.push(angleDiff(roi.up, b.up + deg * DEG) / DEG);
+      expect(Math.abs(roi.side / b.side - 1)).toBeLessThan(0.03);
+    }
+    expect(Math.max(...errors)).toBeLessThan(1.5);
+    expect(errors.reduce((s, e) => s + e, 0) / errors.length).toBeLessThan(0.8);
   });
 
   it('tells the hands apart by the thumb: a mirrored right hand is a left hand', async () => {

@@ -323,14 +323,27 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     // at the Otsu level, then at tighter levels where touching fingers come apart
     let o: ReturnType<typeof outlineValleys> = null;
     let comp: Uint8Array = mask;
+    let at = threshold;
     for (const share of OUTLINE_LEVELS) {
+      at = level(share);
       // thresholded in the labelling pass itself (no mask per level)
-      comp = largestComponent(data, w, h, level(share)).comp;
+      comp = largestComponent(data, w, h, at).comp;
       o = outlineValleys(comp, w, h, cx, cy, radius, proportions.circle ? PEG_VALLEYS : STRICT_VALLEYS);
       if (o) break;
     }
     if (!o) return proportions.circle ? pegsWithoutValleys(geometry, proportions) : geometry;
-    found = { valleys: o.valleys, up: o.up, runs: 4 };
+    // the defects lie on the work grid: each valley is refined sub-pixel across its gap, and
+    // "up" is the normal of the line fitted through all three (the outer valleys alone tilt it
+    // with each one's error)
+    let refined = o.valleys;
+    let up = o.up;
+    // (pegs: the valleys only tell the side and the direction, kept as found)
+    for (let pass = 0; pass < (proportions.circle ? 0 : 2); pass++) {
+      refined = o.valleys.map((v) => refineValley(frame, at, v, up, radius));
+      up = valleyNormal(refined[0]!, refined[2]!, up);
+    }
+    if (!proportions.circle) up = fittedNormal(refined, up);
+    found = { valleys: refined, up, runs: 4 };
     web = o.web;
     geometry.fingers = 4;
     fingerMask = comp;
@@ -653,6 +666,27 @@ function descendGap(
     y = by;
   }
   return { x, y };
+}
+
+/**
+ * Normal of the least-squares line through points (their principal direction), on the side of the
+ * previous estimate of "up".
+ */
+function fittedNormal(points: Point[], prev: number): number {
+  const n = points.length;
+  const mx = points.reduce((s, p) => s + p.x, 0) / n;
+  const my = points.reduce((s, p) => s + p.y, 0) / n;
+  let sxx = 0;
+  let syy = 0;
+  let sxy = 0;
+  for (const p of points) {
+    sxx += (p.x - mx) ** 2;
+    syy += (p.y - my) ** 2;
+    sxy += (p.x - mx) * (p.y - my);
+  }
+  const along = 0.5 * Math.atan2(2 * sxy, sxx - syy);
+  const a = along - Math.PI / 2;
+  return Math.cos(a - prev) >= 0 ? a : a + Math.PI;
 }
 
 /** Unit normal of the valley line p → q, on the side of the previous estimate of "up". */
