@@ -110,7 +110,7 @@ export async function buildApp(
   registerErrorHandling(app);
   // Callback-style hooks where nothing is awaited: no promise per request (docs/performance.md).
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('X-Request-Id', request.id);
+    reply.header('x-request-id', request.id); // lower case: sent so anyway, and no new string per request
     done();
   });
   registerAuth(app, ctx);
