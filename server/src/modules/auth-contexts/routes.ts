@@ -85,7 +85,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       return statusReads.load(request.params.auth_id).then((row) => {
         const c = ownContext(row, vendor.id);
         const { status, result } = currentState(ctx, c);
-        return ok(reply, result ? { auth_id: c.id, status, auth_result: result } : { auth_id: c.id, status });
+        ok(reply, result ? { auth_id: c.id, status, auth_result: result } : { auth_id: c.id, status });
       });
     },
   );
