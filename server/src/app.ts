@@ -6,6 +6,7 @@ import { DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';
+import { randomRequestId } from './lib/request-id.ts';
 import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
 import { registerErrorHandling, sendError } from './plugins/app/errors.ts';
@@ -100,7 +101,7 @@ export async function buildApp(
     bodyLimit: BODY_LIMIT,
     trustProxy: trustedProxies(ctx.config.PALMID_TRUST_PROXY),
     requestIdHeader: false,
-    genReqId: (req) => pickRequestId(req.headers['x-request-id']) ?? crypto.randomUUID(),
+    genReqId: (req) => pickRequestId(req.headers['x-request-id']) ?? randomRequestId(),
     routerOptions: { ignoreTrailingSlash: true },
   });
   app.decorate('ctx', ctx);
@@ -109,7 +110,7 @@ export async function buildApp(
   registerErrorHandling(app);
   // Callback-style hooks where nothing is awaited: no promise per request (docs/performance.md).
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('X-Request-Id', request.id);
+    reply.header('x-request-id', request.id); // lower case: sent so anyway, and no new string per request
     done();
   });
   registerAuth(app, ctx);

@@ -35,6 +35,7 @@ describe('MemoryWindow (in-memory counts, answered synchronously)', () => {
       resetAt: Math.ceil((t0 + 60_000) / 1000),
     });
     expect(first.resetText).toBe(String(first.resetAt));
+    expect(first.limitText).toBe(String(first.limit));
     expect(w.consume('k', t0 + 10_000)).toMatchObject({
       remaining: 1,
       allowed: true,

@@ -63,12 +63,14 @@ interface Window {
 export class MemoryWindow {
   readonly #counts = new Map<string, { n: number; endsAt: number; resetText: string }>();
   readonly #durationMs: number;
+  readonly #limitText: string;
 
   constructor(
     readonly points: number,
     durationS: number,
   ) {
     this.#durationMs = durationS * 1000;
+    this.#limitText = String(points);
   }
 
   consume(key: string, now: number): RateDecision {
@@ -86,6 +88,7 @@ export class MemoryWindow {
     const ms = c.endsAt - now;
     return {
       limit: this.points,
+      limitText: this.#limitText,
       remaining: Math.max(0, this.points - c.n),
       resetAt: Math.ceil(c.endsAt / 1000),
       resetText: c.resetText,
@@ -108,6 +111,8 @@ export interface RateDecision {
   resetAt: number; // Unix seconds
   /** `resetAt` as the header's text, when the counter has it made already. */
   resetText?: string;
+  /** `limit` as the header's text, when the counter has it made already. */
+  limitText?: string;
   allowed: boolean;
   retryAfterS: number;
 }
@@ -205,10 +210,14 @@ function decide(w: Window, res: IRateLimiterRes, now: number, allowed: boolean):
   };
 }
 
+/**
+ * Sets the rate-limit headers. Names in lower case: Fastify lower-cases every name it is given (and sends
+ * them so), and an already lower-case name costs no new string per request (docs/performance.md).
+ */
 export function applyRateDecision(reply: FastifyReply, d: RateDecision): void {
-  reply.header('X-RateLimit-Limit', String(d.limit));
-  reply.header('X-RateLimit-Remaining', String(d.remaining));
-  reply.header('X-RateLimit-Reset', d.resetText ?? String(d.resetAt));
+  reply.header('x-ratelimit-limit', d.limitText ?? String(d.limit));
+  reply.header('x-ratelimit-remaining', String(d.remaining));
+  reply.header('x-ratelimit-reset', d.resetText ?? String(d.resetAt));
   if (!d.allowed) {
     reply.header('Retry-After', String(d.retryAfterS));
     throw new AppError('RATE_LIMITED', 'Too many requests', {

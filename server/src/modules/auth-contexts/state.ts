@@ -161,7 +161,11 @@ export async function loadVendorContext(
   authId: string,
   load: (authId: string) => Promise<AuthContext | undefined> = (id) => loadContext(db, id),
 ): Promise<AuthContext> {
-  const c = await load(authId);
+  return ownContext(await load(authId), vendorId);
+}
+
+/** `c` when it exists and belongs to `vendorId`, else the NOT_FOUND error (another vendor's context is unknown). */
+export function ownContext(c: AuthContext | undefined, vendorId: string): AuthContext {
   if (!c || c.vendorId !== vendorId) {
     throw new AppError('NOT_FOUND', 'Authentication context not found', {
       field: 'auth_id',

@@ -79,6 +79,33 @@ describe('health and status', () => {
     expect(await connected()).toBe(0);
   });
 
+  it('GET /api/v1/status follows the probe: settled, pending, failed and rejected', async () => {
+    const status = async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/api/v1/status', headers: { 'x-api-key': key } });
+      expect(res.statusCode).toBe(200);
+      const data = res.json().data;
+      return `${data.status}/${data.database.ok}`;
+    };
+    const db = t.ctx.database;
+    const original = db.ping;
+    try {
+      // A new promise per request, resolved later: awaited each time.
+      db.ping = () => new Promise((resolve) => setTimeout(() => resolve(false), 1));
+      expect(await status()).toBe('degraded/false');
+      // One settled promise answered again: its value is the answer, the first time and after.
+      const down = Promise.resolve(false);
+      db.ping = () => down;
+      expect(await status()).toBe('degraded/false');
+      expect(await status()).toBe('degraded/false');
+      db.ping = () => Promise.reject(new Error('probe failed'));
+      expect(await status()).toBe('degraded/false');
+    } finally {
+      db.ping = original;
+    }
+    expect(await status()).toBe('ok/true');
+    expect(await status()).toBe('ok/true');
+  });
+
   it('unknown routes and wrong methods are 404 envelopes', async () => {
     for (const [method, url] of [
       ['GET', '/nope'],

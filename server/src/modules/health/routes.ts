@@ -1,4 +1,5 @@
 import { successSchema } from '@palmid/shared/envelope.ts';
+import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { VendorPrincipal } from '../../context.ts';
@@ -30,6 +31,43 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         data: z.output<typeof statusSchema>;
       }
     | undefined;
+  const answer = (reply: FastifyReply, vendor: VendorPrincipal, dbOk: boolean) => {
+    const now = ctx.now();
+    const connected = ctx.kiosks.countServing(vendor.id);
+    // One frozen answer per vendor principal, millisecond, probe result and kiosk count: the requests that
+    // share all four share it, and its JSON is made once (plugins/app/serializer.ts, compileEnvelope).
+    // Every field is a function of these keys (a vendor change gives a new principal), so it is never stale.
+    let last = lastStatus;
+    if (
+      last === undefined ||
+      last.vendor !== vendor ||
+      last.now !== now ||
+      last.dbOk !== dbOk ||
+      last.connected !== connected
+    ) {
+      last = {
+        vendor,
+        now,
+        dbOk,
+        connected,
+        data: Object.freeze({
+          status: dbOk ? ('ok' as const) : ('degraded' as const),
+          version: ctx.version,
+          environment: ctx.config.PALMID_ENV,
+          uptime_s: Math.floor((now - ctx.startedAt) / 1000),
+          database: Object.freeze({ kind: ctx.database.kind, ok: dbOk }),
+          pvs: Object.freeze({ connected }),
+          vendor: Object.freeze({ id: vendor.id, name: vendor.name, mode: vendor.mode }),
+          time: isoAt(now),
+        }),
+      };
+      lastStatus = last;
+    }
+    ok(reply, last.data);
+  };
+  const health = Object.freeze({ status: 'ok' as const, version: ctx.version });
+  /** The probe's promises already seen settled, with their value: a settled promise's value never changes. */
+  const settled = new WeakMap<Promise<boolean>, boolean>();
   app.get(
     '/health',
     {
@@ -40,7 +78,8 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: healthSchema },
       },
     },
-    async () => ({ status: 'ok' as const, version: ctx.version }),
+    // Synchronous, one frozen answer: no promise and no object per request (docs/performance.md).
+    () => health,
   );
 
   app.get(
@@ -54,41 +93,21 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: successSchema(statusSchema), ...vendorErrors(401, 403, 429) },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const vendor = vendorOf(request);
-      const dbOk = await ctx.database.ping();
-      const now = ctx.now();
-      const connected = ctx.kiosks.countServing(vendor.id);
-      // One frozen answer per vendor principal, millisecond, probe result and kiosk count: the requests that
-      // share all four share it, and its JSON is made once (plugins/app/serializer.ts, compileEnvelope).
-      // Every field is a function of these keys (a vendor change gives a new principal), so it is never stale.
-      let last = lastStatus;
-      if (
-        last === undefined ||
-        last.vendor !== vendor ||
-        last.now !== now ||
-        last.dbOk !== dbOk ||
-        last.connected !== connected
-      ) {
-        last = {
-          vendor,
-          now,
-          dbOk,
-          connected,
-          data: Object.freeze({
-            status: dbOk ? ('ok' as const) : ('degraded' as const),
-            version: ctx.version,
-            environment: ctx.config.PALMID_ENV,
-            uptime_s: Math.floor((now - ctx.startedAt) / 1000),
-            database: Object.freeze({ kind: ctx.database.kind, ok: dbOk }),
-            pvs: Object.freeze({ connected }),
-            vendor: Object.freeze({ id: vendor.id, name: vendor.name, mode: vendor.mode }),
-            time: isoAt(now),
-          }),
-        };
-        lastStatus = last;
-      }
-      return ok(reply, last.data);
+      // The SQLite probe answers with one of two settled promises: once seen settled, the same promise is
+      // answered without awaiting it (no promise or microtask per request); a new one is awaited.
+      const probe = ctx.database.ping();
+      const known = settled.get(probe);
+      if (known !== undefined) return answer(reply, vendor, known);
+      // Both probes resolve (never reject); one that did would mean the database is not ok.
+      probe.then(
+        (dbOk) => {
+          settled.set(probe, dbOk);
+          answer(reply, vendor, dbOk);
+        },
+        () => answer(reply, vendor, false),
+      );
     },
   );
 };
