@@ -8,7 +8,7 @@ import { SENSOR_PROFILES } from '../../agent/src/palm/sensor-profiles.ts';
  * finger axis through the middle finger valley. No thumb, no thumb web, fingers of equal widths:
  * the geometry finds three valleys and no side, as on real frames where the thumb is out of view.
  */
-async function mirroredHalf(sensor: Sensor, capture: number): Promise<GrayFrame> {
+async function mirroredHalf(sensor: Sensor, capture: number): Promise<GrayFrame | null> {
   const frame = await renderPalm({
     identity: 'pipe-sideless',
     hand: 'right',
@@ -17,7 +17,7 @@ async function mirroredHalf(sensor: Sensor, capture: number): Promise<GrayFrame>
     ...(sensor === 'simulator' ? {} : { width: 320, height: 240 }),
   });
   const g = locateHand(frame, SENSOR_PROFILES[sensor].roi);
-  if (!g.valleys || g.up === null) throw new Error('the rendered hand has no valleys');
+  if (!g.valleys || g.up === null) return null; // this render's own valleys are not found: next capture
   const { x: ox, y: oy } = g.valleys[1]!;
   const ux = Math.cos(g.up);
   const uy = Math.sin(g.up);
@@ -50,7 +50,8 @@ const found = new Map<Sensor, { next: number; frames: GrayFrame[] }>();
 
 /**
  * The `n`-th (from 0) such frame of `sensor` whose geometry indeed finds valleys, a square inside
- * the frame and no side (captures 0–15 are tried in order; on some the outline keeps a cue).
+ * the frame and no side (captures 0–39 are tried in order; on some the outline keeps a cue, and
+ * renders whose own valleys are not found are passed over).
  */
 export async function sideless(sensor: Sensor, n = 0): Promise<GrayFrame> {
   let state = found.get(sensor);
@@ -59,8 +60,9 @@ export async function sideless(sensor: Sensor, n = 0): Promise<GrayFrame> {
     found.set(sensor, state);
   }
   while (state.frames.length <= n) {
-    if (state.next > 15) throw new Error(`fewer than ${n + 1} ${sensor} frames without a side cue`);
+    if (state.next > 39) throw new Error(`fewer than ${n + 1} ${sensor} frames without a side cue`);
     const frame = await mirroredHalf(sensor, state.next++);
+    if (!frame) continue;
     const g = locateHand(frame, SENSOR_PROFILES[sensor].roi);
     if (g.up !== null && g.hand === null && !g.touchesEdge) state.frames.push(frame);
   }
