@@ -66,6 +66,11 @@ export function otsu(data: Uint8Array): number {
   for (let i = n4; i < data.length; i++) h0[data[i]!]!++;
   const hist = new Float64Array(256);
   for (let v = 0; v < 256; v++) hist[v] = h0[v]! + h1[v]! + h2[v]! + h3[v]!;
+  return otsuOfHistogram(hist, data.length);
+}
+
+/** Otsu's threshold of a 256-bin histogram of `n` pixels: the largest between-class variance. */
+export function otsuOfHistogram(hist: ArrayLike<number>, n: number): number {
   let sum = 0;
   for (let i = 0; i < 256; i++) sum += i * hist[i]!;
   let sumB = 0;
@@ -75,7 +80,7 @@ export function otsu(data: Uint8Array): number {
   for (let t = 0; t < 256; t++) {
     wB += hist[t]!;
     if (wB === 0) continue;
-    const wF = data.length - wB;
+    const wF = n - wB;
     if (wF === 0) break;
     sumB += t * hist[t]!;
     const mB = sumB / wB;
