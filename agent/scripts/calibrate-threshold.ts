@@ -9,11 +9,10 @@
  * `--at <scores>` adds the FMR and FNMR at those score thresholds (comma-separated).
  * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] [--at 0.4,0.5] <dir>...
  */
-import { AppError } from '@palmid/shared/errors.ts';
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { listDataset } from '../src/palm/eval/dataset.ts';
-import { evaluate } from '../src/palm/eval/evaluate.ts';
+import { evaluate, extractionFailure } from '../src/palm/eval/evaluate.ts';
 import { readImage } from '../src/palm/image-io.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplates } from '../src/palm/roi-template.ts';
@@ -70,8 +69,7 @@ for (const dir of args) {
         try {
           return await extractCapture(f, sensor);
         } catch (err) {
-          if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
-          throw err;
+          return extractionFailure(err);
         }
       }
       const [template, ...variants] = await extractRoiTemplates(await readImage(f), angles);

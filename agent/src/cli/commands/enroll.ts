@@ -116,13 +116,13 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                   continue;
                 }
                 const wrongSide = sideRefusal(p.hand, hand);
-                if (wrongSide || p.hand === 'unknown') {
+                if (wrongSide) {
                   log(`  ${wrongSide}`);
                   continue;
                 }
                 got = {
                   template: p.template,
-                  hand: p.hand,
+                  hand, // sideRefusal passed: the capture's side is the one asked for
                   quality: p.quality / 100,
                   liveness: livenessToWire(p.liveness),
                   capturedAt: Date.now(),

@@ -1,4 +1,3 @@
-import { AppError } from '@palmid/shared/errors.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { readImage } from '../image-io.ts';
@@ -10,7 +9,14 @@ import { extractCapture, extractTemplate } from '../template-file.ts';
 import { baselineDistance, baselineTemplate } from './baseline.ts';
 import { listDataset } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
-import { type EvalExtra, type EvalOptions, type EvalReport, type Extract, evaluate } from './evaluate.ts';
+import {
+  type EvalExtra,
+  type EvalOptions,
+  type EvalReport,
+  type Extract,
+  evaluate,
+  extractionFailure,
+} from './evaluate.ts';
 import { formatSummary } from './summary.ts';
 
 /** `--rotations` value: probe angles in degrees, 0° first ("0" turns the rotation search off). */
@@ -38,12 +44,6 @@ interface EvalCliOptions {
   baseline?: boolean;
   maxImpostors: number;
   sensor?: SensorName;
-}
-
-/** An extraction failure as a reason to count: the pipeline's reason, or what went wrong. */
-function failure(err: unknown): { reason: string } {
-  if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
-  throw err;
 }
 
 async function run(
@@ -130,7 +130,7 @@ export function evalCommand(): Command {
               ? { template: await extractTemplate(file, true) }
               : await extractCapture(file, o.sensor);
           } catch (err) {
-            return failure(err);
+            return extractionFailure(err);
           }
         },
         {
@@ -148,7 +148,7 @@ export function evalCommand(): Command {
               try {
                 return { template: baselineTemplate(await readImage(file)) };
               } catch (err) {
-                return failure(err);
+                return extractionFailure(err);
               }
             },
             { maxImpostorPairs: o.maxImpostors, distance: baselineDistance },

@@ -1,6 +1,8 @@
 import { seededRandom } from '@palmid/firmware-sim/rng.ts';
+import { AppError } from '@palmid/shared/errors.ts';
 import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
+import type { CaptureHand } from '../pipeline.ts';
 import { variantMatcher } from '../roi-rotation.ts';
 import type { Dataset } from './dataset.ts';
 import { errorRates, percentile, subjectBootstrap } from './metrics.ts';
@@ -58,9 +60,13 @@ export interface EvalExtra {
  */
 export type Extract = (
   file: string,
-) => Promise<
-  { template: Uint8Array; variants?: Uint8Array[]; hand?: 'left' | 'right' | 'unknown' } | { reason: string }
->;
+) => Promise<{ template: Uint8Array; variants?: Uint8Array[]; hand?: CaptureHand } | { reason: string }>;
+
+/** An extraction's AppError as a reason to count (the pipeline's reason, or its message); anything else is rethrown. */
+export function extractionFailure(err: unknown): { reason: string } {
+  if (err instanceof AppError) return { reason: String(err.details.reason ?? err.message) };
+  throw err;
+}
 
 export interface EvalOptions {
   /** Upper bound on impostor comparisons; beyond it a fixed stride samples them. */
@@ -103,14 +109,14 @@ export async function evaluate(
       result = { reason: err instanceof Error ? err.message : String(err) };
     }
     extractMs.push(cpuMs() - t0);
-    if ('template' in result && result.hand === 'unknown') unknownSide++;
-    if ('template' in result)
+    if ('template' in result) {
+      if (result.hand === 'unknown') unknownSide++;
       packed.push({
         subject: f.subject,
         words: packTemplate(decodeTemplate(result.template)),
         variants: (result.variants ?? []).map((v) => packTemplate(decodeTemplate(v))),
       });
-    else failures.push({ file: f.file, reason: result.reason });
+    } else failures.push({ file: f.file, reason: result.reason });
     options.onProgress?.('extract', i + 1, files.length);
   }
   const n = packed.length;
