@@ -12,6 +12,7 @@ import type { AppContext, VendorPrincipal } from '../../context.ts';
 import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import { inBatches } from '../../db/batches.ts';
 import type { Db, WriteBatch } from '../../db/index.ts';
+import { lastIso } from '../../lib/iso-date.ts';
 import { findKiosk } from '../pvs/service.ts';
 import { savePredicates } from '../verification/zk.ts';
 import { type AuthContext, authContextStore } from './store.ts';
@@ -29,22 +30,7 @@ export function isTerminal(status: AuthStatus): boolean {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
-/**
- * `new Date(ms).toISOString()`, the last one remembered: the creates of one group commit share their
- * `created_at` and `expires_at` millisecond, and formatting a date costs more than the rest of the record
- * (docs/performance.md).
- */
-function lastIso(): (ms: number) => string {
-  let last = Number.NaN;
-  let text = '';
-  return (ms) => {
-    if (ms !== last) {
-      text = new Date(ms).toISOString();
-      last = ms;
-    }
-    return text;
-  };
-}
+// the creates of one group commit share their `created_at` and `expires_at` millisecond
 const createdIso = lastIso();
 const expiresIso = lastIso();
 
@@ -151,17 +137,9 @@ export async function loadContext(db: Db, authId: string): Promise<AuthContext |
   return authContextStore(db).get(authId);
 }
 
-/**
- * A context of the calling vendor (another vendor's is 404, never 403: existence is not revealed); `load`
- * reads it (the status route's reads are batched per turn, lib/turn-batch.ts).
- */
-export async function loadVendorContext(
-  db: Db,
-  vendorId: string,
-  authId: string,
-  load: (authId: string) => Promise<AuthContext | undefined> = (id) => loadContext(db, id),
-): Promise<AuthContext> {
-  return ownContext(await load(authId), vendorId);
+/** A context of the calling vendor (another vendor's is 404, never 403: existence is not revealed). */
+export async function loadVendorContext(db: Db, vendorId: string, authId: string): Promise<AuthContext> {
+  return ownContext(await loadContext(db, authId), vendorId);
 }
 
 /** `c` when it exists and belongs to `vendorId`, else the NOT_FOUND error (another vendor's context is unknown). */

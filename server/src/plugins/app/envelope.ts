@@ -1,5 +1,6 @@
 import type { Meta } from '@palmid/shared/envelope.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { lastIso } from '../../lib/iso-date.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -8,20 +9,8 @@ export function pickRequestId(header: string | string[] | undefined): string | u
   return typeof header === 'string' && REQUEST_ID.test(header) ? header : undefined;
 }
 
-let isoMs = Number.NaN;
-let isoText = '';
-
-/**
- * `new Date(ms).toISOString()`, formatted once per millisecond: under load many answers share one
- * (formatting a date costs more than the rest of the envelope; docs/performance.md).
- */
-export function isoAt(ms: number): string {
-  if (ms !== isoMs) {
-    isoText = new Date(ms).toISOString();
-    isoMs = ms;
-  }
-  return isoText;
-}
+/** `new Date(ms).toISOString()`, formatted once per millisecond (lib/iso-date.ts). */
+export const isoAt = lastIso();
 
 export function meta(request: FastifyRequest): Meta {
   return { request_id: request.id, timestamp: isoAt(Date.now()) };

@@ -48,7 +48,6 @@ export function responseSerializerCompiler(opts: { check: boolean }) {
   };
 }
 
-/** fast-json-stringify for a zod schema, or undefined when it has no faithful JSON Schema form. */
 /**
  * A success envelope (`{success, data, meta}`, shared/src/envelope.ts) compiled as its two parts, so that a
  * frozen `data` object answered to many requests (`GET /api/v1/status` keeps one per vendor and millisecond)
@@ -84,6 +83,7 @@ export function compileEnvelope(schema: unknown): Serialize | undefined {
   };
 }
 
+/** fast-json-stringify for a zod schema, or undefined when it has no faithful JSON Schema form. */
 export function compileFast(schema: unknown): Serialize | undefined {
   const zod = zodSchemaOf(schema);
   if (!zod) return undefined;
