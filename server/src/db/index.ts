@@ -27,9 +27,10 @@ export interface Database {
   commits(): number;
   /**
    * Whether the store answers a trivial query. Callers that arrive while a probe is in flight share its
-   * answer, so a status endpoint under load costs one round trip per probe, not one per request.
+   * answer, so a status endpoint under load costs one round trip per probe, not one per request. A store
+   * answered in process (SQLite) answers at once, without a promise.
    */
-  ping(): Promise<boolean>;
+  ping(): boolean | Promise<boolean>;
   /** Changes to API keys and vendors, from any process (db/credential-watch.ts). */
   credentials: CredentialWatch;
   close(): Promise<void>;
@@ -111,22 +112,18 @@ export async function openDatabase(url: string): Promise<Database> {
  * SQLite: `select 1` on the connection itself, prepared once and answered in process (the same probe as
  * through Kysely, without a trip through its connection queue per `GET /api/v1/status`: docs/performance.md).
  */
-function sqlitePing(sqlite: SQLite.Database): () => Promise<boolean> {
+function sqlitePing(sqlite: SQLite.Database): () => boolean {
   let stmt: SQLite.Statement | undefined;
   return () => {
     try {
       stmt ??= sqlite.prepare('select 1');
       stmt.get();
-      return PROBE_OK;
+      return true;
     } catch {
-      return PROBE_FAILED;
+      return false;
     }
   };
 }
-
-/** The SQLite probe's two answers, settled once (no promise made per `GET /api/v1/status`). */
-const PROBE_OK = Promise.resolve(true);
-const PROBE_FAILED = Promise.resolve(false);
 
 /** A probe that callers arriving while it runs share: true when it succeeded. */
 function singleFlight(probe: () => Promise<unknown>): () => Promise<boolean> {

@@ -99,6 +99,9 @@ describe('health and status', () => {
       expect(await status()).toBe('degraded/false');
       db.ping = () => Promise.reject(new Error('probe failed'));
       expect(await status()).toBe('degraded/false');
+      // An in-process store answers at once, without a promise.
+      db.ping = () => false;
+      expect(await status()).toBe('degraded/false');
     } finally {
       db.ping = original;
     }

@@ -66,8 +66,6 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
     ok(reply, last.data);
   };
   const health = Object.freeze({ status: 'ok' as const, version: ctx.version });
-  /** The probe's promises already seen settled, with their value: a settled promise's value never changes. */
-  const settled = new WeakMap<Promise<boolean>, boolean>();
   app.get(
     '/health',
     {
@@ -95,17 +93,12 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     (request, reply) => {
       const vendor = vendorOf(request);
-      // The SQLite probe answers with one of two settled promises: once seen settled, the same promise is
-      // answered without awaiting it (no promise or microtask per request); a new one is awaited.
+      // SQLite answers in process (no promise or microtask per request); PostgreSQL's probe is awaited.
       const probe = ctx.database.ping();
-      const known = settled.get(probe);
-      if (known !== undefined) return answer(reply, vendor, known);
+      if (typeof probe === 'boolean') return answer(reply, vendor, probe);
       // Both probes resolve (never reject); one that did would mean the database is not ok.
       probe.then(
-        (dbOk) => {
-          settled.set(probe, dbOk);
-          answer(reply, vendor, dbOk);
-        },
+        (dbOk) => answer(reply, vendor, dbOk),
         () => answer(reply, vendor, false),
       );
     },
