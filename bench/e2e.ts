@@ -12,11 +12,14 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import type { StepTiming } from '../agent/src/kiosk/daemon.ts';
+import type { CaptureRecord } from '../firmware-sim/src/device.ts';
 import {
   api,
   kioskAgentEnv,
   lastJson,
   run,
+  sqliteServerEnv,
   start,
   startServer,
   startSim,
@@ -24,13 +27,18 @@ import {
   VendorSocket,
 } from '../test/e2e/harness.ts';
 
+/** The simulated sensor's exposure per capture (`--capture-ms` of the firmware simulator). */
+const CAPTURE_MS = 100;
+/** The simulator's delay before it presents the auto-present hand to a capture that waits for one. */
+const AUTO_PRESENT_MS = 150;
+
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
   process.stdout.write(`usage: npx tsx bench/e2e.ts [--runs 100] [--warm-up 2] [--walk-up] [--steps] [--no-render-ahead]
 
   --runs <n>     measured contexts, created one after another (default 100)
   --warm-up <n>  contexts served first and not measured: the first ones pay one-off costs (JIT, the
                  agent's ONNX session, the server's first create); printed apart (default 2)
-  --walk-up      remove the hand before each run; the simulator presents it ${150} ms after the first
+  --walk-up      remove the hand before each run; the simulator presents it ${AUTO_PRESENT_MS} ms after the first
                  capture starts (counted as sensor time)
   --steps        print each run's breakdown on stderr (also written to bench/results/e2e.json):
                  create → scan.request, per capture the sensor's exposure, the simulator's render past
@@ -50,29 +58,15 @@ if (!Number.isInteger(RUNS) || RUNS < 1 || !Number.isInteger(WARM_UP) || WARM_UP
   process.stderr.write('bench/e2e: --runs must be a positive integer, --warm-up a non-negative one\n');
   process.exit(2);
 }
-/** The simulated sensor's exposure per capture (`--capture-ms` of the firmware simulator). */
-const CAPTURE_MS = 100;
-/** The simulator's delay before it presents the auto-present hand to a capture that waits for one. */
-const AUTO_PRESENT_MS = 150;
 const WALK_UP = process.argv.includes('--walk-up');
 const PALM = { identity: 'bench-user', hand: 'right' } as const;
 const STEPS = process.argv.includes('--steps');
 const RENDER_AHEAD = !process.argv.includes('--no-render-ahead');
 
-/** A kiosk step as the agent's `run --timings` logs it (agent/src/kiosk/daemon.ts `StepTiming`). */
-interface Step {
-  step: string;
-  at: number;
-  ms: number;
-}
-/** A capture as the simulator ran it (`GET /captures`, firmware-sim/src/device.ts `CaptureRecord`). */
-interface SimCapture {
-  captureId: number;
-  startedAt: number;
-  exposureMs: number;
-  renderMs?: number;
-  doneMs: number;
-}
+/** A kiosk step as the agent's `run --timings` logs it. */
+type Step = StepTiming;
+/** A capture as the simulator ran it (`GET /captures`). */
+type SimCapture = CaptureRecord;
 
 const epoch = () => performance.timeOrigin + performance.now();
 
@@ -95,12 +89,14 @@ function breakdown(t0: number, t1: number, steps: Step[], sim: SimCapture[]): Re
     add('create→request', queued.at - t0);
     add('queued', queued.ms);
   }
+  const transfers = steps.filter((x) => x.step === 'transfer');
+  const captures = steps.filter((x) => x.step === 'capture');
   let capture = 0;
   let pipeline = 0;
   for (const s of steps) {
     if (s.step === 'capture') {
       const c = sim[capture];
-      const transfer = steps.filter((x) => x.step === 'transfer')[capture]?.ms ?? 0;
+      const transfer = transfers[capture]?.ms ?? 0;
       capture += 1;
       const tag = `c${capture}`;
       if (c) {
@@ -115,9 +111,10 @@ function breakdown(t0: number, t1: number, steps: Step[], sim: SimCapture[]): Re
       add(`${tag}.transfer`, transfer);
     } else if (s.step === 'pipeline') {
       // the part of it spent while the next capture was already running is hidden behind that capture
-      const hidden = steps
-        .filter((c) => c.step === 'capture')
-        .reduce((sum, c) => sum + Math.max(0, Math.min(s.at + s.ms, c.at + c.ms) - Math.max(s.at, c.at)), 0);
+      const hidden = captures.reduce(
+        (sum, c) => sum + Math.max(0, Math.min(s.at + s.ms, c.at + c.ms) - Math.max(s.at, c.at)),
+        0,
+      );
       pipeline += 1;
       add(`p${pipeline}.pipeline`, s.ms - hidden);
       if (hidden > 0) hiddenMs[`p${pipeline}.hidden`] = hidden;
@@ -140,13 +137,7 @@ async function main(): Promise<void> {
   const tmp = tempDir('palmid-bench-e2e-');
   // the machine's 1-minute load average before and after: timings on a shared host are relative to it
   const loadBefore = loadavg()[0]!;
-  const env = {
-    PORT: '0',
-    DATABASE_URL: `sqlite:${tmp.dir}/p.db`,
-    PALMID_KEY_FILE: `${tmp.dir}/k`,
-    PALMID_ENV: 'sandbox',
-    PALMID_LOG_LEVEL: 'warn',
-  };
+  const env = sqliteServerEnv(tmp.dir, { PALMID_LOG_LEVEL: 'warn' });
   const server = await startServer({ ...env, PALMID_LOG_LEVEL: 'info' });
   const admin = async <T>(...args: string[]) =>
     lastJson<T>(await run('server/src/cli/admin.ts', ['--json', ...args], env));

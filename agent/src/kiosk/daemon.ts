@@ -218,7 +218,7 @@ export class KioskDaemon extends EventEmitter {
         // now: the sensor exposes it while this frame goes through the pipeline. It is used only if this
         // frame is live; otherwise it is aborted and the person is asked to present again.
         if (policy.needsMoreAfterLive && attempts < this.#opts.maxAttempts) {
-          next = this.#startCapture(abort.signal, Math.max(1000, deadline - Date.now()));
+          next = this.#startCapture(abort.signal, deadline - Date.now());
           // START_CAPTURE goes out before the pipeline takes the event loop
           await next.started;
         }
