@@ -8,7 +8,7 @@ import type {
   onRequestHookHandler,
 } from 'fastify';
 import type { AppContext, Caller, UserPrincipal, VendorPrincipal, VendorScope } from '../../context.ts';
-import { applyRateDecision, type RateBucket } from '../../lib/rate-limits.ts';
+import { applyRateDecision, type RateBucket, type RateDecision } from '../../lib/rate-limits.ts';
 import { CredentialGuard } from './credential-guard.ts';
 import { VerifiedKeyCache } from './key-cache.ts';
 
@@ -87,22 +87,10 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
       if (!rate) return done(vendor ? scopeError(vendor, scope) : undefined);
       // Counted in memory: answered at once, so a key verified in memory costs this request no promise.
       const now = ctx.rateLimits.consumeNow(rate, key);
-      if (now !== undefined) {
-        try {
-          applyRateDecision(reply, now);
-        } catch (err) {
-          return done(err as Error);
-        }
-        return done(vendor ? scopeError(vendor, scope) : undefined);
-      }
-      ctx.rateLimits.consume(rate, key).then((decision) => {
-        try {
-          applyRateDecision(reply, decision);
-        } catch (err) {
-          return done(err as Error);
-        }
-        done(vendor ? scopeError(vendor, scope) : undefined);
-      }, done);
+      if (now !== undefined) return counted(reply, now, vendor, scope, done);
+      ctx.rateLimits
+        .consume(rate, key)
+        .then((decision) => counted(reply, decision, vendor, scope, done), done);
     };
     if (auth === 'vendor') {
       const verify = async (request: FastifyRequest, reply: FastifyReply, apiKey: unknown) =>
@@ -138,6 +126,22 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
     const own = route.onRequest;
     route.onRequest = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])];
   });
+}
+
+/** The rate-limit headers of a counted request (a refusal is the error), then the scope check. */
+function counted(
+  reply: FastifyReply,
+  decision: RateDecision,
+  vendor: VendorPrincipal | undefined,
+  scope: VendorScope | undefined,
+  done: HookHandlerDoneFunction,
+): void {
+  try {
+    applyRateDecision(reply, decision);
+  } catch (err) {
+    return done(err as Error);
+  }
+  done(vendor ? scopeError(vendor, scope) : undefined);
 }
 
 function scopeError(vendor: VendorPrincipal, scope: VendorScope | undefined): AppError | undefined {
