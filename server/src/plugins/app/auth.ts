@@ -139,7 +139,8 @@ function counted(
   try {
     applyRateDecision(reply, decision);
   } catch (err) {
-    return done(err as Error);
+    done(err as Error);
+    return;
   }
   done(vendor ? scopeError(vendor, scope) : undefined);
 }
