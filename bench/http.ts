@@ -22,7 +22,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -30,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { SERVER_NODE_FLAGS } from '../server/src/lib/node-flags.ts';
 import type { TestPostgres } from '../test/support/postgres.ts';
 import type { TestRedis } from '../test/support/redis.ts';
+import { cpuMs, processTree } from './proc.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TSX = join(HERE, '..', 'node_modules', '.bin', 'tsx');
@@ -185,34 +186,6 @@ function rssMb(pid: number | undefined): number | null {
     }
   }
   return found ? Math.round(kb / 1024) : null;
-}
-
-/** The process and its descendants (a target's pid is tsx's launcher; node runs in its child). */
-function processTree(pid: number): number[] {
-  const out = [pid];
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const children = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
-      for (const c of children ? children.split(' ') : []) out.push(...processTree(Number(c)));
-    }
-  } catch {
-    // gone meanwhile
-  }
-  return out;
-}
-
-/** CPU time (user + system, all threads) of the processes and their descendants so far, in ms (ticks of 10 ms). */
-function cpuMs(pids: (number | undefined)[]): number {
-  let ticks = 0;
-  for (const pid of pids.flatMap((p) => (p ? processTree(p) : []))) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
-    } catch {
-      // the process is gone: nothing more to count
-    }
-  }
-  return ticks * 10;
 }
 
 interface RouteSpec {

@@ -18,6 +18,7 @@ import type { AppContext, VendorPrincipal } from '../server/src/context.ts';
 import { type Database, openDatabase } from '../server/src/db/index.ts';
 import { createAuthContext } from '../server/src/modules/auth-contexts/state.ts';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../test/support/postgres.ts';
+import { cpuMs } from './proc.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -51,37 +52,6 @@ for (const t of targets) {
     process.stderr.write(`unknown target '${t}'\n${HELP}`);
     process.exit(2);
   }
-}
-
-/** CPU seconds (user + system) of a process and all its descendants, from /proc (Linux); 0 elsewhere. */
-function treeCpuSeconds(root: number): number {
-  let procs: { pid: number; ppid: number; ticks: number }[];
-  try {
-    procs = readdirSync('/proc')
-      .filter((d) => /^\d+$/.test(d))
-      .flatMap((d) => {
-        try {
-          const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-          const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-          return [{ pid: Number(d), ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) }];
-        } catch {
-          return []; // exited meanwhile
-        }
-      });
-  } catch {
-    return 0;
-  }
-  const inTree = new Set([root]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of procs) {
-      if (!inTree.has(p.pid) && inTree.has(p.ppid)) {
-        inTree.add(p.pid);
-        grew = true;
-      }
-    }
-  }
-  return procs.filter((p) => inTree.has(p.pid)).reduce((sum, p) => sum + p.ticks, 0) / 100;
 }
 
 /** The postmaster listening on `port` (its command line names the port), or undefined. */
@@ -140,7 +110,7 @@ async function measure(target: string, database: Database, postmaster?: number):
   };
   await run(3000);
   const commits = database.commits();
-  const dbCpu = postmaster ? treeCpuSeconds(postmaster) : 0;
+  const dbCpu = postmaster ? cpuMs([postmaster]) / 1000 : 0;
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   await run(WRITES);
@@ -156,7 +126,7 @@ async function measure(target: string, database: Database, postmaster?: number):
     systemUsPerWrite: round(used.system / WRITES),
     writesPerSecond: Math.round(WRITES / seconds),
     writesPerCommit: round(WRITES / (database.commits() - commits)),
-    databaseCpuUsPerWrite: postmaster ? round(((treeCpuSeconds(postmaster) - dbCpu) * 1e6) / WRITES) : null,
+    databaseCpuUsPerWrite: postmaster ? round(((cpuMs([postmaster]) / 1000 - dbCpu) * 1e6) / WRITES) : null,
   };
 }
 
