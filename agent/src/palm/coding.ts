@@ -3,8 +3,13 @@ import { ORIENTATIONS, SCALES } from './gabor.ts';
 
 /** 3-bit codes of the 6 orientations whose Hamming distance is the circular angular distance. */
 const ANGULAR_CODE = [0b000, 0b001, 0b011, 0b111, 0b110, 0b100] as const;
-/** Share of grid points kept as reliable (the rest are masked as fragile). */
-export const MASK_KEEP = 0.8;
+/**
+ * Share of grid points kept as reliable (the rest are masked as fragile). 1: every cell is kept and
+ * the mask marks only the cells whose filters read outside the frame (`unusable`). Masking the
+ * 20 % of cells with the smallest winner margin (0.8, before) threw away more evidence than noise
+ * on real and synthetic palms; see docs/palm-pipeline.md ("Fragile-bit mask").
+ */
+export const MASK_KEEP = 1.0;
 
 export interface PalmCode {
   code: Uint32Array;

@@ -22,13 +22,13 @@ export const ROI_SCALE_VARIANTS: readonly number[] = [1.08];
 /**
  * Decision threshold on the similarity score (1 − 2 × distance) for the variant-tolerant ROI
  * distance (rotations and zoom, with the tile search's smoothness penalty).
- * `tsx agent/scripts/calibrate-threshold.ts /tmp/big-contact /tmp/big-contactless /tmp/big-vein`
- * (8 400 genuine, 950 400 impostor pairs, both directions as in `eval --roi`) puts FMR 1e-4 at
- * score 0.375 (FNMR 1.36 %); at 0.38 FMR is 6.7e-5 and FNMR 1.55 %. The plain distance has FMR
- * 1e-4 at 0.358 (FNMR 5.6 %). The minimum over variants lowers impostor distances too, hence a
- * constant of its own rather than the server's whole-frame MATCH_THRESHOLD.
+ * `tsx agent/scripts/calibrate-threshold.ts --at 0.305 /work/data/big-contact /work/data/big-contactless
+ * /work/data/big-vein` (8 400 genuine, 950 400 impostor pairs, both directions as in `eval --roi`)
+ * puts FMR 1e-4 at score 0.300 (FNMR 1.01 %); at 0.305 FMR is 7.3e-5 and FNMR 1.08 %. The plain
+ * distance has FMR 1e-4 at 0.285 (FNMR 4.7 %). The minimum over variants lowers impostor distances
+ * too, hence a constant of its own rather than the server's whole-frame MATCH_THRESHOLD.
  */
-export const ROI_MATCH_THRESHOLD = 0.38;
+export const ROI_MATCH_THRESHOLD = 0.305;
 
 interface SamplingMap {
   /** Top-left source index per output pixel, and the bilinear fractions. */

@@ -3,7 +3,8 @@
 ;; Computes exactly what `packedDistanceJs` in match.ts computes (range 4): a coarse global shift
 ;; search (dx, dy in {-4,-2,0,2,4}, even rows only), then 4 x 4 tiles of 8 x 8 cells, each taking
 ;; its best shift within +-2 of the global one, plus the smoothness penalty (TILE_SMOOTHNESS,
-;; 0.03 per cell of mean disagreement between neighbouring tiles' shifts, `shiftDisagreement`).
+;; 0.03 per cell of mean disagreement between neighbouring tiles' shifts, `shiftDisagreement`),
+;; the tile distance rescaled by the share of the tiles' overlap area that both masks trust.
 ;; Same integer counts, same tie-breaking (first strictly better in dy-major order), same f64
 ;; formulas, so the result is bit-identical.
 ;;
@@ -216,7 +217,7 @@
     (local $x v128) (local $y v128) (local $z v128) (local $q v128) (local $s1 v128) (local $s2 v128)
     (local $c1 v128) (local $c2 v128) (local $c3 v128)
     (local $bb v128) (local $bn v128) (local $better v128) (local $bits i32) (local $cn i32)
-    (local $d f64) (local $sc v128) (local $pen i32) (local $edges i32) (local $c i32)
+    (local $d f64) (local $sc v128) (local $pen i32) (local $edges i32) (local $c i32) (local $area i32)
     ;; shifted full copies of the candidate for dx = gx - 2 + u
     (local.set $u (i32.const 0))
     (loop $versions
@@ -339,20 +340,23 @@
       (local.set $t (i32.add (local.get $t) (i32.const 16)))
       (br_if $sum (i32.lt_u (local.get $t) (i32.const 64))))
     (if (i32.lt_u (local.get $cn) (i32.const 160)) (then (return (f64.const 0.5))))
-    (local.set $d (f64.div (f64.convert_i32_u (local.get $bits))
-      (f64.convert_i32_u (i32.mul (local.get $cn) (i32.const 6)))))
-    (local.set $d (f64.sub (f64.const 0.5) (f64.mul (f64.sub (f64.const 0.5) (local.get $d))
-      (f64.sqrt (f64.min (f64.const 1)
-        (f64.div (f64.convert_i32_u (local.get $cn)) (f64.const 560)))))))
     ;; smoothness: |dx| + |dy| differences over the edges to the right and lower neighbour tiles,
-    ;; both with a valid shift ($t is the byte offset of tile t: 4 t)
+    ;; both with a valid shift ($t is the byte offset of tile t: 4 t); beside it the tiles'
+    ;; overlap area at their chosen shifts (`tileOverlap`), for the rescaling below
     (local.set $pen (i32.const 0))
     (local.set $edges (i32.const 0))
+    (local.set $area (i32.const 0))
     (local.set $t (i32.const 0))
     (loop $edge
       (if (i32.load offset=17472 (local.get $t))
         (then
           (local.set $c (i32.load offset=17552 (local.get $t)))
+          ;; rows of band t >> 4 (bytes), columns of byte lane (t >> 2) & 3, at the tile's shift
+          (local.set $area (i32.add (local.get $area) (i32.mul
+            (call $span (i32.shl (i32.shr_u (local.get $t) (i32.const 4)) (i32.const 3))
+              (i32.add (local.get $gy) (i32.sub (i32.shr_u (local.get $c) (i32.const 3)) (i32.const 2))))
+            (call $span (i32.shl (i32.and (i32.shr_u (local.get $t) (i32.const 2)) (i32.const 3)) (i32.const 3))
+              (i32.add (local.get $gx) (i32.sub (i32.and (local.get $c) (i32.const 7)) (i32.const 2)))))))
           (if (i32.ne (i32.and (local.get $t) (i32.const 12)) (i32.const 12))
             (then
               (if (i32.load offset=17476 (local.get $t))
@@ -369,10 +373,29 @@
                   (local.set $edges (i32.add (local.get $edges) (i32.const 1)))))))))
       (local.set $t (i32.add (local.get $t) (i32.const 4)))
       (br_if $edge (i32.lt_u (local.get $t) (i32.const 64))))
+    ;; Daugman-style rescaling by the share of the overlap area that both masks trust
+    (local.set $d (f64.div (f64.convert_i32_u (local.get $bits))
+      (f64.convert_i32_u (i32.mul (local.get $cn) (i32.const 6)))))
+    (local.set $d (f64.sub (f64.const 0.5) (f64.mul (f64.sub (f64.const 0.5) (local.get $d))
+      (f64.sqrt (f64.min (f64.const 1)
+        (f64.div (f64.convert_i32_u (local.get $cn)) (f64.convert_i32_u (local.get $area))))))))
     (if (i32.eqz (local.get $edges)) (then (return (f64.min (f64.const 0.5) (local.get $d)))))
     (f64.min (f64.const 0.5)
       (f64.add (local.get $d) (f64.mul (f64.const 0.03)
         (f64.div (f64.convert_i32_u (local.get $pen)) (f64.convert_i32_u (local.get $edges))))))
+  )
+
+  ;; cells of the 8-cell span starting at $lo whose partner at $shift lies in the grid:
+  ;; max(0, min(lo + 8, 32 - shift) - max(lo, -shift))
+  (func $span (param $lo i32) (param $shift i32) (result i32)
+    (local $a i32) (local $b i32)
+    (local.set $a (i32.sub (i32.const 32) (local.get $shift)))
+    (local.set $a (select (local.get $a) (i32.add (local.get $lo) (i32.const 8))
+      (i32.lt_s (local.get $a) (i32.add (local.get $lo) (i32.const 8)))))
+    (local.set $b (i32.sub (i32.const 0) (local.get $shift)))
+    (local.set $b (select (local.get $b) (local.get $lo) (i32.gt_s (local.get $b) (local.get $lo))))
+    (local.set $a (i32.sub (local.get $a) (local.get $b)))
+    (select (local.get $a) (i32.const 0) (i32.gt_s (local.get $a) (i32.const 0)))
   )
 
   ;; |dx_a - dx_b| + |dy_a - dy_b| of two tile shifts coded dx + 8 dy (both 0-4)

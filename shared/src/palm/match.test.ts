@@ -11,6 +11,7 @@ import {
   shiftedDistance,
   TILE_SMOOTHNESS,
   tiledDistance,
+  tileOverlap,
 } from './match.ts';
 import { CODE_PLANES, encodeTemplate, GRID, type PalmTemplate, popcount32 } from './template.ts';
 
@@ -95,8 +96,10 @@ describe('palm matcher core', () => {
   });
 
   it('tile-wise counting with no extra reach equals the global count at that shift', () => {
-    const a = packTemplate(randomTemplate(3));
-    const b = packTemplate(randomTemplate(4));
+    // full masks: both rescalings (by overlap count, by trusted share) then leave the distance as is
+    const full = Uint32Array.from({ length: GRID }, () => 0xffffffff);
+    const a = packTemplate({ ...randomTemplate(3), mask: full });
+    const b = packTemplate({ ...randomTemplate(4), mask: full });
     for (const [dx, dy] of [
       [0, 0],
       [2, -3],
@@ -170,10 +173,30 @@ describe('palm matcher core', () => {
     }
   });
 
+  it('rescales the tile distance towards 0.5 by the share of the overlap that both masks trust', () => {
+    const t = randomTemplate(5);
+    const trusted = t.mask.reduce((s, w) => s + popcount32(w), 0);
+    const a = packTemplate(t);
+    // identical codes: no differing bit, so the distance is 0.5 − 0.5 √(trusted / overlap area)
+    expect(tiledDistance(a, 0, a, 0, 0, 0, 0, 0)).toBeCloseTo(0.5 - 0.5 * Math.sqrt(trusted / (GRID * GRID)), 12);
+    // at a shift the area is that of the overlapping cells only: a full mask still rescales by 1
+    const full = packTemplate({ ...t, mask: Uint32Array.from({ length: GRID }, () => 0xffffffff) });
+    expect(tiledDistance(full, 0, full, 0, 3, -2, 0, 0)).toBeGreaterThan(0.3);
+    expect(tiledDistance(full, 0, full, 0, 0, 0, 2, 0)).toBe(0);
+    expect(tileOverlap(0, 3, -2)).toBe(6 * 8);
+    expect(tileOverlap(15, 3, -2)).toBe(8 * 5);
+    expect(tileOverlap(5, 3, -2)).toBe(64);
+  });
+
   it('scores unrelated codes near zero and identical ones at one', () => {
-    const a = encodeTemplate(randomTemplate(11));
+    const full = Uint32Array.from({ length: GRID }, () => 0xffffffff);
+    const a = encodeTemplate({ ...randomTemplate(11), mask: full });
     const b = encodeTemplate(randomTemplate(12));
     expect(compareTemplates(a, a)).toBe(1);
+    // a template that trusts fewer cells carries less evidence: its self-match scores below one
+    const partial = encodeTemplate(randomTemplate(13));
+    expect(compareTemplates(partial, partial)).toBeLessThan(1);
+    expect(compareTemplates(partial, partial)).toBeGreaterThan(0.8);
     expect(compareTemplates(a, b)).toBeLessThan(0.15);
     expect(distanceToScore(0.5)).toBe(0);
   });

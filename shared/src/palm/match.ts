@@ -8,7 +8,10 @@ import { CODE_PLANES, decodeTemplate, GRID, type PalmTemplate, popcount32 } from
 export const ROW_WORDS = 8; // mask, 6 code planes, 1 pad — one cache-friendly block per grid row
 export const PACKED_WORDS = GRID * ROW_WORDS;
 
-/** Typical count of jointly reliable points; fewer shared points pull the distance toward 0.5. */
+/**
+ * Coarse search only: count of jointly reliable points below which the distance is pulled toward
+ * 0.5. The tile stage rescales by the share of the overlap both masks trust instead (`tiledDistance`).
+ */
 const REFERENCE_OVERLAP = 560;
 const MIN_OVERLAP = 160;
 /** How far (grid cells) each tile may move beyond the global shift. */
@@ -152,12 +155,27 @@ export function shiftDisagreement(shift: ArrayLike<number>, valid: ArrayLike<num
 }
 
 /**
+ * Cells of tile `t` (band t >> 2, byte lane t & 3: 8 rows × 8 columns) whose partner at shift
+ * (dx, dy) lies inside the grid: the tile's overlap area, masks aside.
+ */
+export function tileOverlap(t: number, dx: number, dy: number): number {
+  const r0 = (t >> 2) * 8;
+  const c0 = (t & 3) * 8;
+  const rows = Math.max(0, Math.min(r0 + 8, GRID - dy) - Math.max(r0, -dy));
+  const cols = Math.max(0, Math.min(c0 + 8, GRID - dx) - Math.max(c0, -dx));
+  return rows * cols;
+}
+
+/**
  * Tile-wise alignment over 4 × 4 tiles of 8 × 8 cells: each tile takes its own best shift within
  * ±reach of the global one, absorbing the rotation, scale and skin deformation that one global
  * translation cannot. An 8-column tile is one byte lane of a row word, so the fused bit count
  * yields the four tiles of a row at once (byte-lane sums, widened to 16-bit lanes to accumulate).
  * `smoothness` (default TILE_SMOOTHNESS) is added per cell of mean disagreement between
  * neighbouring tiles' chosen shifts (`shiftDisagreement`): a deformation that is not smooth costs.
+ * The distance is rescaled toward 0.5 by √(trusted / area), the share of the tiles' overlap area
+ * (`tileOverlap`, at their chosen shifts) that both masks trust: a pair with fewer trusted cells
+ * carries less evidence, e.g. a template coded before every cell was kept (MASK_KEEP 0.8 then).
  */
 export function tiledDistance(
   a: Uint32Array,
@@ -226,13 +244,18 @@ export function tiledDistance(
   }
   let bits = 0;
   let n = 0;
+  let area = 0;
   for (let t = 0; t < 16; t++) {
+    if (bestTileN[t] === 0) continue;
     bits += bestTileBits[t]!;
     n += bestTileN[t]!;
+    const code = bestTileShift[t]!;
+    area += tileOverlap(t, gx - reach + (code & 7), gy - reach + (code >> 3));
   }
   if (n < MIN_OVERLAP) return 0.5;
   const d = bits / (n * CODE_PLANES);
-  const base = 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, n / REFERENCE_OVERLAP));
+  // Daugman-style rescaling by the share of the overlapping cells that both masks trust
+  const base = 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, n / area));
   if (smoothness === 0) return base;
   return base + smoothness * shiftDisagreement(bestTileShift, bestTileN);
 }
