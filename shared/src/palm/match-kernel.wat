@@ -3,7 +3,7 @@
 ;; Computes exactly what `packedDistanceJs` in match.ts computes (range 4): a coarse global shift
 ;; search (dx, dy in {-4,-2,0,2,4}, even rows only), then 4 x 4 tiles of 8 x 8 cells, each taking
 ;; its best shift within +-2 of the global one, plus the smoothness penalty (TILE_SMOOTHNESS,
-;; 0.03 per cell of mean disagreement between neighbouring tiles' shifts, `shiftDisagreement`),
+;; 0.02 per cell of mean disagreement between neighbouring tiles' shifts, `shiftDisagreement`),
 ;; the tile distance rescaled by the share of the tiles' overlap area that both masks trust.
 ;; Same integer counts, same tie-breaking (first strictly better in dy-major order), same f64
 ;; formulas, so the result is bit-identical.
@@ -381,7 +381,7 @@
         (f64.div (f64.convert_i32_u (local.get $cn)) (f64.convert_i32_u (local.get $area))))))))
     (if (i32.eqz (local.get $edges)) (then (return (f64.min (f64.const 0.5) (local.get $d)))))
     (f64.min (f64.const 0.5)
-      (f64.add (local.get $d) (f64.mul (f64.const 0.03)
+      (f64.add (local.get $d) (f64.mul (f64.const 0.02)
         (f64.div (f64.convert_i32_u (local.get $pen)) (f64.convert_i32_u (local.get $edges))))))
   )
 
