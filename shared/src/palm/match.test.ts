@@ -178,7 +178,10 @@ describe('palm matcher core', () => {
     const trusted = t.mask.reduce((s, w) => s + popcount32(w), 0);
     const a = packTemplate(t);
     // identical codes: no differing bit, so the distance is 0.5 − 0.5 √(trusted / overlap area)
-    expect(tiledDistance(a, 0, a, 0, 0, 0, 0, 0)).toBeCloseTo(0.5 - 0.5 * Math.sqrt(trusted / (GRID * GRID)), 12);
+    expect(tiledDistance(a, 0, a, 0, 0, 0, 0, 0)).toBeCloseTo(
+      0.5 - 0.5 * Math.sqrt(trusted / (GRID * GRID)),
+      12,
+    );
     // at a shift the area is that of the overlapping cells only: a full mask still rescales by 1
     const full = packTemplate({ ...t, mask: Uint32Array.from({ length: GRID }, () => 0xffffffff) });
     expect(tiledDistance(full, 0, full, 0, 3, -2, 0, 0)).toBeGreaterThan(0.3);
