@@ -186,6 +186,11 @@ export interface RoiProportions {
    */
   minInside?: number;
   /**
+   * outline valleys: "up" turned this share of the way towards the direction from the palm centre
+   * (the inscribed circle's) to the middle of the outer valleys (`towardsMiddle`)
+   */
+  centreUp?: number;
+  /**
    * find the valleys on the outline only (convexity defects), not first by the finger-ring scan:
    * for real cameras, whose hands the rings rarely fit (cut by the frame, fingers touching)
    */
@@ -348,6 +353,8 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
       up = valleyNormal(refined[0]!, refined[2]!, up);
     }
     if (!proportions.circle) up = fittedNormal(refined, up);
+    if (proportions.centreUp && !proportions.circle)
+      up = towardsMiddle(up, refined, cx, cy, proportions.centreUp);
     found = { valleys: refined, up, runs: 4 };
     web = o.web;
     geometry.fingers = 4;
@@ -692,6 +699,22 @@ function fittedNormal(points: Point[], prev: number): number {
   const along = 0.5 * Math.atan2(2 * sxy, sxx - syy);
   const a = along - Math.PI / 2;
   return Math.cos(a - prev) >= 0 ? a : a + Math.PI;
+}
+
+/**
+ * "Up" (the valley line's normal) blended with the direction from the palm centre (cx, cy) to the
+ * middle of the outer valleys, `weight` of the way (unit vectors averaged). Three valleys a few
+ * pixels apart set the line's angle; the palm centre lies a palm's length from them and steadies it
+ * (docs/palm-pipeline.md, "Capture path on real hands").
+ */
+export function towardsMiddle(up: number, valleys: Point[], cx: number, cy: number, weight: number): number {
+  const mx = (valleys[0]!.x + valleys[2]!.x) / 2 - cx;
+  const my = (valleys[0]!.y + valleys[2]!.y) / 2 - cy;
+  const len = Math.hypot(mx, my);
+  if (len === 0) return up;
+  const x = (1 - weight) * Math.cos(up) + (weight * mx) / len;
+  const y = (1 - weight) * Math.sin(up) + (weight * my) / len;
+  return x === 0 && y === 0 ? up : Math.atan2(y, x);
 }
 
 /** Unit normal of the valley line p → q, on the side of the previous estimate of "up". */
