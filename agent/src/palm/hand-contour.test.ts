@@ -169,6 +169,13 @@ describe('outline valleys', () => {
     expect(valleyRun(fingerRun, 100, undefined, centre)?.map((x) => x.index)).toEqual([200, 300, 400]);
   });
 
+  it('refuses a run wider than 1.25 r (the widest well-matched runs span 1.16 r)', () => {
+    const d = (y: number, index: number) => ({ index, point: { x: 100, y }, depth: 60 });
+    expect(valleyRun([d(0, 1), d(61, 2), d(122, 3)], 100)).not.toBeNull();
+    expect(valleyRun([d(0, 1), d(64, 2), d(128, 3)], 100)).toBeNull();
+    expect(valleyRun([d(0, 1), d(64, 2), d(128, 3)], 100, PEG_VALLEYS)).not.toBeNull();
+  });
+
   it('lineTilt: 0 for a line square across the direction from the centre, π/2 along it', () => {
     const c = { x: 0, y: 0 };
     expect(lineTilt({ x: -10, y: -50 }, { x: 10, y: -50 }, c)).toBeCloseTo(0, 9);
