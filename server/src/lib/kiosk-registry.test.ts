@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type KioskConnection, KioskRegistry } from './kiosk-registry.ts';
 
-const kiosk = (pvsId: string, vendorId: string | null): KioskConnection => ({ pvsId, vendorId, send() {} });
+const kiosk = (pvsId: string, vendorId: string | null): KioskConnection => ({ pvsId, vendorId });
 
 /**
  * `countServing` (kept per vendor on register and unregister) always equals the kiosks a plain model says

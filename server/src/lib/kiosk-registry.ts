@@ -5,7 +5,6 @@
 export interface KioskConnection {
   pvsId: string;
   vendorId: string | null;
-  send(message: unknown): void;
 }
 
 export class KioskRegistry {
