@@ -15,7 +15,7 @@ interface LookAlikeCliOptions {
   baseline?: boolean;
   sensor?: SensorName;
   top: number;
-  flagQuantile: number;
+  flagZ: number;
   json?: boolean;
 }
 
@@ -26,11 +26,11 @@ function topArg(v: string): number {
   return n;
 }
 
-function quantileArg(v: string): number {
-  const q = Number(v);
-  if (!Number.isFinite(q) || q <= 0 || q >= 1)
-    throw new InvalidArgumentError('--flag-quantile must be a number in (0, 1)');
-  return q;
+function zArg(v: string): number {
+  const z = Number(v);
+  if (!Number.isFinite(z) || z <= 0 || z > 1000)
+    throw new InvalidArgumentError('--flag-z must be a number in (0, 1000]');
+  return z;
 }
 
 const fixed = (x: number, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
@@ -46,7 +46,7 @@ function formatReport(dir: string, r: LookAlikeReport, failed: number, matcher: 
       `1e-3 quantile ${fixed(r.impostor.q1e3)}, median ${fixed(r.impostor.median)}`,
     `  identity pairs ${r.identity_pairs}: median of their median cross distances ${fixed(r.identity_pair_medians.median)} ` +
       `(scaled MAD ${fixed(r.identity_pair_medians.mad)})`,
-    `  flagged (median cross distance below the ${r.flag_quantile} quantile of the other impostor pairs): ${r.flagged}`,
+    `  flagged (median cross distance ${r.flag_z} robust standard deviations or more below the median of all pairs): ${r.flagged}`,
     '',
     '  a / b                     cross  min    median max    impostors ≤ median  genuine ≤ median  robust z  flag',
   ];
@@ -84,10 +84,10 @@ export function lookAlikeCommand(): Command {
     )
     .option('--top <n>', 'identity pairs to list, closest first', topArg, 10)
     .option(
-      '--flag-quantile <q>',
-      'flag a pair whose median cross distance lies below this quantile of the other impostor pairs',
-      quantileArg,
-      1e-3,
+      '--flag-z <z>',
+      'flag a pair whose median cross distance lies z robust standard deviations below the median of all pairs',
+      zArg,
+      8,
     )
     .option('--json', 'print the JSON report instead of the table (no progress bar)')
     .addHelpText(
@@ -138,7 +138,7 @@ export function lookAlikeCommand(): Command {
         subjectOf,
         (i, j) =>
           (o.baseline ? baselineDistance : packedDistance)(all, i * PACKED_WORDS, all, j * PACKED_WORDS),
-        { top: o.top, flagQuantile: o.flagQuantile, onRow: (i) => matchBar?.update(i + 1) },
+        { top: o.top, flagZ: o.flagZ, onRow: (i) => matchBar?.update(i + 1) },
       );
       matchBar?.stop();
       if (failed > 0) console.error(`${failed} image(s) refused by the capture pipeline (left out)`);

@@ -37,7 +37,7 @@ describe('lookAlikeIdentities', () => {
     // its cross pairs (0.16–0.21) lie above every genuine pair of one label (0.10–0.15)
     expect(first.genuine_quantile).toBe(1);
     expect(first.below_genuine_median).toBe(0);
-    expect(first.robust_z).toBeLessThan(-5);
+    expect(first.robust_z).toBeLessThan(-8);
     expect(r.flagged).toBe(1);
     expect(r.closest.slice(1).every((p) => !p.looks_genuine && p.robust_z > -3)).toBe(true);
     // closest first
@@ -61,11 +61,15 @@ describe('lookAlikeIdentities', () => {
       [0.2, 0, 0.4],
       [0.3, 0.4, 0],
     ];
-    const r = lookAlikeIdentities(['a', 'b', 'c'], [0, 1, 2], (i, j) => d[i]![j]!, { flagQuantile: 0.5 });
+    const r = lookAlikeIdentities(['a', 'b', 'c'], [0, 1, 2], (i, j) => d[i]![j]!, { flagZ: 0.5 });
     expect(r.closest.map((p) => `${p.a}/${p.b}`)).toEqual(['a/b', 'a/c', 'b/c']);
     expect(r.closest.map((p) => p.impostors_closer)).toEqual([0, 1, 2]);
     expect(r.closest.map((p) => p.impostor_quantile)).toEqual([0, 0.5, 1]);
+    // medians 0.2, 0.3, 0.4: their median 0.3, scaled MAD 0.148: z −0.67, 0, +0.67
+    expect(r.identity_pair_medians.mad).toBeCloseTo(0.14826, 5);
+    expect(r.closest.map((p) => p.robust_z)).toEqual([-0.67, 0, 0.67]);
     expect(r.closest.map((p) => p.looks_genuine)).toEqual([true, false, false]);
+    expect(lookAlikeIdentities(['a', 'b', 'c'], [0, 1, 2], (i, j) => d[i]![j]!).flagged).toBe(0);
     // no genuine pair at all: the genuine ranks are unknown
     expect(r.genuine_pairs).toBe(0);
     expect(r.closest[0]!.genuine_quantile).toBeNull();
