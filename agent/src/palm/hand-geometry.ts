@@ -8,7 +8,7 @@ import {
 } from './hand-contour.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
-import { pegRoi } from './roi-pegs.ts';
+import { pegHandMask, pegRoi } from './roi-pegs.ts';
 import { blockAverage, foreground, maskAbove, negative } from './work-scale.ts';
 
 /**
@@ -207,6 +207,12 @@ export interface RoiProportions {
    */
   frameShare?: number;
   /**
+   * with `circle`: the hand mask of the pegs ROI is cut this share of the way from the
+   * background's mean grey to the Otsu level (roi-pegs.ts `pegHandMask`) instead of at the Otsu
+   * level; the side cues keep the Otsu mask
+   */
+  maskLevel?: number;
+  /**
    * mirror left hands so both hands share one code layout (the simulator's convention). Real
    * cameras leave every crop unmirrored: left and right hands are different identities anyway, and
    * a wrong left/right decision would then cost only the reported side, not the match.
@@ -374,9 +380,11 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const mx = (valleys[0]!.x + valleys[2]!.x) / 2;
   const my = (valleys[0]!.y + valleys[2]!.y) / 2;
   // pegs: the square on the palm's centre of mass along the hand's axis (roi-pegs.ts)
-  const handComp = proportions.circle ? largestComponent(mask, w, h).comp : null;
-  const roi = (handComp &&
-    pegRoi(handComp, w, h, cx, cy, radius, proportions.circle!, up, distance, proportions.frameShare)) || {
+  const pegComp = proportions.circle ? pegHandMask(data, mask, w, h, threshold, proportions.maskLevel) : null;
+  // the Otsu mask's largest component, for the thumb web below
+  const handComp = proportions.maskLevel === undefined ? pegComp : null;
+  const roi = (pegComp &&
+    pegRoi(pegComp, w, h, cx, cy, radius, proportions.circle!, up, distance, proportions.frameShare)) || {
     cx: mx - ux * side * proportions.centreBelow,
     cy: my - uy * side * proportions.centreBelow,
     side,
@@ -442,7 +450,7 @@ function pegsWithoutValleys(geometry: HandGeometry, proportions: RoiProportions)
   const { width: w, height: h } = geometry.work;
   const { mask, distance, cx, cy, radius } = geometry;
   const roi = pegRoi(
-    largestComponent(mask, w, h).comp,
+    pegHandMask(geometry.work.data, mask, w, h, geometry.threshold, proportions.maskLevel),
     w,
     h,
     cx,

@@ -10,6 +10,7 @@ import { SENSOR_NAMES, type SensorName } from '@palmid/shared/palm/sensors.ts';
 import { InvalidArgumentError } from 'commander';
 import { type RoiProportions, SIMULATOR_ROI } from './hand-geometry.ts';
 import { type CueCentres, type LivenessCue, SIMULATOR_CENTRES } from './liveness.ts';
+import { PEG_MASK_LEVEL } from './roi-pegs.ts';
 
 export type { LivenessCue };
 
@@ -153,9 +154,13 @@ const PEG_ROI: RoiProportions = { ...RING_ROI, circle: 1.2 };
  * radius (side / 1.2). Whole COEP set: EER 0.70 → 0.23 %; without the suspected re-captured
  * persons FRR at FAR 1e-3 3.2 → 1.2 % (docs/palm-pipeline.md, "Pegs ROI, second pass"). The
  * contact profiles keep the radius: their share of the frame is unknown without captures to
- * measure it on.
+ * measure it on. The pegs ROI reads a hand mask cut halfway between the background's mean grey and
+ * the Otsu level (`maskLevel`, roi-pegs.ts `pegHandMask`): Otsu cut the fingers and the shadowed
+ * edge of dark-skinned palms off in some captures. COEP 67 persons: EER 0.25 → 0.03 %, FRR at FAR
+ * 1e-4 4.0 → 2.0 % (docs/palm-pipeline.md, "Pegs ROI, third pass"); the contact profiles keep the
+ * Otsu mask (a platen lit from below: no captures to measure it on).
  */
-const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26 };
+const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26, maskLevel: PEG_MASK_LEVEL };
 
 /**
  * Periodicity centre on real cameras: bona fide development captures reach 0.30 (CASIA, 99.5th
