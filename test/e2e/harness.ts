@@ -268,6 +268,20 @@ export async function api<T = { data: Record<string, unknown> }>(
   return { status: res.status, body: (await res.json()) as T };
 }
 
+/** Creates an auth context as the vendor (`POST /api/v1/auth/create`) and returns its auth_id. */
+export async function createAuthContext(
+  base: string,
+  apiKey: string,
+  authContext: Record<string, unknown>,
+): Promise<string> {
+  const res = await api(base, 'POST', '/api/v1/auth/create', {
+    key: apiKey,
+    body: { auth_context: authContext },
+  });
+  if (res.status !== 201) throw new Error(`auth/create answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body.data.auth_id as string;
+}
+
 /** A vendor socket collecting `auth.updated` notifications. */
 export class VendorSocket {
   readonly updates: { auth_id: string; status: string; auth_result?: Record<string, unknown> }[] = [];

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   api,
+  createAuthContext,
   kioskAgentEnv,
   lastJson,
   type Proc,
@@ -39,14 +40,8 @@ describe('network drop and tenant isolation across processes', () => {
       }),
     );
 
-  const create = async (v: number, ctx: Record<string, unknown>) => {
-    const res = await api(server.base, 'POST', '/api/v1/auth/create', {
-      key: vendors[v]!.api_key,
-      body: { auth_context: ctx },
-    });
-    expect(res.status).toBe(201);
-    return res.body.data.auth_id as string;
-  };
+  const create = (v: number, ctx: Record<string, unknown>) =>
+    createAuthContext(server.base, vendors[v]!.api_key, ctx);
 
   beforeAll(async () => {
     server = await startServer(serverEnv);

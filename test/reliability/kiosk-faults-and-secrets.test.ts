@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   api,
+  createAuthContext,
   kioskAgentEnv,
   lastJson,
   type Proc,
@@ -44,14 +45,7 @@ describe('kiosk under scanner faults; secrets never logged', () => {
         PALMID_KEY_FILE: serverEnv.PALMID_KEY_FILE,
       }),
     );
-  const createContext = async (ctx: Record<string, unknown>) => {
-    const res = await api(server.base, 'POST', '/api/v1/auth/create', {
-      key: vendor.api_key,
-      body: { auth_context: ctx },
-    });
-    expect(res.status).toBe(201);
-    return res.body.data.auth_id as string;
-  };
+  const createContext = (ctx: Record<string, unknown>) => createAuthContext(server.base, vendor.api_key, ctx);
 
   beforeAll(async () => {
     server = await startServer(serverEnv);

@@ -5,6 +5,7 @@ import { verifyAuditChain } from '@palmid/server/modules/audit/service.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   api,
+  createAuthContext,
   kioskAgentEnv,
   lastJson,
   type Proc,
@@ -47,14 +48,7 @@ suite(`kiosk end to end on PostgreSQL + Redis with two instances${skip ? ` (${sk
   const admin = async <T>(...args: string[]) =>
     lastJson<T>(await run('server/src/cli/admin.ts', ['--json', ...args], env));
 
-  const createContext = async (ctx: Record<string, unknown>) => {
-    const res = await api(B.base, 'POST', '/api/v1/auth/create', {
-      key: vendor.api_key,
-      body: { auth_context: ctx },
-    });
-    expect(res.status).toBe(201);
-    return res.body.data.auth_id as string;
-  };
+  const createContext = (ctx: Record<string, unknown>) => createAuthContext(B.base, vendor.api_key, ctx);
 
   beforeAll(async () => {
     [pg, redis] = await Promise.all([startPostgres(), startRedis()]);

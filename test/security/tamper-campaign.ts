@@ -115,6 +115,17 @@ function rehash(db: SQLite.Database, fromSeq: number): void {
   }
 }
 
+/** Points the head at the last row left; its MAC stays as it was (a new one needs the master key). */
+function reHead(db: SQLite.Database): void {
+  const last = db.prepare('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').get() as
+    | { seq: number; hash: string }
+    | undefined;
+  db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1').run(
+    last?.seq ?? 0,
+    last?.hash ?? '0'.repeat(64),
+  );
+}
+
 /** Applies one tamper to the database file; returns false when it would not change anything. */
 export function applyTamper(path: string, t: Tamper): boolean {
   const db = new SQLite(path);
@@ -170,24 +181,12 @@ export function applyTamper(path: string, t: Tamper): boolean {
         if (db.prepare('DELETE FROM audit WHERE seq = ?').run(t.row).changes !== 1) return false;
         db.prepare('UPDATE audit SET seq = seq - 1 WHERE seq > ?').run(t.row);
         rehash(db, t.row);
-        const last = db.prepare('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').get() as
-          | { seq: number; hash: string }
-          | undefined;
-        db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1').run(
-          last?.seq ?? 0,
-          last?.hash ?? '0'.repeat(64),
-        );
+        reHead(db);
         return true;
       }
       case 'truncate-rehead': {
         db.prepare('DELETE FROM audit WHERE seq > ?').run(t.keep);
-        const last = db.prepare('SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1').get() as
-          | { seq: number; hash: string }
-          | undefined;
-        db.prepare('UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1').run(
-          last?.seq ?? 0,
-          last?.hash ?? '0'.repeat(64),
-        );
+        reHead(db);
         return true;
       }
       case 'head-flip': {

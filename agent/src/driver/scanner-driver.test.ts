@@ -449,19 +449,9 @@ const STATUS = 0x83;
 const EVT_IMAGE_READY = 0xc3;
 const CAPTURING = 2;
 
-/**
- * A transport that holds back each STATUS answer reporting a capture still running until the device
- * sends its next frame, and hands both to the driver in one read: what a host that reads its line late
- * sees when the capture ends just after the device answered a poll.
- */
-class CoalescingLine extends BaseTransport {
-  readonly kind = 'coalescing';
-  readonly description = 'coalescing line';
-  coalesced = 0;
-  private held: Uint8Array | undefined;
-  private readonly deviceFrames = new FrameParser();
-
-  constructor(private readonly inner: Transport) {
+/** A transport in front of another one: passes everything through; what the device sends goes to `fromDevice`. */
+abstract class LineInFront extends BaseTransport {
+  constructor(protected readonly inner: Transport) {
     super();
     inner.onData((bytes) => this.fromDevice(bytes));
     inner.onClose((err) => this.emitClose(err));
@@ -478,7 +468,22 @@ class CoalescingLine extends BaseTransport {
   write(bytes: Uint8Array): Promise<void> {
     return this.inner.write(bytes);
   }
-  private fromDevice(bytes: Uint8Array): void {
+  protected abstract fromDevice(bytes: Uint8Array): void;
+}
+
+/**
+ * A transport that holds back each STATUS answer reporting a capture still running until the device
+ * sends its next frame, and hands both to the driver in one read: what a host that reads its line late
+ * sees when the capture ends just after the device answered a poll.
+ */
+class CoalescingLine extends LineInFront {
+  readonly kind = 'coalescing';
+  readonly description = 'coalescing line';
+  coalesced = 0;
+  private held: Uint8Array | undefined;
+  private readonly deviceFrames = new FrameParser();
+
+  protected fromDevice(bytes: Uint8Array): void {
     for (const f of this.deviceFrames.push(bytes)) {
       const frame = encodeFrame(f);
       if (this.held) {
@@ -492,7 +497,7 @@ class CoalescingLine extends BaseTransport {
 }
 
 /** A transport in front of another one that watches the image transfer and damages chosen chunk answers. */
-class FaultyLine extends BaseTransport {
+class FaultyLine extends LineInFront {
   readonly kind = 'faulty';
   readonly description = 'faulty line';
   readsSent = 0;
@@ -502,24 +507,13 @@ class FaultyLine extends BaseTransport {
   private readonly deviceFrames = new FrameParser();
 
   constructor(
-    private readonly inner: Transport,
+    inner: Transport,
     /** What happens to the answer carrying the image bytes at `offset`. */
     private readonly fate: (offset: number) => 'pass' | 'corrupt' | 'drop',
   ) {
-    super();
-    inner.onData((bytes) => this.fromDevice(bytes));
-    inner.onClose((err) => this.emitClose(err));
+    super(inner);
   }
-  get isOpen(): boolean {
-    return this.inner.isOpen;
-  }
-  open(): Promise<void> {
-    return this.inner.open();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-  async write(bytes: Uint8Array): Promise<void> {
+  override async write(bytes: Uint8Array): Promise<void> {
     for (const f of this.hostFrames.push(bytes)) {
       if (f.type !== READ_IMAGE) continue;
       this.readsSent += 1;
@@ -527,7 +521,7 @@ class FaultyLine extends BaseTransport {
     }
     await this.inner.write(bytes);
   }
-  private fromDevice(bytes: Uint8Array): void {
+  protected fromDevice(bytes: Uint8Array): void {
     const out: Uint8Array[] = [];
     for (const f of this.deviceFrames.push(bytes)) out.push(this.judge(f));
     for (const b of out) if (b.length > 0) this.emitData(b);

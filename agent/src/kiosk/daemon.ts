@@ -100,9 +100,8 @@ export class KioskDaemon extends EventEmitter {
     display: (line: string) => void;
     attest: KioskOptions['attest'];
   };
-  readonly #queue: ScanRequest[] = [];
-  /** When each queued request's `scan.request` arrived. */
-  readonly #received = new Map<string, number>();
+  /** Requests waiting their turn, with when their `scan.request` arrived. */
+  readonly #queue: { req: ScanRequest; receivedAt: number }[] = [];
   #current: { authId: string; abort: AbortController } | undefined;
   #running = false;
 
@@ -130,19 +129,18 @@ export class KioskDaemon extends EventEmitter {
     if (method === 'scan.request') {
       const r = scanRequestSchema.safeParse(params);
       if (!r.success) return;
-      if (this.#current?.authId === r.data.auth_id || this.#queue.some((q) => q.auth_id === r.data.auth_id))
+      if (
+        this.#current?.authId === r.data.auth_id ||
+        this.#queue.some((q) => q.req.auth_id === r.data.auth_id)
+      )
         return;
-      this.#queue.push(r.data);
-      this.#received.set(r.data.auth_id, now());
+      this.#queue.push({ req: r.data, receivedAt: now() });
       void this.#drain();
     } else if (method === 'scan.cancel') {
       const r = scanCancelSchema.safeParse(params);
       if (!r.success) return;
-      const i = this.#queue.findIndex((q) => q.auth_id === r.data.auth_id);
-      if (i >= 0) {
-        this.#queue.splice(i, 1);
-        this.#received.delete(r.data.auth_id);
-      }
+      const i = this.#queue.findIndex((q) => q.req.auth_id === r.data.auth_id);
+      if (i >= 0) this.#queue.splice(i, 1);
       if (this.#current?.authId === r.data.auth_id) this.#current.abort.abort();
     }
   }
@@ -154,14 +152,14 @@ export class KioskDaemon extends EventEmitter {
       for (let next = this.#queue.shift(); next; next = this.#queue.shift()) {
         let outcome: Outcome;
         try {
-          outcome = await this.serve(next);
+          outcome = await this.serve(next.req, next.receivedAt);
         } catch (err) {
           // The server link failed for good (agent stopping, or no answer before the context's
           // deadline): the context ends on the server by itself (expiry); the kiosk moves on.
           const code =
             err instanceof Error && 'code' in err ? String((err as { code: unknown }).code) : 'error';
           this.#opts.display('Sorry, the service is not reachable right now.');
-          outcome = { auth_id: next.auth_id, status: 'link_error', reason: code, attempts: 0 };
+          outcome = { auth_id: next.req.auth_id, status: 'link_error', reason: code, attempts: 0 };
         }
         this.emit('outcome', outcome);
       }
@@ -170,9 +168,13 @@ export class KioskDaemon extends EventEmitter {
     }
   }
 
-  /** Serves one context to its end (identified, cancelled, expired or out of attempts). */
-  async serve(req: ScanRequest): Promise<Outcome> {
+  /**
+   * Serves one context to its end (identified, cancelled, expired or out of attempts). `receivedAt`:
+   * when its `scan.request` arrived, if it waited in the queue (timed as the step `queued`).
+   */
+  async serve(req: ScanRequest, receivedAt?: number): Promise<Outcome> {
     const timings: StepTiming[] = [];
+    if (receivedAt !== undefined) timings.push({ step: 'queued', at: receivedAt, ms: now() - receivedAt });
     const outcome = await this.#serve(req, timings);
     return { ...outcome, timings };
   }
@@ -184,9 +186,6 @@ export class KioskDaemon extends EventEmitter {
     const say = this.#opts.display;
     let attempts = 0;
     const policy = new PresentationPolicy(this.#opts.liveFrames, this.#opts.livenessStrikes);
-    const received = this.#received.get(req.auth_id);
-    this.#received.delete(req.auth_id);
-    if (received !== undefined) timings.push({ step: 'queued', at: received, ms: now() - received });
     /** The next capture, started before the current frame went through the pipeline. */
     let next: PendingCapture | undefined;
     try {

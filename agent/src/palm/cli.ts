@@ -22,6 +22,7 @@ import { verifyProofCommand } from '@palmid/shared/zk/verify-cli.ts';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import sharp from 'sharp';
 import { angleList, evalCommand } from './eval/command.ts';
+import { lookAlikeCommand } from './eval/look-alike-command.ts';
 import { evaluatePad } from './eval/pad-eval.ts';
 import { readImage } from './image-io.ts';
 import { processCapture } from './pipeline.ts';
@@ -233,6 +234,7 @@ export function buildCli(): Command {
     });
 
   program.addCommand(evalCommand());
+  program.addCommand(lookAlikeCommand());
   program
     .command('pad')
     .description('presentation-attack detection on synthetic captures: APCER / BPCER (ISO/IEC 30107-3)')

@@ -3,6 +3,7 @@ import {
   convexityDefects,
   indexSide,
   largestComponent,
+  lineTilt,
   outlineValleys,
   PEG_VALLEYS,
   traceOutline,
@@ -143,6 +144,47 @@ describe('outline valleys', () => {
     // the same defect with a narrow gap is a finger valley; the pegs' rule keeps the web run
     expect(valleyRun([run[0]!, run[1]!, { ...web, opening: 30 }], 100)).not.toBeNull();
     expect(valleyRun(run, 100, PEG_VALLEYS)).not.toBeNull();
+  });
+
+  it('refuses a run turned away from the palm centre: the thumb web with a narrow gap', () => {
+    // fingers pointing left, palm centre at (230, 110), r = 100. The finger run lies square across
+    // the direction from the centre; the run that takes a narrow thumb web (towards the wrist, so
+    // the web test's opening misses it) for the index/middle valley turns its line by about 25°
+    const d = (x: number, y: number, index: number) => ({
+      index,
+      point: { x, y },
+      depth: 60,
+      opening: 30,
+      centre: Math.hypot(x - 230, y - 110),
+    });
+    const centre = { x: 230, y: 110 };
+    const webRun = [d(115, 166, 200), d(102, 113, 300), d(160, 60, 400)];
+    expect(lineTilt(webRun[0]!.point, webRun[2]!.point, centre)).toBeGreaterThan((20 * Math.PI) / 180);
+    // it passes every other test: refused only by the tilt, and only where the centre is known
+    expect(valleyRun(webRun, 100)).not.toBeNull();
+    expect(valleyRun(webRun, 100, undefined, centre)).toBeNull();
+    expect(valleyRun(webRun, 100, PEG_VALLEYS, centre)).not.toBeNull();
+    const fingerRun = [d(115, 166, 200), d(102, 113, 300), d(110, 60, 400)];
+    expect(lineTilt(fingerRun[0]!.point, fingerRun[2]!.point, centre)).toBeLessThan((5 * Math.PI) / 180);
+    expect(valleyRun(fingerRun, 100, undefined, centre)?.map((x) => x.index)).toEqual([200, 300, 400]);
+  });
+
+  it('refuses a run wider than 1.25 r (the widest well-matched runs span 1.16 r)', () => {
+    const d = (y: number, index: number) => ({ index, point: { x: 100, y }, depth: 60 });
+    expect(valleyRun([d(0, 1), d(61, 2), d(122, 3)], 100)).not.toBeNull();
+    expect(valleyRun([d(0, 1), d(64, 2), d(128, 3)], 100)).toBeNull();
+    expect(valleyRun([d(0, 1), d(64, 2), d(128, 3)], 100, PEG_VALLEYS)).not.toBeNull();
+  });
+
+  it('lineTilt: 0 for a line square across the direction from the centre, π/2 along it', () => {
+    const c = { x: 0, y: 0 };
+    expect(lineTilt({ x: -10, y: -50 }, { x: 10, y: -50 }, c)).toBeCloseTo(0, 9);
+    expect(lineTilt({ x: 0, y: -40 }, { x: 0, y: -60 }, c)).toBeCloseTo(Math.PI / 2, 9);
+    // a line turned by 30° about its middle
+    const t = Math.PI / 6;
+    const a = { x: -10 * Math.cos(t), y: -50 - 10 * Math.sin(t) };
+    const b = { x: 10 * Math.cos(t), y: -50 + 10 * Math.sin(t) };
+    expect(lineTilt(a, b, c)).toBeCloseTo(t, 9);
   });
 
   it('finds both gaps beside a finger cut short, inside one hull edge (nested defects)', () => {

@@ -1,6 +1,6 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
-import { type HandGeometry, locateHand } from './hand-geometry.ts';
+import { type HandGeometry, locateHand, towardsMiddle } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
 import { sensorProfile } from './sensor-profiles.ts';
@@ -170,5 +170,35 @@ describe('work scale, larger frames', () => {
         expect(g.work.data[y * w + x]).toBe(Math.round(s / 25));
       }
     }
+  });
+});
+
+describe('towardsMiddle (outline valleys: up steadied by the palm centre)', () => {
+  // valleys across the top of a palm centred at the origin, their line turned 20° off square
+  const t = (20 * Math.PI) / 180;
+  const valleys = [-1, 0, 1].map((k) => ({ x: 40 * k * Math.cos(t), y: -100 + 40 * k * Math.sin(t) }));
+  const up = -Math.PI / 2 + t;
+
+  it('keeps up at weight 0, takes the direction to the valleys at weight 1', () => {
+    expect(towardsMiddle(up, valleys, 0, 0, 0)).toBeCloseTo(up, 9);
+    expect(towardsMiddle(up, valleys, 0, 0, 1)).toBeCloseTo(-Math.PI / 2, 9);
+  });
+
+  it('turns up part of the way (unit vectors averaged), on the side of the centre direction', () => {
+    const blended = towardsMiddle(up, valleys, 0, 0, 0.3);
+    expect(blended).toBeLessThan(up);
+    expect(blended).toBeGreaterThan(-Math.PI / 2);
+    const x = 0.7 * Math.cos(up) + 0.3 * 0;
+    const y = 0.7 * Math.sin(up) - 0.3;
+    expect(blended).toBeCloseTo(Math.atan2(y, x), 9);
+  });
+
+  it('keeps up when the valleys sit on the centre (no direction to take)', () => {
+    const flat = [
+      { x: -5, y: 0 },
+      { x: 0, y: 0 },
+      { x: 5, y: 0 },
+    ];
+    expect(towardsMiddle(1.2, flat, 0, 0, 0.3)).toBe(1.2);
   });
 });

@@ -8,7 +8,7 @@ import {
 } from './hand-contour.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
-import { pegRoi } from './roi-pegs.ts';
+import { pegHandMask, pegRoi } from './roi-pegs.ts';
 import { blockAverage, foreground, maskAbove, negative } from './work-scale.ts';
 
 /**
@@ -186,6 +186,11 @@ export interface RoiProportions {
    */
   minInside?: number;
   /**
+   * outline valleys: "up" turned this share of the way towards the direction from the palm centre
+   * (the inscribed circle's) to the middle of the outer valleys (`towardsMiddle`)
+   */
+  centreUp?: number;
+  /**
    * find the valleys on the outline only (convexity defects), not first by the finger-ring scan:
    * for real cameras, whose hands the rings rarely fit (cut by the frame, fingers touching)
    */
@@ -201,6 +206,12 @@ export interface RoiProportions {
    * share of the frame's shorter side instead of `circle` × the inscribed radius (roi-pegs.ts)
    */
   frameShare?: number;
+  /**
+   * with `circle`: the hand mask of the pegs ROI is cut this share of the way from the
+   * background's mean grey to the Otsu level (roi-pegs.ts `pegHandMask`) instead of at the Otsu
+   * level; the side cues keep the Otsu mask
+   */
+  maskLevel?: number;
   /**
    * mirror left hands so both hands share one code layout (the simulator's convention). Real
    * cameras leave every crop unmirrored: left and right hands are different identities anyway, and
@@ -348,6 +359,8 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
       up = valleyNormal(refined[0]!, refined[2]!, up);
     }
     if (!proportions.circle) up = fittedNormal(refined, up);
+    if (proportions.centreUp && !proportions.circle)
+      up = towardsMiddle(up, refined, cx, cy, proportions.centreUp);
     found = { valleys: refined, up, runs: 4 };
     web = o.web;
     geometry.fingers = 4;
@@ -367,9 +380,11 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
   const mx = (valleys[0]!.x + valleys[2]!.x) / 2;
   const my = (valleys[0]!.y + valleys[2]!.y) / 2;
   // pegs: the square on the palm's centre of mass along the hand's axis (roi-pegs.ts)
-  const handComp = proportions.circle ? largestComponent(mask, w, h).comp : null;
-  const roi = (handComp &&
-    pegRoi(handComp, w, h, cx, cy, radius, proportions.circle!, up, distance, proportions.frameShare)) || {
+  const pegComp = proportions.circle ? pegHandMask(data, mask, w, h, threshold, proportions.maskLevel) : null;
+  // the Otsu mask's largest component, for the thumb web below
+  const handComp = proportions.maskLevel === undefined ? pegComp : null;
+  const roi = (pegComp &&
+    pegRoi(pegComp, w, h, cx, cy, radius, proportions.circle!, up, distance, proportions.frameShare)) || {
     cx: mx - ux * side * proportions.centreBelow,
     cy: my - uy * side * proportions.centreBelow,
     side,
@@ -435,7 +450,7 @@ function pegsWithoutValleys(geometry: HandGeometry, proportions: RoiProportions)
   const { width: w, height: h } = geometry.work;
   const { mask, distance, cx, cy, radius } = geometry;
   const roi = pegRoi(
-    largestComponent(mask, w, h).comp,
+    pegHandMask(geometry.work.data, mask, w, h, geometry.threshold, proportions.maskLevel),
     w,
     h,
     cx,
@@ -692,6 +707,22 @@ function fittedNormal(points: Point[], prev: number): number {
   const along = 0.5 * Math.atan2(2 * sxy, sxx - syy);
   const a = along - Math.PI / 2;
   return Math.cos(a - prev) >= 0 ? a : a + Math.PI;
+}
+
+/**
+ * "Up" (the valley line's normal) blended with the direction from the palm centre (cx, cy) to the
+ * middle of the outer valleys, `weight` of the way (unit vectors averaged). Three valleys a few
+ * pixels apart set the line's angle; the palm centre lies a palm's length from them and steadies it
+ * (docs/palm-pipeline.md, "Capture path on real hands").
+ */
+export function towardsMiddle(up: number, valleys: Point[], cx: number, cy: number, weight: number): number {
+  const mx = (valleys[0]!.x + valleys[2]!.x) / 2 - cx;
+  const my = (valleys[0]!.y + valleys[2]!.y) / 2 - cy;
+  const len = Math.hypot(mx, my);
+  if (len === 0) return up;
+  const x = (1 - weight) * Math.cos(up) + (weight * mx) / len;
+  const y = (1 - weight) * Math.sin(up) + (weight * my) / len;
+  return x === 0 && y === 0 ? up : Math.atan2(y, x);
 }
 
 /** Unit normal of the valley line p → q, on the side of the previous estimate of "up". */

@@ -1,10 +1,18 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
-import { locateHand } from './hand-geometry.ts';
+import { locateHand, otsu } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { processCapture } from './pipeline.ts';
 import { bilinear } from './roi-input.ts';
-import { armDirection, meanShiftCentre, pegPose, pegRoi, principalAxis } from './roi-pegs.ts';
+import {
+  armDirection,
+  meanShiftCentre,
+  PEG_MASK_LEVEL,
+  pegHandMask,
+  pegPose,
+  pegRoi,
+  principalAxis,
+} from './roi-pegs.ts';
 import { SENSOR_PROFILES } from './sensor-profiles.ts';
 
 const DEG = Math.PI / 180;
@@ -226,6 +234,44 @@ describe('peg-held hand ROI (roi-pegs.ts)', () => {
     const same = pegRoi(m, w, h, 170, 120, (0.26 * h) / 1.2, 1.2, null);
     expect(byFrame).toEqual(same);
     expect(Math.hypot(byFrame!.cx - byRadius!.cx, byFrame!.cy - byRadius!.cy)).toBeLessThan(0.2 * r);
+  });
+
+  it('keeps the fingers and the shadowed edge of a hand darker than the Otsu level (colour mask)', () => {
+    // a dark-skinned hand on a dark cloth: background 30–50, the palm 170, the fingers and the
+    // palm's shadowed edge (the little finger's side, b < −0.55 r) at 88: Otsu cuts between the
+    // background and the palm, under the fingers
+    const up = Math.PI - 8 * DEG;
+    const shape = handMask(w, h, 170, 120, r, up);
+    const grey = new Uint8Array(w * h);
+    for (let y = 0; y < h; y++)
+      for (let x = 0; x < w; x++) {
+        const i = y * w + x;
+        const a = (x - 170) * Math.cos(up) + (y - 120) * Math.sin(up);
+        const b = -(x - 170) * Math.sin(up) + (y - 120) * Math.cos(up);
+        const palm = (a / (1.25 * r)) ** 2 + (b / r) ** 2 <= 1 || a < 0;
+        grey[i] = !shape[i] ? 30 + ((x * 7 + y * 13) % 21) : palm && b > -0.55 * r ? 170 : 88;
+      }
+    const threshold = otsu(grey);
+    expect(threshold).toBeGreaterThanOrEqual(88);
+    const mask = new Uint8Array(w * h);
+    for (let i = 0; i < grey.length; i++) mask[i] = grey[i]! > threshold ? 1 : 0;
+    // without a level: the Otsu mask's largest component, which lost the fingers and the edge
+    const otsuComp = pegHandMask(grey, mask, w, h, threshold);
+    const shapeArea = shape.reduce((n, v) => n + v, 0);
+    const otsuArea = otsuComp.reduce((n, v) => n + v, 0);
+    expect(otsuArea).toBeLessThan(0.8 * shapeArea);
+    // halfway between the background's mean and the Otsu level: the whole hand, nothing else
+    const comp = pegHandMask(grey, mask, w, h, threshold, PEG_MASK_LEVEL);
+    let same = 0;
+    for (let i = 0; i < comp.length; i++) if (comp[i] === shape[i]) same++;
+    expect(same).toBe(w * h);
+    // and the ROI's axis follows the hand on that mask, not on the Otsu mask
+    const { distance, x, y } = largestInscribed(comp, w, h);
+    const whole = pegRoi(comp, w, h, x, y, r, 1.2, null, distance);
+    const cut = pegRoi(otsuComp, w, h, x, y, r, 1.2, null, distance);
+    const onShape = pegRoi(shape, w, h, x, y, r, 1.2, null, distance);
+    expect(whole).toEqual(onShape);
+    expect(angleDiff(cut!.up, onShape!.up)).toBeGreaterThan(2 * DEG);
   });
 
   it('crops a rendered peg-held hand on its palm, turned with the hand (colour profile)', async () => {

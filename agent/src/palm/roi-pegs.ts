@@ -20,8 +20,47 @@
  *   share of the frame: between captures of one COEP hand the inscribed radius moves by up to
  *   10 % with the thumb's spread, the device's scale does not.
  *
+ * - **The mask** (`pegHandMask`): on the colour profile cut halfway between the background and
+ *   the Otsu level, so a dark-skinned hand keeps its fingers and its shadowed edge.
+ *
  * All in the work image's pixels; `locateHand` (hand-geometry.ts) converts to frame pixels.
  */
+import { largestComponent } from './hand-contour.ts';
+
+/** Share of the way from the background's mean grey to the Otsu level where `pegHandMask` cuts. */
+export const PEG_MASK_LEVEL = 0.5;
+
+/**
+ * The hand mask the pegs ROI reads (work px): the largest component of the grey image above a
+ * level `level` of the way from the background's mean grey (the pixels under the Otsu `threshold`)
+ * to `threshold`; without `level`, the largest component of the Otsu `mask` itself. Otsu splits the
+ * histogram between the background and the bright palm, so on a dark-skinned hand the fingers,
+ * the shadowed edge of the palm and the finger creases fall under it: the mask loses fingers or
+ * a strip of the palm in some captures and not in others, and the centre of mass and the axis
+ * move with it (docs/palm-pipeline.md, "Pegs ROI, third pass").
+ */
+export function pegHandMask(
+  grey: Uint8Array,
+  mask: Uint8Array,
+  w: number,
+  h: number,
+  threshold: number,
+  level?: number,
+): Uint8Array {
+  if (level === undefined) return largestComponent(mask, w, h).comp;
+  let n = 0;
+  let sum = 0;
+  for (let i = 0; i < w * h; i++) {
+    const v = grey[i]!;
+    if (v < threshold) {
+      n++;
+      sum += v;
+    }
+  }
+  const background = n > 0 ? sum / n : 0;
+  // largestComponent keeps pixels strictly above its level
+  return largestComponent(grey, w, h, background + level * (threshold - background)).comp;
+}
 
 /** Disc (× inscribed radius) of the mean shift towards the palm's centre of mass. */
 export const PEG_CENTRE_REACH = 1.4;

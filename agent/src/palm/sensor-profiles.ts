@@ -10,6 +10,7 @@ import { SENSOR_NAMES, type SensorName } from '@palmid/shared/palm/sensors.ts';
 import { InvalidArgumentError } from 'commander';
 import { type RoiProportions, SIMULATOR_ROI } from './hand-geometry.ts';
 import { type CueCentres, type LivenessCue, SIMULATOR_CENTRES } from './liveness.ts';
+import { PEG_MASK_LEVEL } from './roi-pegs.ts';
 
 export type { LivenessCue };
 
@@ -124,8 +125,13 @@ const RING_ROI: RoiProportions = {
  * Without pegs the valleys come from the outline only: on the CASIA subset the finger-ring scan's
  * valleys gave 12.1 % EER, the outline's 4.1 % (with left hands mirrored), 0.91 % once crops were
  * no longer mirrored by a left/right decision that was wrong on 5 % of the captures.
+ * Two steadier poses (whole CASIA set, with the valley tilt test of hand-contour.ts): "up" turned
+ * 0.3 of the way towards the direction from the palm centre to the valleys (EER 0.98 → 0.96 %;
+ * 0.5: 0.95 %), then the square's centre 0.8 side below the valley line instead of 0.74 (0.96 →
+ * 0.87 %, FRR at FAR 1e-4 2.06 → 1.91 %; 0.86: 1.00 %); a side of 1.15 / 1.35 × the spacing
+ * instead of 1.25 gave 0.95 / 1.05 % before the centre moved (docs/palm-pipeline.md).
  */
-const OUTLINE_ROI: RoiProportions = { ...RING_ROI, outlineOnly: true };
+const OUTLINE_ROI: RoiProportions = { ...RING_ROI, outlineOnly: true, centreBelow: 0.8, centreUp: 0.3 };
 
 /**
  * Hands held by pegs (COEP-like, contact scanners): the square of 1.2 × the inscribed radius around
@@ -148,9 +154,13 @@ const PEG_ROI: RoiProportions = { ...RING_ROI, circle: 1.2 };
  * radius (side / 1.2). Whole COEP set: EER 0.70 → 0.23 %; without the suspected re-captured
  * persons FRR at FAR 1e-3 3.2 → 1.2 % (docs/palm-pipeline.md, "Pegs ROI, second pass"). The
  * contact profiles keep the radius: their share of the frame is unknown without captures to
- * measure it on.
+ * measure it on. The pegs ROI reads a hand mask cut halfway between the background's mean grey and
+ * the Otsu level (`maskLevel`, roi-pegs.ts `pegHandMask`): Otsu cut the fingers and the shadowed
+ * edge of dark-skinned palms off in some captures. COEP 67 persons: EER 0.25 → 0.03 %, FRR at FAR
+ * 1e-4 4.0 → 2.0 % (docs/palm-pipeline.md, "Pegs ROI, third pass"); the contact profiles keep the
+ * Otsu mask (a platen lit from below: no captures to measure it on).
  */
-const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26 };
+const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26, maskLevel: PEG_MASK_LEVEL };
 
 /**
  * Periodicity centre on real cameras: bona fide development captures reach 0.30 (CASIA, 99.5th

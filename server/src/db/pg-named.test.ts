@@ -43,12 +43,19 @@ describe('NamedStatements', () => {
     expect(await wrapped.connect()).toBe(c);
   });
 
-  it('names each text once and at most `max` texts', () => {
+  it('names each text once and at most `max` texts', async () => {
     const named = new NamedStatements(2);
+    const { calls, pool } = fakePool();
     named.add('a');
     named.add('a');
     named.add('b');
     named.add('c');
-    expect(named.size).toBe(2);
+    const c = await named.pool(pool).connect();
+    for (const text of ['a', 'b', 'c']) await c.query(text, []);
+    expect(calls).toEqual([
+      [{ name: 'palmid_1', text: 'a', values: [] }],
+      [{ name: 'palmid_2', text: 'b', values: [] }],
+      ['c', []],
+    ]);
   });
 });

@@ -18,10 +18,6 @@ export class NamedStatements {
     this.#names.set(sql, `palmid_${this.#names.size + 1}`);
   }
 
-  get size(): number {
-    return this.#names.size;
-  }
-
   /** The pool as Kysely's PostgreSQL dialect uses it, with named texts sent as named statements. */
   pool(pool: Pool): PostgresPool {
     const clients = new WeakMap<PoolClient, PostgresPoolClient>();

@@ -5,7 +5,6 @@
 export interface KioskConnection {
   pvsId: string;
   vendorId: string | null;
-  send(message: unknown): void;
 }
 
 export class KioskRegistry {
@@ -25,15 +24,10 @@ export class KioskRegistry {
     };
   }
 
-  byId(pvsId: string): KioskConnection | undefined {
-    return this.#kiosks.get(pvsId);
-  }
-
-  servingVendor(vendorId: string): KioskConnection[] {
-    return [...this.#kiosks.values()].filter((k) => k.vendorId === vendorId || k.vendorId === null);
-  }
-
-  /** `servingVendor(vendorId).length` without walking the kiosks (`GET /api/v1/status` asks it per request). */
+  /**
+   * Connected kiosks bound to the vendor plus unbound ones, kept as counts so that `GET /api/v1/status`
+   * (which asks it per request) does not walk the kiosks.
+   */
   countServing(vendorId: string): number {
     return (this.#counts.get(vendorId) ?? 0) + (this.#counts.get(null) ?? 0);
   }

@@ -2,9 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { hasServerNodeFlags, SERVER_NODE_FLAGS } from './node-flags.ts';
 
-const probe = `import('${new URL('./node-flags.ts', import.meta.url).pathname}').then((m) => process.stdout.write(String(m.semiSpaceMiB())))`;
+/** The young generation's semi-space size, in MiB, of a fresh Node process started with `flags`. */
+const probe = `const s = require('node:v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+process.stdout.write(String(s ? Math.round(s.space_size / (1024 * 1024)) : 0));`;
 const semiSpace = (flags: readonly string[]) =>
-  Number(execFileSync(process.execPath, [...flags, '--import', 'tsx', '-e', probe], { encoding: 'utf8' }));
+  Number(execFileSync(process.execPath, [...flags, '-e', probe], { encoding: 'utf8' }));
 
 /** The server's Node flags (lib/node-flags.ts) give a process a 16 MiB young generation from the start. */
 describe('server node flags', () => {

@@ -1,5 +1,3 @@
-import { getHeapSpaceStatistics } from 'node:v8';
-
 /**
  * Node's flags for a server process (`npm start`, docs/deployment.md, and every server the HTTP bench
  * starts): the young generation never goes below 16 MiB a semi-space (V8 starts it at 1 MiB).
@@ -14,12 +12,6 @@ import { getHeapSpaceStatistics } from 'node:v8';
  * a command-line flag.
  */
 export const SERVER_NODE_FLAGS = ['--min-semi-space-size=16'] as const;
-
-/** The young generation's semi-space size now, in MiB: below 16 the flags above are missing. */
-export function semiSpaceMiB(): number {
-  const space = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
-  return space ? Math.round(space.space_size / (1024 * 1024)) : 0;
-}
 
 /** Whether this process was started with the flags above (`process.execArgv`). */
 export function hasServerNodeFlags(execArgv: readonly string[] = process.execArgv): boolean {

@@ -145,18 +145,10 @@ export function privateKeyFromPem(pem: string): KeyObject {
   return key;
 }
 
-export interface AttestInput {
+/** The claims to sign, with the device key; the nonce may be left out where there is none. */
+export interface AttestInput extends Omit<CaptureClaims, 'nonce'> {
   privateKey: KeyObject;
-  purpose: CapturePurpose;
-  deviceId: string;
-  subject: string;
   nonce?: string | undefined;
-  template: Uint8Array | undefined;
-  hand: 'left' | 'right' | undefined;
-  quality: number;
-  liveness: number;
-  capturedAt: number;
-  counter: number;
 }
 
 /** Signs one capture and returns the attestation to send beside it. */

@@ -40,8 +40,6 @@ export type ChannelEvent = Extract<Message, { kind: `EVT_${string}` }>;
 interface Pending {
   seq: number;
   expect: number;
-  /** Send order of this attempt (retries get a new, later one): the device answers in this order. */
-  order: number;
   resolve(msg: Message): void;
   reject(err: Error): void;
   /** Ends this attempt early (answer arrived corrupted): retry without waiting for the timer. */
@@ -56,9 +54,12 @@ interface Pending {
  */
 export class WireChannel {
   private readonly parser = new FrameParser();
+  /**
+   * Outstanding attempts in send order: a Map iterates in insertion order, and every attempt (a retry
+   * too) is inserted under a fresh seq, so the device answers in the order of this Map.
+   */
   private readonly pending = new Map<number, Pending>();
   private nextSeq = 1;
-  private nextOrder = 0;
   /** When the device last answered (or sent a frame that failed its CRC): the line is alive. */
   private lastAnswerAt = Number.NEGATIVE_INFINITY;
   private closedWith: WireError | undefined;
@@ -186,7 +187,6 @@ export class WireChannel {
       this.pending.set(seq, {
         seq,
         expect,
-        order: this.nextOrder++,
         resolve: (m) => {
           finish();
           resolve({ ok: true, msg: m });
@@ -255,7 +255,7 @@ export class WireChannel {
     // waiting has lost its answer (or its command). Retry those now, within the window of requests in
     // flight, rather than after their timeout.
     for (const q of [...this.pending.values()]) {
-      if (q.order >= p.order) break;
+      if (q === p) break;
       this.counters.overtaken += 1;
       q.retryNow();
     }

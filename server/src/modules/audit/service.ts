@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Caller } from '../../context.ts';
 import type { Keyring } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
+import type { AuditTable } from '../../db/schema.ts';
 
 /**
  * Audit log (docs/user-api.md, "Audit"; docs/reliability.md): append-only and hash-chained. Each row's
@@ -35,19 +36,8 @@ export interface AuditRecord {
 export const GENESIS = '0'.repeat(64);
 export const HEAD_ID = 1;
 
-interface RowFields {
-  seq: number;
-  id: string;
-  timestamp: number;
-  user_id: string;
-  vendor_id: string | null;
-  attribute_name: string;
-  operation: string;
-  ip_address: string;
-  user_agent: string;
-  result: string;
-  prev_hash: string;
-}
+/** What a row's hash covers: the row as stored, but for the hash itself. */
+type RowFields = Omit<AuditTable, 'hash'>;
 
 export function rowHash(r: RowFields): string {
   const canonical = JSON.stringify([

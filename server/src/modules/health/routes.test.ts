@@ -67,10 +67,9 @@ describe('health and status', () => {
       });
       return res.json().data.pvs.connected as number;
     };
-    const send = () => {};
-    const offOwn = t.ctx.kiosks.register({ pvsId: 'pvs-own', vendorId: v.vendor_id, send });
-    const offOther = t.ctx.kiosks.register({ pvsId: 'pvs-other', vendorId: 'someone-else', send });
-    const offFree = t.ctx.kiosks.register({ pvsId: 'pvs-free', vendorId: null, send });
+    const offOwn = t.ctx.kiosks.register({ pvsId: 'pvs-own', vendorId: v.vendor_id });
+    const offOther = t.ctx.kiosks.register({ pvsId: 'pvs-other', vendorId: 'someone-else' });
+    const offFree = t.ctx.kiosks.register({ pvsId: 'pvs-free', vendorId: null });
     expect(await connected()).toBe(2);
     offFree();
     expect(await connected()).toBe(1);

@@ -103,11 +103,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             const deviceKey = await bindOnHello(ctx.database.db, pvs.id, params.device_key, ctx.now());
             await touchPvs(ctx.database.db, pvs.id, ctx.now());
             if (!unregister && params.mode !== 'enrol') {
-              unregister = ctx.kiosks.register({
-                pvsId: pvs.id,
-                vendorId: pvs.vendorId,
-                send: (m) => rpc.send(m),
-              });
+              unregister = ctx.kiosks.register({ pvsId: pvs.id, vendorId: pvs.vendorId });
               unsubscribers.push(
                 ctx.events.subscribe('scan.request', (e) => {
                   if (!servesContext(pvs, e)) return;

@@ -1,0 +1,85 @@
+import { mkdirSync, readdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli, tempDir } from './harness.ts';
+
+/**
+ * `npm run palm -- look-alike <dir>` as a curator runs it: a real process on a `<dir>/<subject>/<image>`
+ * tree in which one subject's second session was filed under a new label (docs/palm-pipeline.md,
+ * "Look-alike identities").
+ */
+describe('npm run palm -- look-alike', () => {
+  const tmp = tempDir('palmid-look-alike-');
+  const set = join(tmp.dir, 'rois');
+
+  beforeAll(async () => {
+    const made = await cli(
+      'agent/scripts/make-roi-set.ts',
+      [
+        set,
+        '--style',
+        'contact',
+        '--subjects',
+        '6',
+        '--per-session',
+        '2',
+        '--format',
+        'png',
+        '--seed',
+        'lookalike',
+      ],
+      {},
+      120_000,
+    );
+    expect(made.code, made.stderr).toBe(0);
+    // s003's second session becomes "s007": one palm under two labels
+    mkdirSync(join(set, 's007'));
+    for (const f of readdirSync(join(set, 's003')).filter((f) => f.startsWith('2_')))
+      renameSync(join(set, 's003', f), join(set, 's007', f));
+  }, 180_000);
+  afterAll(() => tmp.remove());
+
+  it('names the two labels of one palm first and flags only them, in JSON', async () => {
+    const r = await cli(
+      'agent/src/palm/cli.ts',
+      ['look-alike', set, '--roi', '--json', '--top', '3'],
+      {},
+      180_000,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as {
+      matcher: string;
+      identities: number;
+      images: number;
+      flagged: number;
+      closest: Array<{ a: string; b: string; pairs: number; looks_genuine: boolean; robust_z: number }>;
+    };
+    expect(report.matcher).toBe('palmid');
+    expect(report.identities).toBe(7);
+    expect(report.images).toBe(24);
+    expect(report.closest).toHaveLength(3);
+    expect(report.closest[0]).toMatchObject({ a: 's003', b: 's007', pairs: 4, looks_genuine: true });
+    expect(report.flagged).toBe(1);
+    expect(report.closest[1]!.looks_genuine).toBe(false);
+    // only labels and aggregates: no file name reaches the report
+    expect(r.stdout).not.toMatch(/\.png/);
+  });
+
+  it('prints the table by default and refuses --baseline without --roi', async () => {
+    const table = await cli(
+      'agent/src/palm/cli.ts',
+      ['look-alike', set, '--roi', '--baseline', '--top', '2'],
+      {},
+      180_000,
+    );
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/\(CompCode\)/);
+    expect(table.stdout).toMatch(/s003 \/ s007 .*LOOKS GENUINE/);
+    const bad = await cli('agent/src/palm/cli.ts', ['look-alike', set, '--baseline'], {}, 60_000);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--baseline needs --roi/);
+    const missing = await cli('agent/src/palm/cli.ts', ['look-alike', join(tmp.dir, 'nope')], {}, 60_000);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/Cannot read dataset directory/);
+  });
+});
