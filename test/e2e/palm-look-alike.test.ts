@@ -65,6 +65,51 @@ describe('npm run palm -- look-alike', () => {
     expect(r.stdout).not.toMatch(/\.png/);
   });
 
+  it('eval --same counts the two labels as one person: their cross pairs become genuine pairs', async () => {
+    const read = async (extra: string[]) => {
+      const r = await cli(
+        'agent/src/palm/cli.ts',
+        ['eval', set, '--roi', '--rotations', '0', '--json', ...extra],
+        {},
+        180_000,
+      );
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as {
+        subjects: number;
+        genuine_pairs: number;
+        impostor_pairs: number;
+        same_person?: string[];
+      };
+    };
+    const apart = await read([]);
+    const merged = await read(['--same', 's003=s007']);
+    // 24 images: 5 subjects of 4 and two labels of 2; merged, 6 subjects of 4
+    expect(apart).toMatchObject({ subjects: 7, genuine_pairs: 32, impostor_pairs: 244 });
+    expect(merged).toMatchObject({
+      subjects: 6,
+      genuine_pairs: 36,
+      impostor_pairs: 240,
+      same_person: ['s003=s007'],
+    });
+    expect(apart.same_person).toBeUndefined();
+    const unknown = await cli(
+      'agent/src/palm/cli.ts',
+      ['eval', set, '--roi', '--same', 's003=s999'],
+      {},
+      60_000,
+    );
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/"s999", which is no identity/);
+    const malformed = await cli(
+      'agent/src/palm/cli.ts',
+      ['eval', set, '--roi', '--same', 's003'],
+      {},
+      60_000,
+    );
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toMatch(/--same takes <label>=<label>/);
+  });
+
   it('prints the table by default and refuses --baseline without --roi', async () => {
     const table = await cli(
       'agent/src/palm/cli.ts',
@@ -75,6 +120,7 @@ describe('npm run palm -- look-alike', () => {
     expect(table.code, table.stderr).toBe(0);
     expect(table.stdout).toMatch(/\(CompCode\)/);
     expect(table.stdout).toMatch(/s003 \/ s007 .*LOOKS GENUINE/);
+    expect(table.stdout).toMatch(/palm eval \S+ --same s003=s007\n/);
     const bad = await cli('agent/src/palm/cli.ts', ['look-alike', set, '--baseline'], {}, 60_000);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--baseline needs --roi/);

@@ -7,7 +7,7 @@ import { extractRoiTemplates } from '../roi-template.ts';
 import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
 import { extractCapture, extractTemplate } from '../template-file.ts';
 import { baselineDistance, baselineTemplate } from './baseline.ts';
-import { listDataset } from './dataset.ts';
+import { listDataset, mergeSameIdentities, type SameIdentity } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
 import {
   type EvalExtra,
@@ -27,6 +27,21 @@ export function angleList(v: string): number[] {
   return [0, ...new Set(a.filter((x) => x !== 0))];
 }
 
+/**
+ * `--same` value: `a=b[,c=d…]`, each naming two labels of one person (`b` is merged into `a`),
+ * labels as `palm eval` and `palm look-alike` print them.
+ */
+export function sameList(v: string): SameIdentity[] {
+  return v.split(',').map((part) => {
+    const m = /^\s*([^=\s][^=]*?)\s*=\s*([^=\s][^=]*?)\s*$/.exec(part);
+    if (!m || m[1] === m[2])
+      throw new InvalidArgumentError(
+        `--same takes <label>=<label>[,…] with two different labels, got "${part}"`,
+      );
+    return { into: m[1]!, from: m[2]! };
+  });
+}
+
 function positiveInt(name: string) {
   return (v: string) => {
     const n = Number(v);
@@ -44,6 +59,7 @@ interface EvalCliOptions {
   baseline?: boolean;
   maxImpostors: number;
   sensor?: SensorName;
+  same?: SameIdentity[];
 }
 
 async function run(
@@ -52,8 +68,10 @@ async function run(
   extract: Extract,
   options: EvalOptions,
   quiet: boolean,
+  same: readonly SameIdentity[] = [],
 ): Promise<{ report: EvalReport; extra: EvalExtra }> {
-  const dataset = await listDataset(dir);
+  const listed = await listDataset(dir);
+  const dataset = same.length > 0 ? mergeSameIdentities(listed, same) : listed;
   let bar: ReturnType<typeof progressBar> | null = null;
   let stage = '';
   const result = await evaluate(dataset, extract, {
@@ -95,6 +113,12 @@ export function evalCommand(): Command {
       'with --roi: angles the later image of a pair is coded at, minimum distance kept ("0": off)',
       angleList,
       [...ROI_ROTATION_ANGLES],
+    )
+    .option(
+      '--same <a=b,…>',
+      'identities that are one person filed under two labels (see `palm look-alike`): b is merged into a, ' +
+        'so their cross pairs count as genuine pairs; the report names the merges (same_person)',
+      sameList,
     )
     .option('--json', 'print the JSON report instead of the summary (no progress bar)')
     .option('--plot <png>', 'also write the DET curve to a PNG file')
@@ -139,6 +163,7 @@ export function evalCommand(): Command {
           sides: !o.roi,
         },
         quiet,
+        o.same,
       );
       const base = o.baseline
         ? await run(
@@ -153,6 +178,7 @@ export function evalCommand(): Command {
             },
             { maxImpostorPairs: o.maxImpostors, distance: baselineDistance },
             quiet,
+            o.same,
           )
         : null;
       // stderr even with --json: stdout stays pure JSON, and excluded images must never go unnoticed
@@ -166,6 +192,7 @@ export function evalCommand(): Command {
       }
       if (o.json) {
         const out: Record<string, unknown> = { ...report };
+        if (o.same) out.same_person = o.same.map((m) => `${m.into}=${m.from}`);
         if (base) {
           out.baseline = { name: 'CompCode', ...base.report };
           out.baseline_eer_ratio =
@@ -173,7 +200,10 @@ export function evalCommand(): Command {
         }
         console.log(JSON.stringify(out));
       } else {
-        const title = `palm eval ${dir} (${o.roi ? 'palm ROIs' : 'whole frames, kiosk pipeline'})`;
+        const merged = o.same
+          ? `; one person under two labels: ${o.same.map((m) => `${m.into}=${m.from}`).join(', ')}`
+          : '';
+        const title = `palm eval ${dir} (${o.roi ? 'palm ROIs' : 'whole frames, kiosk pipeline'}${merged})`;
         process.stdout.write(
           formatSummary(title, report, base ? { name: 'CompCode', report: base.report } : undefined),
         );

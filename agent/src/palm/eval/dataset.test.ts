@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readImage } from '../image-io.ts';
 import { encodeBmp8 } from '../image-write.ts';
-import { listDataset } from './dataset.ts';
+import { listDataset, mergeSameIdentities } from './dataset.ts';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -55,5 +55,46 @@ describe('ROI dataset listing', () => {
       ['p2/Right', 1],
       ['p3', 2],
     ]);
+  });
+});
+
+describe('one person under two labels (--same)', () => {
+  const ds = {
+    subjects: [
+      { name: 'a', files: ['a/1', 'a/2'] },
+      { name: 'b', files: ['b/1'] },
+      { name: 'c', files: ['c/1', 'c/2'] },
+      { name: 'd', files: ['d/1'] },
+    ],
+  };
+
+  it('merges the second label into the first and keeps the order of the rest', () => {
+    const merged = mergeSameIdentities(ds, [
+      { into: 'a', from: 'c' },
+      { into: 'd', from: 'b' },
+    ]);
+    expect(merged.subjects).toEqual([
+      { name: 'a', files: ['a/1', 'a/2', 'c/1', 'c/2'] },
+      { name: 'd', files: ['d/1', 'b/1'] },
+    ]);
+    expect(ds.subjects[0]!.files).toEqual(['a/1', 'a/2']); // the listing itself is untouched
+  });
+
+  it('refuses unknown labels, a label merged twice, chains and a set left with one identity', () => {
+    expect(() => mergeSameIdentities(ds, [{ into: 'a', from: 'x' }])).toThrow(/"x", which is no identity/);
+    expect(() =>
+      mergeSameIdentities(ds, [
+        { into: 'a', from: 'b' },
+        { into: 'c', from: 'b' },
+      ]),
+    ).toThrow(/"b" twice/);
+    expect(() =>
+      mergeSameIdentities(ds, [
+        { into: 'a', from: 'b' },
+        { into: 'c', from: 'a' },
+      ]),
+    ).toThrow(/merges "a" away and into it/);
+    const two = { subjects: ds.subjects.slice(0, 2) };
+    expect(() => mergeSameIdentities(two, [{ into: 'a', from: 'b' }])).toThrow(/fewer than two identities/);
   });
 });

@@ -88,3 +88,52 @@ export async function listDataset(dir: string): Promise<Dataset> {
   }
   return { subjects };
 }
+
+/** One person filed under two labels: `into` keeps the identity, `from`'s images join it. */
+export interface SameIdentity {
+  into: string;
+  from: string;
+}
+
+/**
+ * The dataset with each `from` identity merged into its `into` identity: the two labels' images
+ * become one subject, so their cross pairs count as genuine pairs instead of impostor pairs.
+ * For a development set that files one person twice (found with `palm look-alike`; see
+ * docs/palm-pipeline.md, "Look-alike identities"). Every label must exist and be merged once.
+ */
+export function mergeSameIdentities(ds: Dataset, same: readonly SameIdentity[]): Dataset {
+  const byName = new Map(ds.subjects.map((s) => [s.name, { name: s.name, files: [...s.files] }]));
+  const used = new Set<string>();
+  for (const { into, from } of same) {
+    for (const label of [into, from])
+      if (!byName.has(label))
+        throw new AppError(
+          'INVALID_REQUEST',
+          `--same names "${label}", which is no identity of the dataset`,
+          {
+            field: 'same',
+            reason: 'unknown_label',
+          },
+        );
+    if (used.has(from))
+      throw new AppError('INVALID_REQUEST', `--same merges "${from}" twice or merges into it`, {
+        field: 'same',
+        reason: 'duplicate_label',
+      });
+    used.add(from);
+  }
+  for (const { into } of same)
+    if (used.has(into))
+      throw new AppError('INVALID_REQUEST', `--same merges "${into}" away and into it at once`, {
+        field: 'same',
+        reason: 'duplicate_label',
+      });
+  for (const { into, from } of same) byName.get(into)!.files.push(...byName.get(from)!.files);
+  const subjects = ds.subjects.filter((s) => !used.has(s.name)).map((s) => byName.get(s.name)!);
+  if (subjects.length < 2)
+    throw new AppError('INVALID_REQUEST', '--same leaves fewer than two identities', {
+      field: 'same',
+      reason: 'too_few_subjects',
+    });
+  return { subjects };
+}

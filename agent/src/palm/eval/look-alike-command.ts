@@ -57,6 +57,12 @@ function formatReport(dir: string, r: LookAlikeReport, failed: number, matcher: 
         `${(p.genuine_quantile === null ? '—' : `${(p.genuine_quantile * 100).toFixed(1)} %`).padEnd(17)} ${fixed(p.robust_z, 1).padStart(8)}  ${p.looks_genuine ? 'LOOKS GENUINE' : ''}`,
     );
   }
+  const flagged = r.closest.filter((p) => p.looks_genuine);
+  if (flagged.length > 0)
+    lines.push(
+      '',
+      `  to evaluate the flagged pairs as one person each: palm eval ${dir} --same ${flagged.map((p) => `${p.a}=${p.b}`).join(',')}`,
+    );
   return `${lines.join('\n')}\n`;
 }
 
