@@ -7,11 +7,16 @@
  * through the kiosk pipeline under that sensor profile, scored like `palm eval --sensor` and the
  * server's matcher (plain distance; a site's own threshold for a camera, docs/palm-pipeline.md).
  * `--at <scores>` adds the FMR and FNMR at those score thresholds (comma-separated).
- * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] [--at 0.4,0.5] <dir>...
+ * `--same a=b,…` merges two labels of one person in every set, as `palm eval --same` does
+ * (docs/palm-pipeline.md, "Look-alike identities").
+ * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] [--at 0.4,0.5]
+ *   [--same a=b,…] <dir>...
  */
+import { AppError } from '@palmid/shared/errors.ts';
 import { distanceToScore } from '@palmid/shared/palm/match.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
-import { listDataset } from '../src/palm/eval/dataset.ts';
+import { sameList } from '../src/palm/eval/command.ts';
+import { listDataset, mergeSameIdentities, type SameIdentity } from '../src/palm/eval/dataset.ts';
 import { evaluate, extractionFailure } from '../src/palm/eval/evaluate.ts';
 import { readImage } from '../src/palm/image-io.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
@@ -56,13 +61,38 @@ if (sensorFlag >= 0) {
   angles = [0];
   args.splice(sensorFlag, 2);
 }
-console.log(JSON.stringify(sensor ? { sensor, frames: 'whole' } : { rotations: angles }));
+let same: SameIdentity[] = [];
+const sameFlag = args.indexOf('--same');
+if (sameFlag >= 0) {
+  try {
+    same = sameList(args[sameFlag + 1] ?? '');
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}`);
+    process.exit(2);
+  }
+  args.splice(sameFlag, 2);
+}
+console.log(
+  JSON.stringify({
+    ...(sensor ? { sensor, frames: 'whole' } : { rotations: angles }),
+    ...(same.length > 0 ? { same_person: same.map((m) => `${m.into}=${m.from}`) } : {}),
+  }),
+);
 
 const impostor: number[] = [];
 const genuine: number[] = [];
 for (const dir of args) {
+  let dataset: Awaited<ReturnType<typeof listDataset>>;
+  try {
+    dataset = await listDataset(dir);
+    if (same.length > 0) dataset = mergeSameIdentities(dataset, same);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    console.error(`error: ${dir}: ${err.message}`);
+    process.exit(2);
+  }
   const { extra, report } = await evaluate(
-    await listDataset(dir),
+    dataset,
     async (f) => {
       if (sensor) {
         // a frame the pipeline refuses is a failure to acquire, as in `palm eval`
