@@ -37,13 +37,13 @@ export interface ContextOverrides {
   now?: () => number;
 }
 
-async function defaultMatching(): Promise<{ matcher: Matcher; gallery: Gallery }> {
+async function defaultMatching(threshold: number): Promise<{ matcher: Matcher; gallery: Gallery }> {
   const mod = (await import('./modules/matching/index.ts')) as {
-    createMatcher: () => Matcher;
-    createGallery: (m: Matcher) => Gallery;
+    createMatcher: (o: { threshold: number }) => Matcher;
+    createGallery: (m: Matcher, o: { threshold: number }) => Gallery;
   };
-  const matcher = mod.createMatcher();
-  return { matcher, gallery: mod.createGallery(matcher) };
+  const matcher = mod.createMatcher({ threshold });
+  return { matcher, gallery: mod.createGallery(matcher, { threshold }) };
 }
 
 /** Opens everything a server (or the admin CLI) needs. The caller owns `closeContext`. */
@@ -61,7 +61,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const matching =
     overrides.matcher && overrides.gallery
       ? { matcher: overrides.matcher, gallery: overrides.gallery }
-      : await defaultMatching();
+      : await defaultMatching(config.PALMID_MATCH_THRESHOLD);
   const hub = events ?? new LocalEventHub();
   const sockets = new LiveSockets();
   const ctx: AppContext = {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { z } from 'zod';
 
 /**
@@ -66,6 +67,19 @@ export const configSchema = z
       .string()
       .regex(/^rediss?:\/\/.+/, 'must be redis://…')
       .optional(),
+    /**
+     * Similarity at or above which a palm matches (1:1 and 1:N; docs/palm-pipeline.md, "Threshold for
+     * FMR 1e-4 on whole frames"): a site raises it for its sensor (colour cameras with pegs: 0.41),
+     * never below the calibrated default.
+     */
+    PALMID_MATCH_THRESHOLD: z.coerce
+      .number()
+      .min(
+        MATCH_THRESHOLD,
+        `must be at least the calibrated default ${MATCH_THRESHOLD} (raise it, never lower it)`,
+      )
+      .max(0.95, 'must be at most 0.95 (above it nearly every genuine palm is refused)')
+      .default(MATCH_THRESHOLD),
     PALMID_SIM: z.enum(['0', '1']).default('1'),
     PALMID_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** `pretty`: one readable line per event (default in development); `json`: one JSON object per line. */
