@@ -1,7 +1,6 @@
-import { mkdirSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, tempDir } from './harness.ts';
+import { cli, makeRoiSet, refileSecondSession, tempDir } from './harness.ts';
 
 /**
  * `agent/scripts/calibrate-threshold.ts` as a process, on a synthetic ROI set in which one
@@ -13,29 +12,9 @@ describe('calibrate-threshold --same', () => {
   const set = join(tmp.dir, 'rois');
 
   beforeAll(async () => {
-    const made = await cli(
-      'agent/scripts/make-roi-set.ts',
-      [
-        set,
-        '--style',
-        'contact',
-        '--subjects',
-        '4',
-        '--per-session',
-        '2',
-        '--format',
-        'png',
-        '--seed',
-        'calib',
-      ],
-      {},
-      120_000,
-    );
-    expect(made.code, made.stderr).toBe(0);
+    await makeRoiSet(set, 4, 'png', 'calib');
     // s002's second session becomes "s005": one palm under two labels
-    mkdirSync(join(set, 's005'));
-    for (const f of readdirSync(join(set, 's002')).filter((f) => f.startsWith('2_')))
-      renameSync(join(set, 's002', f), join(set, 's005', f));
+    refileSecondSession(set, 's002', 's005');
   }, 180_000);
   afterAll(() => tmp.remove());
 

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -144,6 +144,44 @@ export function tempDir(prefix: string): { dir: string; remove(): void } {
  * The environment of a server process on its own SQLite file and master key inside `dir` (a sandbox
  * deployment on an ephemeral port); `extra` adds or overrides variables.
  */
+/**
+ * A synthetic `<dir>/<subject>/<image>` set of cropped contact ROIs (two sessions of two samples per
+ * subject, files `<session>_<sample>.<format>`), made by `agent/scripts/make-roi-set.ts` as a process.
+ */
+export async function makeRoiSet(
+  dir: string,
+  subjects: number,
+  format: 'png' | 'bmp',
+  seed: string,
+): Promise<void> {
+  const made = await cli(
+    'agent/scripts/make-roi-set.ts',
+    [
+      dir,
+      '--style',
+      'contact',
+      '--subjects',
+      String(subjects),
+      '--per-session',
+      '2',
+      '--format',
+      format,
+      '--seed',
+      seed,
+    ],
+    {},
+    120_000,
+  );
+  if (made.code !== 0) throw new Error(`make-roi-set exited ${made.code}: ${made.stderr}`);
+}
+
+/** Files `from`'s second session under a new label `to`: one palm under two labels (look-alike identities). */
+export function refileSecondSession(set: string, from: string, to: string): void {
+  mkdirSync(join(set, to));
+  for (const f of readdirSync(join(set, from)).filter((f) => f.startsWith('2_')))
+    renameSync(join(set, from, f), join(set, to, f));
+}
+
 export interface ServerEnv {
   PORT: string;
   DATABASE_URL: string;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBmp8 } from '../../agent/src/palm/image-write.ts';
 import { sideless } from '../support/sideless-hand.ts';
-import { cli, tempDir } from './harness.ts';
+import { cli, makeRoiSet, tempDir } from './harness.ts';
 
 /**
  * `npm run palm -- eval <dir> --roi --json --plot det.png` as the judges run it: a real process on a
@@ -14,25 +14,7 @@ describe('npm run palm -- eval (ROI databases)', () => {
   const set = join(tmp.dir, 'rois');
 
   beforeAll(async () => {
-    const made = await cli(
-      'agent/scripts/make-roi-set.ts',
-      [
-        set,
-        '--style',
-        'contact',
-        '--subjects',
-        '6',
-        '--per-session',
-        '2',
-        '--format',
-        'bmp',
-        '--seed',
-        'clitest',
-      ],
-      {},
-      120_000,
-    );
-    expect(made.code, made.stderr).toBe(0);
+    await makeRoiSet(set, 6, 'bmp', 'clitest');
     const first = join(set, (await import('node:fs')).readdirSync(set).sort()[0]!);
     writeFileSync(join(first, 'broken.bmp'), Buffer.from('BM not really a bitmap'));
     writeFileSync(join(first, 'empty.jpg'), Buffer.alloc(0));

@@ -1,7 +1,6 @@
-import { mkdirSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, tempDir } from './harness.ts';
+import { cli, makeRoiSet, refileSecondSession, tempDir } from './harness.ts';
 
 /**
  * `npm run palm -- look-alike <dir>` as a curator runs it: a real process on a `<dir>/<subject>/<image>`
@@ -13,29 +12,9 @@ describe('npm run palm -- look-alike', () => {
   const set = join(tmp.dir, 'rois');
 
   beforeAll(async () => {
-    const made = await cli(
-      'agent/scripts/make-roi-set.ts',
-      [
-        set,
-        '--style',
-        'contact',
-        '--subjects',
-        '6',
-        '--per-session',
-        '2',
-        '--format',
-        'png',
-        '--seed',
-        'lookalike',
-      ],
-      {},
-      120_000,
-    );
-    expect(made.code, made.stderr).toBe(0);
+    await makeRoiSet(set, 6, 'png', 'lookalike');
     // s003's second session becomes "s007": one palm under two labels
-    mkdirSync(join(set, 's007'));
-    for (const f of readdirSync(join(set, 's003')).filter((f) => f.startsWith('2_')))
-      renameSync(join(set, 's003', f), join(set, 's007', f));
+    refileSecondSession(set, 's003', 's007');
   }, 180_000);
   afterAll(() => tmp.remove());
 
