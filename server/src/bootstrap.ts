@@ -38,10 +38,7 @@ export interface ContextOverrides {
 }
 
 async function defaultMatching(threshold: number): Promise<{ matcher: Matcher; gallery: Gallery }> {
-  const mod = (await import('./modules/matching/index.ts')) as {
-    createMatcher: (o: { threshold: number }) => Matcher;
-    createGallery: (m: Matcher, o: { threshold: number }) => Gallery;
-  };
+  const mod = await import('./modules/matching/index.ts');
   const matcher = mod.createMatcher({ threshold });
   return { matcher, gallery: mod.createGallery(matcher, { threshold }) };
 }

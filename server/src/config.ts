@@ -68,9 +68,10 @@ export const configSchema = z
       .regex(/^rediss?:\/\/.+/, 'must be redis://…')
       .optional(),
     /**
-     * Similarity at or above which a palm matches (1:1 and 1:N; docs/palm-pipeline.md, "Threshold for
-     * FMR 1e-4 on whole frames"): a site raises it for its sensor (colour cameras with pegs: 0.41),
-     * never below the calibrated default.
+     * Similarity at or above which a palm is identified (the gallery's 1:N search and the matcher's
+     * 1:1; docs/palm-pipeline.md, "Threshold for FMR 1e-4 on whole frames"): a site raises it for its
+     * sensor (colour cameras with pegs: 0.41), never below the calibrated default. The duplicate-
+     * enrolment check keeps the default (`Gallery.findDuplicate`).
      */
     PALMID_MATCH_THRESHOLD: z.coerce
       .number()

@@ -60,7 +60,10 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   });
   const address = await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
   const port = (app.server.address() as { port: number }).port;
-  app.log.info({ address }, `palmid listening on ${address}`);
+  app.log.info(
+    { address, matchThreshold: ctx.config.PALMID_MATCH_THRESHOLD },
+    `palmid listening on ${address} (palm match threshold ${ctx.config.PALMID_MATCH_THRESHOLD})`,
+  );
   if (!hasServerNodeFlags()) {
     app.log.info(
       `node runs without ${SERVER_NODE_FLAGS.join(' ')}: reads cost more CPU (docs/performance.md, docs/deployment.md)`,

@@ -28,6 +28,7 @@ describe('vendor developer, first hour', () => {
     expect(first.note).toMatch(/new demo vendor/);
     const listening = first.s.output.find((l) => l.includes('palmid listening on'))!;
     expect(listening).toMatch(/INFO/);
+    expect(listening).toMatch(/palm match threshold 0\.325\b/);
     expect(listening.trim().startsWith('{')).toBe(false);
     await first.s.stop();
 

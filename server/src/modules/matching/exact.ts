@@ -32,6 +32,9 @@ export class ExactGallery implements Gallery {
     );
     return hit ? { userId: hit.userId, palmId: hit.palmId, score: 1 } : null;
   }
+  findDuplicate(template: Uint8Array): IdentifyHit | null {
+    return this.identify(template);
+  }
   get size(): number {
     return this.entries.length;
   }

@@ -10,6 +10,16 @@ import type { Gallery, GalleryEntry, IdentifyHit } from './types.ts';
 export function createExhaustiveGallery(threshold = MATCH_THRESHOLD): Gallery {
   let packed = new Uint32Array(PACKED_WORDS * 64);
   const entries: { palmId: string; userId: string }[] = [];
+  const best = (template: Uint8Array, bar: number): IdentifyHit | null => {
+    const probe = new Uint32Array(PACKED_WORDS);
+    packInto(decodeTemplate(template), probe, 0);
+    let hit: IdentifyHit | null = null;
+    for (let i = 0; i < entries.length; i++) {
+      const score = distanceToScore(packedDistance(probe, 0, packed, i * PACKED_WORDS));
+      if (score >= bar && (!hit || score > hit.score)) hit = { ...entries[i]!, score };
+    }
+    return hit;
+  };
   return {
     add(entry: GalleryEntry) {
       const t = decodeTemplate(entry.template);
@@ -33,14 +43,10 @@ export function createExhaustiveGallery(threshold = MATCH_THRESHOLD): Gallery {
       }
     },
     identify(template: Uint8Array): IdentifyHit | null {
-      const probe = new Uint32Array(PACKED_WORDS);
-      packInto(decodeTemplate(template), probe, 0);
-      let best: IdentifyHit | null = null;
-      for (let i = 0; i < entries.length; i++) {
-        const score = distanceToScore(packedDistance(probe, 0, packed, i * PACKED_WORDS));
-        if (score >= threshold && (!best || score > best.score)) best = { ...entries[i]!, score };
-      }
-      return best;
+      return best(template, threshold);
+    },
+    findDuplicate(template: Uint8Array): IdentifyHit | null {
+      return best(template, Math.min(threshold, MATCH_THRESHOLD));
     },
     get size() {
       return entries.length;

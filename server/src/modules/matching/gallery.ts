@@ -114,6 +114,11 @@ export class MemoryGallery implements Gallery {
     return hit && hit.score >= this.threshold ? hit : null;
   }
 
+  findDuplicate(template: Uint8Array): IdentifyHit | null {
+    const hit = this.search(template);
+    return hit && hit.score >= Math.min(this.threshold, MATCH_THRESHOLD) ? hit : null;
+  }
+
   /** Best candidate regardless of the threshold (for calibration and diagnostics). */
   search(template: Uint8Array, hand?: Hand): IdentifyHit | null {
     const t = decodeTemplate(template);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
@@ -21,9 +21,10 @@ describe('PALMID_MATCH_THRESHOLD', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  let runs = 0;
   async function scoreWith(env: Record<string, string>) {
     const config = loadConfig({
-      DATABASE_URL: `sqlite:${join(dir, `${Object.keys(env).length}.db`)}`,
+      DATABASE_URL: `sqlite:${join(dir, `${++runs}.db`)}`,
       PALMID_KEY_FILE: join(dir, 'master.key'),
       ...env,
     });
@@ -34,6 +35,7 @@ describe('PALMID_MATCH_THRESHOLD', () => {
         threshold: config.PALMID_MATCH_THRESHOLD,
         verify: ctx.matcher.verify(enrolled, probe),
         hit: ctx.gallery.identify(probe),
+        duplicate: ctx.gallery.findDuplicate(probe),
       };
     } finally {
       await closeContext(ctx);
@@ -51,9 +53,25 @@ describe('PALMID_MATCH_THRESHOLD', () => {
     expect(raised.threshold).toBe(above);
     expect(raised.verify).toEqual({ score: base.verify.score, match: false });
     expect(raised.hit).toBeNull();
+    // the duplicate-enrolment check keeps the calibrated default: one palm is still one account
+    expect(base.duplicate?.userId).toBe('u1');
+    expect(raised.duplicate?.userId).toBe('u1');
   });
 
-  it('refuses a value below the calibrated default or not a number, naming the key', () => {
+  it('is read from a PALMID_CONFIG file like every key, and accepts both ends of its range', async () => {
+    const file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify({ PALMID_MATCH_THRESHOLD: 0.41 }));
+    expect(loadConfig({ PALMID_CONFIG: file }).PALMID_MATCH_THRESHOLD).toBe(0.41);
+    writeFileSync(file, JSON.stringify({ PALMID_MATCH_THRESHOLD: 0.2 }));
+    expect(() => loadConfig({ PALMID_CONFIG: file })).toThrow(/PALMID_MATCH_THRESHOLD: must be at least/);
+    expect(loadConfig({ PALMID_MATCH_THRESHOLD: String(MATCH_THRESHOLD) }).PALMID_MATCH_THRESHOLD).toBe(
+      MATCH_THRESHOLD,
+    );
+    expect(loadConfig({ PALMID_MATCH_THRESHOLD: '0.95' }).PALMID_MATCH_THRESHOLD).toBe(0.95);
+    expect(loadConfig({ PALMID_MATCH_THRESHOLD: '' }).PALMID_MATCH_THRESHOLD).toBe(MATCH_THRESHOLD);
+  });
+
+  it('refuses a value below the calibrated default, above 0.95 or not a number, naming the key', () => {
     for (const bad of [String(MATCH_THRESHOLD - 0.01), '0.99', 'high'])
       expect(() => loadConfig({ PALMID_MATCH_THRESHOLD: bad })).toThrow(ConfigError);
     expect(() => loadConfig({ PALMID_MATCH_THRESHOLD: '0.2' })).toThrow(

@@ -30,7 +30,13 @@ export interface Gallery {
   add(entry: GalleryEntry): void;
   /** Removes every palm of the user (erasure). */
   removeUser(userId: string): void;
-  /** Best match above the calibrated threshold, or null. */
+  /** Best match at or above the gallery's threshold (PALMID_MATCH_THRESHOLD), or null. */
   identify(template: Uint8Array): IdentifyHit | null;
+  /**
+   * The duplicate-enrolment check: best match at or above the calibrated default MATCH_THRESHOLD
+   * (or the gallery's own threshold where that is lower), or null. A site that raises its match
+   * threshold makes identification stricter, never the rule that one palm is one account.
+   */
+  findDuplicate(template: Uint8Array): IdentifyHit | null;
   readonly size: number;
 }

@@ -96,7 +96,8 @@ export function findEnrolledElsewhere(
   owner: string | null,
 ): string | null {
   for (const t of templates) {
-    const hit = ctx.gallery.identify(t);
+    // at the calibrated default even where PALMID_MATCH_THRESHOLD is raised: one palm, one account
+    const hit = ctx.gallery.findDuplicate(t);
     if (hit && hit.userId !== owner) return hit.userId;
   }
   return null;
