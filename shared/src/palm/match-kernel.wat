@@ -373,12 +373,14 @@
                   (local.set $edges (i32.add (local.get $edges) (i32.const 1)))))))))
       (local.set $t (i32.add (local.get $t) (i32.const 4)))
       (br_if $edge (i32.lt_u (local.get $t) (i32.const 64))))
-    ;; Daugman-style rescaling by the share of the overlap area that both masks trust
+    ;; Daugman-style rescaling by the share of the overlap area that both masks trust, the area
+    ;; floored at 560 cells (REFERENCE_OVERLAP): a few trusted tiles carry less evidence
     (local.set $d (f64.div (f64.convert_i32_u (local.get $bits))
       (f64.convert_i32_u (i32.mul (local.get $cn) (i32.const 6)))))
     (local.set $d (f64.sub (f64.const 0.5) (f64.mul (f64.sub (f64.const 0.5) (local.get $d))
       (f64.sqrt (f64.min (f64.const 1)
-        (f64.div (f64.convert_i32_u (local.get $cn)) (f64.convert_i32_u (local.get $area))))))))
+        (f64.div (f64.convert_i32_u (local.get $cn))
+          (f64.max (f64.convert_i32_u (local.get $area)) (f64.const 560))))))))
     (if (i32.eqz (local.get $edges)) (then (return (f64.min (f64.const 0.5) (local.get $d)))))
     (f64.min (f64.const 0.5)
       (f64.add (local.get $d) (f64.mul (f64.const 0.02)

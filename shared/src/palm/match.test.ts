@@ -5,6 +5,7 @@ import {
   distanceToScore,
   exhaustiveDistance,
   packedDistance,
+  packedDistanceJs,
   packTemplate,
   ROW_WORDS,
   shiftDisagreement,
@@ -182,10 +183,20 @@ describe('palm matcher core', () => {
       0.5 - 0.5 * Math.sqrt(trusted / (GRID * GRID)),
       12,
     );
-    // at a shift the area is that of the overlapping cells only: a full mask still rescales by 1
-    const full = packTemplate({ ...t, mask: Uint32Array.from({ length: GRID }, () => 0xffffffff) });
+    // at a shift the area is that of the overlapping cells only: a full mask moved by (3, −2) and
+    // compared at that shift rescales by 1 (distance 0; with the whole grid as the area it would not)
+    const fullT = { ...t, mask: Uint32Array.from({ length: GRID }, () => 0xffffffff) };
+    const full = packTemplate(fullT);
+    expect(tiledDistance(full, 0, packTemplate(shifted(fullT, 3, -2)), 0, 3, -2, 0, 0)).toBe(0);
     expect(tiledDistance(full, 0, full, 0, 3, -2, 0, 0)).toBeGreaterThan(0.3);
     expect(tiledDistance(full, 0, full, 0, 0, 0, 2, 0)).toBe(0);
+    // a few trusted tiles carry little evidence: the area is floored at 560 cells (3 tiles: 192)
+    const few = packTemplate({
+      ...t,
+      mask: Uint32Array.from({ length: GRID }, (_, r) => (r < 8 ? 0xffffff : 0)),
+    });
+    expect(tiledDistance(few, 0, few, 0, 0, 0, 0, 0)).toBeCloseTo(0.5 - 0.5 * Math.sqrt(192 / 560), 12);
+    expect(packedDistance(few, 0, few, 0)).toBe(packedDistanceJs(few, 0, few, 0));
     expect(tileOverlap(0, 3, -2)).toBe(6 * 8);
     expect(tileOverlap(15, 3, -2)).toBe(8 * 5);
     expect(tileOverlap(5, 3, -2)).toBe(64);

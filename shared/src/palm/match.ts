@@ -255,8 +255,11 @@ export function tiledDistance(
   }
   if (n < MIN_OVERLAP) return 0.5;
   const d = bits / (n * CODE_PLANES);
-  // Daugman-style rescaling by the share of the overlapping cells that both masks trust
-  const base = 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, n / area));
+  // Daugman-style rescaling by the share of the overlapping cells that both masks trust, the area
+  // floored at REFERENCE_OVERLAP: a pair whose trusted tiles cover less than that carries less
+  // evidence however fully it trusts them (a template with a few trusted tiles must not match
+  // everyone as easily as a whole palm)
+  const base = 0.5 - (0.5 - d) * Math.sqrt(Math.min(1, n / Math.max(area, REFERENCE_OVERLAP)));
   if (smoothness === 0) return base;
   return base + smoothness * shiftDisagreement(bestTileShift, bestTileN);
 }
