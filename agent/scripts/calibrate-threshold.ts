@@ -7,7 +7,7 @@
  * through the kiosk pipeline under that sensor profile, scored like `palm eval --sensor` and the
  * server's matcher (plain distance; a site's own threshold for a camera, docs/palm-pipeline.md).
  * `--at <scores>` adds the FMR and FNMR at those score thresholds (comma-separated).
- * `--same a=b,…` merges two labels of one person in every set, as `palm eval --same` does
+ * `--same a=b,…` merges two labels of one person, as `palm eval --same` does, in each set that holds both
  * (docs/palm-pipeline.md, "Look-alike identities").
  * usage: tsx agent/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] [--at 0.4,0.5]
  *   [--same a=b,…] <dir>...
@@ -79,18 +79,34 @@ console.log(
   }),
 );
 
-const impostor: number[] = [];
-const genuine: number[] = [];
+// every set listed first: a bad folder or a --same merge that names no set stops before any work;
+// each set takes the merges whose two labels it holds
+const datasets: Array<Awaited<ReturnType<typeof listDataset>>> = [];
+const applied = new Set<SameIdentity>();
 for (const dir of args) {
-  let dataset: Awaited<ReturnType<typeof listDataset>>;
   try {
-    dataset = await listDataset(dir);
-    if (same.length > 0) dataset = mergeSameIdentities(dataset, same);
+    const listed = await listDataset(dir);
+    const names = new Set(listed.subjects.map((s) => s.name));
+    const mine = same.filter((m) => names.has(m.into) && names.has(m.from));
+    for (const m of mine) applied.add(m);
+    datasets.push(mine.length > 0 ? mergeSameIdentities(listed, mine) : listed);
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
     console.error(`error: ${dir}: ${err.message}`);
     process.exit(2);
   }
+}
+const unmatched = same.filter((m) => !applied.has(m));
+if (unmatched.length > 0) {
+  console.error(
+    `error: --same ${unmatched.map((m) => `${m.into}=${m.from}`).join(',')}: no set holds both labels`,
+  );
+  process.exit(2);
+}
+
+const impostor: number[] = [];
+const genuine: number[] = [];
+for (const [i, dataset] of datasets.entries()) {
   const { extra, report } = await evaluate(
     dataset,
     async (f) => {
@@ -110,7 +126,7 @@ for (const dir of args) {
   // a loop, not push(...x): spreading 300 k arguments overflows the stack
   for (const d of extra.impostor) impostor.push(d);
   for (const d of extra.genuine) genuine.push(d);
-  console.log(dir, JSON.stringify(report));
+  console.log(args[i], JSON.stringify(report));
 }
 impostor.sort((a, b) => a - b);
 for (const fmr of [1e-3, 1e-4, 1e-5]) {

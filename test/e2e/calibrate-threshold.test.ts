@@ -39,6 +39,7 @@ describe('calibrate-threshold --same', () => {
     expect(JSON.parse(lines(apart.stdout)[0]!).same_person).toBeUndefined();
     // the operating points are read from the merged pools
     const fmr = lines(merged.stdout)
+      .filter((l) => l.includes('{'))
       .map((l) => l.slice(l.indexOf('{')))
       .map((l) => JSON.parse(l) as { fmr?: number })
       .filter((o) => o.fmr !== undefined);
@@ -56,7 +57,7 @@ describe('calibrate-threshold --same', () => {
       60_000,
     );
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/"s999", which is no identity/);
+    expect(unknown.stderr).toMatch(/s002=s999: no set holds both labels/);
     expect(unknown.stderr).not.toMatch(/\n\s+at /);
   });
 });

@@ -141,10 +141,6 @@ export function tempDir(prefix: string): { dir: string; remove(): void } {
 }
 
 /**
- * The environment of a server process on its own SQLite file and master key inside `dir` (a sandbox
- * deployment on an ephemeral port); `extra` adds or overrides variables.
- */
-/**
  * A synthetic `<dir>/<subject>/<image>` set of cropped contact ROIs (two sessions of two samples per
  * subject, files `<session>_<sample>.<format>`), made by `agent/scripts/make-roi-set.ts` as a process.
  */
@@ -190,6 +186,10 @@ export interface ServerEnv {
   [name: string]: string;
 }
 
+/**
+ * The environment of a server process on its own SQLite file and master key inside `dir` (a sandbox
+ * deployment on an ephemeral port); `extra` adds or overrides variables.
+ */
 export function sqliteServerEnv(dir: string, extra: Record<string, string> = {}): ServerEnv {
   return {
     PORT: '0',

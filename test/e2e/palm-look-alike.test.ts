@@ -77,8 +77,11 @@ describe('npm run palm -- look-alike', () => {
       {},
       60_000,
     );
-    expect(unknown.code).toBe(1);
+    expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/"s999", which is no identity/);
+    // repeated --same options add up
+    const twice = await read(['--same', 's003=s007', '--same', 's001=s002']);
+    expect(twice).toMatchObject({ subjects: 5, same_person: ['s003=s007', 's001=s002'] });
     const malformed = await cli(
       'agent/src/palm/cli.ts',
       ['eval', set, '--roi', '--same', 's003'],

@@ -1,3 +1,4 @@
+import { AppError } from '@palmid/shared/errors.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { readImage } from '../image-io.ts';
@@ -71,7 +72,14 @@ async function run(
   same: readonly SameIdentity[] = [],
 ): Promise<{ report: EvalReport; extra: EvalExtra }> {
   const listed = await listDataset(dir);
-  const dataset = same.length > 0 ? mergeSameIdentities(listed, same) : listed;
+  let dataset = listed;
+  try {
+    if (same.length > 0) dataset = mergeSameIdentities(listed, same);
+  } catch (err) {
+    // a label the set does not hold is a wrong value of the option: bad usage (exit 2)
+    if (err instanceof AppError && err.details.field === 'same') throw new InvalidArgumentError(err.message);
+    throw err;
+  }
   let bar: ReturnType<typeof progressBar> | null = null;
   let stage = '';
   const result = await evaluate(dataset, extract, {
@@ -118,7 +126,7 @@ export function evalCommand(): Command {
       '--same <a=b,…>',
       'identities that are one person filed under two labels (see `palm look-alike`): b is merged into a, ' +
         'so their cross pairs count as genuine pairs; the report names the merges (same_person)',
-      sameList,
+      (v: string, previous: SameIdentity[] = []) => [...previous, ...sameList(v)],
     )
     .option('--json', 'print the JSON report instead of the summary (no progress bar)')
     .option('--plot <png>', 'also write the DET curve to a PNG file')

@@ -53,7 +53,7 @@ function formatReport(dir: string, r: LookAlikeReport, failed: number, matcher: 
   for (const p of r.closest) {
     lines.push(
       `  ${`${p.a} / ${p.b}`.padEnd(24)} ${String(p.pairs).padStart(5)}  ${fixed(p.min)}  ${fixed(p.median)}  ${fixed(p.max)}  ` +
-        `${`${p.impostors_closer} (${(p.impostor_quantile * 100).toFixed(3)} %)`.padEnd(19)} ` +
+        `${`${p.impostors_closer} (${Number.isFinite(p.impostor_quantile) ? `${(p.impostor_quantile * 100).toFixed(3)} %` : '—'})`.padEnd(19)} ` +
         `${(p.genuine_quantile === null ? '—' : `${(p.genuine_quantile * 100).toFixed(1)} %`).padEnd(17)} ${fixed(p.robust_z, 1).padStart(8)}  ${p.looks_genuine ? 'LOOKS GENUINE' : ''}`,
     );
   }
@@ -69,7 +69,8 @@ function formatReport(dir: string, r: LookAlikeReport, failed: number, matcher: 
 /**
  * `palm look-alike <dir>`: the pairs of identities of a `<subject>/<image>` tree whose cross
  * distances look genuine (a subject filed twice under two labels); docs/palm-pipeline.md,
- * "Look-alike identities". Same extraction and distance as `palm eval` (one template per image).
+ * "Look-alike identities". Same extraction as `palm eval`, one template per image scored with the plain
+ * distance (no rotation variants, unlike `eval --roi`'s default).
  */
 export function lookAlikeCommand(): Command {
   return new Command('look-alike')

@@ -72,6 +72,7 @@ describe('lookAlikeIdentities', () => {
     expect(lookAlikeIdentities(['a', 'b', 'c'], [0, 1, 2], (i, j) => d[i]![j]!).flagged).toBe(0);
     // no genuine pair at all: the genuine ranks are unknown
     expect(r.genuine_pairs).toBe(0);
+    expect(r.genuine).toBeNull();
     expect(r.closest[0]!.genuine_quantile).toBeNull();
   });
 });

@@ -165,11 +165,10 @@ export function lookAlikeIdentities(
     genuine_pairs: g.length,
     impostor_pairs: im.length,
     identity_pairs: rows.length,
-    genuine: {
-      median: round(gMedian),
-      p95: round(quantile(g, 0.95)),
-      max: round(g[g.length - 1] ?? Number.NaN),
-    },
+    genuine:
+      g.length > 0
+        ? { median: round(gMedian), p95: round(quantile(g, 0.95)), max: round(g[g.length - 1]!) }
+        : null,
     impostor: {
       min: round(im[0] ?? Number.NaN),
       q1e4: round(quantile(im, 1e-4)),
