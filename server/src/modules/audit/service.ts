@@ -39,20 +39,27 @@ export const HEAD_ID = 1;
 /** What a row's hash covers: the row as stored, but for the hash itself. */
 type RowFields = Omit<AuditTable, 'hash'>;
 
+/** The hashed fields in hash order. Every stored column but the hash must be one (checked below). */
+const HASHED = [
+  'seq',
+  'id',
+  'timestamp',
+  'user_id',
+  'vendor_id',
+  'attribute_name',
+  'operation',
+  'ip_address',
+  'user_agent',
+  'result',
+  'prev_hash',
+] as const satisfies readonly (keyof RowFields)[];
+/** Compile-time: a column added to the audit table without joining HASHED fails to type-check here. */
+const everyColumnHashed: [Exclude<keyof RowFields, (typeof HASHED)[number]>] extends [never] ? true : never =
+  true;
+void everyColumnHashed;
+
 export function rowHash(r: RowFields): string {
-  const canonical = JSON.stringify([
-    r.seq,
-    r.id,
-    r.timestamp,
-    r.user_id,
-    r.vendor_id,
-    r.attribute_name,
-    r.operation,
-    r.ip_address,
-    r.user_agent,
-    r.result,
-    r.prev_hash,
-  ]);
+  const canonical = JSON.stringify(HASHED.map((k) => r[k]));
   return createHash('sha256').update(canonical, 'utf8').digest('hex');
 }
 
