@@ -11,6 +11,7 @@ import { identifyPalm, resolveWithPalm } from '../../server/src/modules/auth-con
 import { createAuthContext } from '../../server/src/modules/auth-contexts/state.ts';
 import { grantConsent } from '../../server/src/modules/consents/service.ts';
 import { ExactGallery, ExactMatcher } from '../../server/src/modules/matching/exact.ts';
+import { seededUniform } from '../support/seeded.ts';
 
 /**
  * The crash-safety child: opens the real store with the real services and writes in a loop until it is
@@ -118,11 +119,7 @@ export async function main(argv: string[]): Promise<void> {
     await closeContext(ctx);
     return;
   }
-  let seed = Number(seedArg ?? 1) >>> 0 || 1;
-  const rnd = () => {
-    seed = (seed * 1103515245 + 12345) >>> 0;
-    return seed / 2 ** 32;
-  };
+  const rnd = seededUniform(Number(seedArg ?? 1) >>> 0 || 1);
   const tag = `${Date.now().toString(36)}${Math.floor(rnd() * 1e6).toString(36)}`;
   for (let n = 0; ; n++) {
     const user = fixture.users[Math.floor(rnd() * fixture.users.length)]!;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
+import { seededBytes, seededUniform } from '../../../test/support/seeded.ts';
 import { compileKernel, kernelModuleSource, MODULE_PATH } from '../../scripts/build-capture-kernel.ts';
 import { autocorrelationSumsJs, handSums, handSumsJs, measureFrame } from './capture-checks.ts';
 import { blockSumsSimd, captureSimdAvailable, lagBuffer, lagSums } from './capture-kernel.ts';
@@ -70,11 +71,9 @@ function reference(frame: GrayImage, g: HandGeometry) {
 }
 
 function noisy(frame: GrayImage, seed: number): GrayImage {
-  const data = new Uint8Array(frame.data.length);
-  for (let i = 0; i < data.length; i++) {
-    seed = (seed * 1103515245 + 12345) >>> 0;
-    data[i] = Math.max(0, Math.min(255, frame.data[i]! + ((seed >>> 24) % 41) - 20));
-  }
+  const data = seededBytes(frame.data.length, seed);
+  for (let i = 0; i < data.length; i++)
+    data[i] = Math.max(0, Math.min(255, frame.data[i]! + (data[i]! % 41) - 20));
   return { width: frame.width, height: frame.height, data };
 }
 
@@ -118,11 +117,7 @@ describe('measureFrame against the plain definitions', () => {
 describe('capture kernel (WebAssembly SIMD) lag sums', () => {
   it('gives the same doubles as the JavaScript loops, bit for bit', () => {
     expect(captureSimdAvailable).toBe(true);
-    let seed = 9;
-    const rnd = () => {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      return seed / 2 ** 32;
-    };
+    const rnd = seededUniform(9);
     for (const [pw, ph] of [
       [11, 6],
       [13, 13],
@@ -154,14 +149,9 @@ describe('capture kernel (WebAssembly SIMD) lag sums', () => {
   });
 
   it('sums f × f blocks of any window exactly (the vein-contrast patch)', () => {
-    let seed = 21;
     const width = 1603;
     const height = 1201;
-    const data = new Uint8Array(width * height);
-    for (let i = 0; i < data.length; i++) {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      data[i] = seed >>> 24;
-    }
+    const data = seededBytes(width * height, 21);
     data.fill(255, 0, width * 257); // blocks of 255: at f = 257 the 16-bit column sums are full
     for (const [x0, y0, f, w, h] of [
       [0, 0, 2, 10, 7],
@@ -194,11 +184,7 @@ describe('capture kernel (WebAssembly SIMD) lag sums', () => {
 
 describe("handSums (the hand measures' sums)", () => {
   it('equals the plain loop on the kernel for any mask, distances and bands (fractional, empty, out of range)', () => {
-    let seed = 9;
-    const rnd = () => {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      return seed / 2 ** 32;
-    };
+    const rnd = seededUniform(9);
     for (const n of [1, 15, 16, 33, 76_800, 76_801]) {
       const work = Uint8Array.from({ length: n }, () =>
         rnd() < 0.1 ? 250 + Math.floor(rnd() * 6) : Math.floor(rnd() * 256),

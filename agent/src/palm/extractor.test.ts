@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
+import { seededUniform } from '../../../test/support/seeded.ts';
 import { sharedExtractor } from './extractor.ts';
 import { FEATURE_CHANNELS, FEATURE_GRID, ROI_SIZE } from './model-graph.ts';
 
 describe('FeatureExtractor.responses', () => {
   it('gives one ROI fed as it is the same responses as in a batch, and leaves it unchanged', async () => {
     const roi = (seed: number) => {
-      const r = new Float32Array(ROI_SIZE * ROI_SIZE);
-      for (let i = 0; i < r.length; i++) {
-        seed = (seed * 1103515245 + 12345) >>> 0;
-        r[i] = 60 + (seed >>> 25) + 40 * Math.sin(i / 7);
-      }
-      return r;
+      const next = seededUniform(seed);
+      return Float32Array.from(
+        { length: ROI_SIZE * ROI_SIZE },
+        (_, i) => 60 + Math.floor(next() * 128) + 40 * Math.sin(i / 7),
+      );
     };
     const a = roi(1);
     const b = roi(2);

@@ -1,5 +1,6 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
+import { seededBytes } from '../../../test/support/seeded.ts';
 import { type HandGeometry, locateHand, towardsMiddle } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { bilinear } from './roi-input.ts';
@@ -132,12 +133,7 @@ describe('work scale', () => {
   }
 
   it('block-averages VGA frames exactly, word-aligned or not', () => {
-    let seed = 7;
-    const bytes = new Uint8Array(640 * 480 + 1);
-    for (let i = 0; i < bytes.length; i++) {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      bytes[i] = seed >>> 24;
-    }
+    const bytes = seededBytes(640 * 480 + 1, 7);
     for (const data of [bytes.subarray(0, 640 * 480), bytes.subarray(1)]) {
       const frame: GrayImage = { width: 640, height: 480, data };
       const g = locateHand(frame);
@@ -149,12 +145,7 @@ describe('work scale', () => {
 
 describe('work scale, larger frames', () => {
   it('block-averages by the generic factor exactly (1600 × 1200 → 5×)', () => {
-    let seed = 11;
-    const data = new Uint8Array(1603 * 1201);
-    for (let i = 0; i < data.length; i++) {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      data[i] = seed >>> 24;
-    }
+    const data = seededBytes(1603 * 1201, 11);
     const frame: GrayImage = { width: 1603, height: 1201, data };
     const g = locateHand(frame);
     expect(g.scale).toBe(5);

@@ -1,19 +1,11 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
+import { seededBytes, seededUniform } from '../../../test/support/seeded.ts';
 import { captureSimdAvailable } from './capture-kernel.ts';
 import { type HandGeometry, locateHand } from './hand-geometry.ts';
 import { cropPalm, cropPalmJs, ROI_SIDE_PER_RADIUS } from './hand-roi.ts';
 import type { GrayImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
-
-function randomBytes(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) {
-    seed = (seed * 1103515245 + 12345) >>> 0;
-    out[i] = seed >>> 24;
-  }
-  return out;
-}
 
 /**
  * The crop's definition, written independently of hand-roi.ts: the square centred at (cx, cy)
@@ -98,14 +90,10 @@ describe('cropPalm (palm ROI crop)', () => {
       [641, 479],
       [40, 33],
     ];
-    let seed = 7;
-    const next = () => {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      return seed / 2 ** 32;
-    };
+    const next = seededUniform(7);
     let cases = 0;
     for (const [width, height] of sizes) {
-      const frame: GrayImage = { width, height, data: randomBytes(width * height, width + height) };
+      const frame: GrayImage = { width, height, data: seededBytes(width * height, width + height) };
       const short = Math.min(width, height);
       for (let k = 0; k < 14; k++) {
         // angles near the axes and anywhere; sides below and above the grid (1 or 2 × 2 taps);

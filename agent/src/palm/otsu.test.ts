@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededUniform } from '../../../test/support/seeded.ts';
 import { otsu, otsuOfHistogram } from './hand-geometry.ts';
 
 /** Otsu's threshold by its definition: one histogram of every pixel, counted one by one. */
@@ -10,11 +11,7 @@ function plainOtsu(data: Uint8Array): number {
 
 describe('otsu', () => {
   it('equals the single-histogram definition on any length, bimodal or uniform, with long runs', () => {
-    let seed = 5;
-    const rnd = () => {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      return seed / 2 ** 32;
-    };
+    const rnd = seededUniform(5);
     for (const n of [1, 2, 3, 5, 7, 64, 1001, 76_800, 76_803]) {
       // a dark background in runs and a bright hand, or uniform noise
       const bimodal = new Uint8Array(n);

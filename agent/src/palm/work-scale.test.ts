@@ -1,5 +1,6 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { describe, expect, it } from 'vitest';
+import { seededBytes } from '../../../test/support/seeded.ts';
 import { aboveSimd, blockAverageSimd, captureSimdAvailable, foregroundSimd } from './capture-kernel.ts';
 import type { GrayImage } from './image-io.ts';
 import {
@@ -12,15 +13,6 @@ import {
   maskAboveJs,
   negative,
 } from './work-scale.ts';
-
-function randomBytes(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) {
-    seed = (seed * 1103515245 + 12345) >>> 0;
-    out[i] = seed >>> 24;
-  }
-  return out;
-}
 
 /** The plain definition, written independently: mean of each f × f block, rounded half up. */
 function expected(frame: GrayImage, f: number): Uint8Array {
@@ -41,7 +33,7 @@ function expected(frame: GrayImage, f: number): Uint8Array {
 
 describe('blockAverage (work scale)', () => {
   it('equals the plain block average for every factor, size and alignment', () => {
-    const bytes = randomBytes(1604 * 1203 + 3, 11);
+    const bytes = seededBytes(1604 * 1203 + 3, 11);
     const sizes: Array<[number, number]> = [
       [640, 480],
       [1600, 1200],
@@ -103,7 +95,7 @@ describe('blockAverage (work scale)', () => {
   });
 
   it('returns the frame itself at factor 1, and the negative byte by byte', () => {
-    const frame: GrayImage = { width: 40, height: 30, data: randomBytes(1200, 3) };
+    const frame: GrayImage = { width: 40, height: 30, data: seededBytes(1200, 3) };
     expect(blockAverage(frame, 1)).toBe(frame);
     const neg = negative(frame);
     for (let i = 0; i < 1200; i++) expect(neg.data[i]).toBe(255 - frame.data[i]!);
@@ -114,7 +106,7 @@ describe('foreground (the work image thresholded)', () => {
   it('gives the mask, the start distances and the count of the plain comparison, on the kernel and in JavaScript', () => {
     expect(captureSimdAvailable).toBe(true);
     for (const n of [0, 1, 15, 16, 17, 333, 76_800, 76_815]) {
-      const data = randomBytes(n, n + 1);
+      const data = seededBytes(n, n + 1);
       for (const t of [0, 20, 128, 200, 254, 255]) {
         const mask = data.map((v) => (v > t ? 1 : 0));
         const distance = Uint16Array.from(data, (v) => (v > t ? 65000 : 0));
@@ -141,7 +133,7 @@ describe('foreground (the work image thresholded)', () => {
 describe("maskAbove (the finger scans' tighter levels)", () => {
   it('equals the plain comparison for fractional, integer and out-of-range levels, on the kernel and in JavaScript', () => {
     for (const n of [0, 1, 15, 17, 76_800, 76_801]) {
-      const data = randomBytes(n, 2 * n + 3);
+      const data = seededBytes(n, 2 * n + 3);
       for (const level of [-3, -0.5, 0, 0.5, 20, 57.25, 57.75, 128, 254.5, 255, 255.5, 300]) {
         const want = Buffer.from(data.map((v) => (v > level ? 1 : 0)));
         expect(Buffer.from(maskAbove(data, level)).equals(want)).toBe(true);
