@@ -18,6 +18,16 @@ afterEach(async () => {
 
 const DEMO = { identity: 'demo', hand: 'right' } as const;
 
+/** A driver on `transport` to `device`, closed (and the device stopped) after the test. */
+function driverOn(device: FirmwareSimulator, transport: Transport, options?: DriverOptions): ScannerDriver {
+  const scanner = new ScannerDriver(transport, options);
+  cleanups.push(async () => {
+    await scanner.close();
+    device.stop();
+  });
+  return scanner;
+}
+
 function setup(sim: SimulatorOptions = {}, driver: DriverOptions = {}) {
   const device = new FirmwareSimulator({
     source: testPatternSource,
@@ -27,7 +37,7 @@ function setup(sim: SimulatorOptions = {}, driver: DriverOptions = {}) {
     ...sim,
   });
   const transport = new MemoryTransport(() => device.connectMemory(), 'memory');
-  const scanner = new ScannerDriver(transport, {
+  const scanner = driverOn(device, transport, {
     // Generous enough for a loaded CI machine; fault tests below pay this per lost frame.
     timeoutMs: 100,
     retries: 4,
@@ -36,10 +46,6 @@ function setup(sim: SimulatorOptions = {}, driver: DriverOptions = {}) {
     reconnectInitialMs: 20,
     reconnectMaxMs: 100,
     ...driver,
-  });
-  cleanups.push(async () => {
-    await scanner.close();
-    device.stop();
   });
   return { device, scanner, transport };
 }
@@ -330,11 +336,7 @@ describe('ScannerDriver over the in-memory link', () => {
     const device = new FirmwareSimulator({ source: testPatternSource });
     const file = join(mkdtempSync(join(tmpdir(), 'palmid-rec-')), 'trace.jsonl');
     const rec = new RecordingTransport(new MemoryTransport(() => device.connectMemory()), file);
-    const scanner = new ScannerDriver(rec);
-    cleanups.push(async () => {
-      await scanner.close();
-      device.stop();
-    });
+    const scanner = driverOn(device, rec);
     await scanner.connect();
     expect(Buffer.from(rec.bytes('tx')).toString('hex')).toBe('a5010100007dd362'); // GET_INFO, seq 1
     expect(rec.bytes('rx')[1]).toBe(0x81);
@@ -368,11 +370,7 @@ describe('ScannerDriver over the in-memory link', () => {
       return fate;
     });
     // A timeout that no test run could sit out unnoticed: recovery has to come from the window itself.
-    const scanner = new ScannerDriver(line, { timeoutMs: 60_000, pollMs: 10, readWindow: 6 });
-    cleanups.push(async () => {
-      await scanner.close();
-      device.stop();
-    });
+    const scanner = driverOn(device, line, { timeoutMs: 60_000, pollMs: 10, readWindow: 6 });
     await scanner.connect();
     const img = await scanner.capture();
     expect(Buffer.from(img.data).equals(Buffer.from(await expected(0)))).toBe(true);
@@ -388,11 +386,7 @@ describe('ScannerDriver over the in-memory link', () => {
   it('readWindow 1 reads one chunk per round trip', async () => {
     const device = new FirmwareSimulator({ source: testPatternSource, captureMs: 20, autoPresent: DEMO });
     const line = new FaultyLine(new MemoryTransport(() => device.connectMemory(), 'memory'), () => 'pass');
-    const scanner = new ScannerDriver(line, { pollMs: 10, readWindow: 1 });
-    cleanups.push(async () => {
-      await scanner.close();
-      device.stop();
-    });
+    const scanner = driverOn(device, line, { pollMs: 10, readWindow: 1 });
     await scanner.connect();
     const img = await scanner.capture();
     expect(Buffer.from(img.data).equals(Buffer.from(await expected(0)))).toBe(true);
@@ -430,11 +424,7 @@ describe('ScannerDriver: the image-ready event', () => {
     device.present(DEMO);
     const line = new CoalescingLine(new MemoryTransport(() => device.connectMemory(), 'memory'));
     // A poll interval no test run could sit out: the capture has to end on the event, not on a poll.
-    const scanner = new ScannerDriver(line, { pollMs: 600_000, stallTimeoutMs: 600_000 });
-    cleanups.push(async () => {
-      await scanner.close();
-      device.stop();
-    });
+    const scanner = driverOn(device, line, { pollMs: 600_000, stallTimeoutMs: 600_000 });
     await scanner.connect();
     const img = await scanner.capture();
     expect(Buffer.from(img.data).equals(Buffer.from(await expected(0)))).toBe(true);
