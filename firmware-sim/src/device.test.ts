@@ -112,14 +112,8 @@ describe('FirmwareSimulator state machine', () => {
     const { channel } = host({ autoPresent: { identity: 'a', hand: 'right' }, autoPresentDelayMs: 1 });
     const one = await captureOnce(channel, 1);
     const two = await captureOnce(channel, 2);
-    const exp1 = await testPatternSource.render({
-      identity: 'a',
-      hand: 'right',
-      capture: 1,
-      width: 320,
-      height: 240,
-    });
-    expect(Buffer.from(two.data).equals(Buffer.from(exp1.data))).toBe(true);
+    const exp1 = await patternFrame('a', 'right', 1);
+    expect(Buffer.from(two.data).equals(Buffer.from(exp1))).toBe(true);
     expect(Buffer.from(one.data).equals(Buffer.from(two.data))).toBe(false);
     expect(one.status.imageCrc).not.toBe(two.status.imageCrc);
   });
@@ -198,6 +192,25 @@ function heldSource() {
   return { source, asked };
 }
 
+/** The test pattern's 320 × 240 frame of a hand's `capture`-th capture: what the device must send. */
+async function patternFrame(identity: string, hand: 'left' | 'right', capture: number): Promise<Uint8Array> {
+  return (await testPatternSource.render({ identity, hand, capture, width: 320, height: 240 })).data;
+}
+
+/** Presents hand "a" and takes capture 1, releasing its held render: the device is READY after. */
+async function firstHeldCapture(
+  sim: FirmwareSimulator,
+  channel: WireChannel,
+  asked: ReturnType<typeof heldSource>['asked'],
+): Promise<void> {
+  sim.present({ identity: 'a', hand: 'right' });
+  const first = channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
+  await until(() => asked.length === 1);
+  asked[0]!.release();
+  await first;
+  await until(() => sim.snapshot().state === 'READY');
+}
+
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('FirmwareSimulator frames and their timing', () => {
@@ -222,26 +235,15 @@ describe('FirmwareSimulator frames and their timing', () => {
   it("renders the next capture's frame ahead while the same hand stays, and uses it", async () => {
     const { source, asked } = heldSource();
     const { sim, channel } = host({ source, captureMs: 5 });
-    sim.present({ identity: 'a', hand: 'right' });
-    const first = channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
-    await until(() => asked.length === 1);
-    asked[0]!.release();
-    await first;
-    await until(() => sim.snapshot().state === 'READY');
+    await firstHeldCapture(sim, channel, asked);
     // capture 1's frame was asked for before its capture started
     await until(() => asked.length === 2);
     expect(asked[1]).toMatchObject({ key: 'a|right|', capture: 1 });
     asked[1]!.release();
     await tick();
     const second = await captureOnce(channel, 2);
-    const want = await testPatternSource.render({
-      identity: 'a',
-      hand: 'right',
-      capture: 1,
-      width: 320,
-      height: 240,
-    });
-    expect(Buffer.from(second.data).equals(Buffer.from(want.data))).toBe(true);
+    const want = await patternFrame('a', 'right', 1);
+    expect(Buffer.from(second.data).equals(Buffer.from(want))).toBe(true);
     // the second capture rendered nothing new: it only asked ahead for capture 2
     await until(() => asked.length === 3);
     expect(asked.map((a) => a.capture)).toEqual([0, 1, 2]);
@@ -254,25 +256,14 @@ describe('FirmwareSimulator frames and their timing', () => {
     await captureOnce(channel, 1);
     sim.present({ identity: 'b', hand: 'left' });
     const other = await captureOnce(channel, 2);
-    const want = await testPatternSource.render({
-      identity: 'b',
-      hand: 'left',
-      capture: 0,
-      width: 320,
-      height: 240,
-    });
-    expect(Buffer.from(other.data).equals(Buffer.from(want.data))).toBe(true);
+    const want = await patternFrame('b', 'left', 0);
+    expect(Buffer.from(other.data).equals(Buffer.from(want))).toBe(true);
   });
 
   it('without renderAhead each frame is rendered when its capture starts', async () => {
     const { source, asked } = heldSource();
     const { sim, channel } = host({ source, captureMs: 5, renderAhead: false });
-    sim.present({ identity: 'a', hand: 'right' });
-    const first = channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
-    await until(() => asked.length === 1);
-    asked[0]!.release();
-    await first;
-    await until(() => sim.snapshot().state === 'READY');
+    await firstHeldCapture(sim, channel, asked);
     await new Promise((r) => setTimeout(r, 20));
     expect(asked).toHaveLength(1);
   });
