@@ -524,9 +524,10 @@ function deepDefects(
   }
   return defectsOf.filter(
     (d) =>
-      d.depth >= (d.nested ? (nestedDepth ?? MIN_DEPTH) : MIN_DEPTH) * radius &&
+      // `nested` is set only by the nested pass, which runs only with a `nestedDepth`
+      d.depth >= (d.nested ? nestedDepth! : MIN_DEPTH) * radius &&
       !onBorder(d.point) &&
-      Math.hypot(d.point.x - cx, d.point.y - cy) <= MAX_VALLEY_DISTANCE * radius,
+      d.centre! <= MAX_VALLEY_DISTANCE * radius,
   );
 }
 

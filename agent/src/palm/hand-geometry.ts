@@ -354,13 +354,14 @@ function locateOnWork(frame: GrayImage, proportions: RoiProportions): HandGeomet
     let refined = o.valleys;
     let up = o.up;
     // (pegs: the valleys only tell the side and the direction, kept as found)
-    for (let pass = 0; pass < (proportions.circle ? 0 : 2); pass++) {
-      refined = o.valleys.map((v) => refineValley(frame, at, v, up, radius));
-      up = valleyNormal(refined[0]!, refined[2]!, up);
+    if (!proportions.circle) {
+      for (let pass = 0; pass < 2; pass++) {
+        refined = o.valleys.map((v) => refineValley(frame, at, v, up, radius));
+        up = valleyNormal(refined[0]!, refined[2]!, up);
+      }
+      up = fittedNormal(refined, up);
+      if (proportions.centreUp) up = towardsMiddle(up, refined, cx, cy, proportions.centreUp);
     }
-    if (!proportions.circle) up = fittedNormal(refined, up);
-    if (proportions.centreUp && !proportions.circle)
-      up = towardsMiddle(up, refined, cx, cy, proportions.centreUp);
     found = { valleys: refined, up, runs: 4 };
     web = o.web;
     geometry.fingers = 4;

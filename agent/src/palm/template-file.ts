@@ -7,11 +7,12 @@ import type { SensorName } from './sensor-profiles.ts';
 /**
  * The template of an image file: a whole-hand frame through the kiosk pipeline, or with `roi` an
  * already-cropped palm. A refused capture is an AppError whose `details.reason` is the pipeline's
- * reason (`partial`, `blurred`, `liveness_failed`…). `sensor` is the capture's sensor profile.
+ * reason (`partial`, `blurred`, `liveness_failed`…). Whole frames are read under the default
+ * sensor profile; `extractCapture` takes another.
  */
-export async function extractTemplate(path: string, roi: boolean, sensor?: SensorName): Promise<Uint8Array> {
+export async function extractTemplate(path: string, roi: boolean): Promise<Uint8Array> {
   if (roi) return extractRoiTemplate(await readImage(path));
-  return (await extractCapture(path, sensor)).template;
+  return (await extractCapture(path)).template;
 }
 
 /**

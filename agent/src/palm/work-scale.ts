@@ -182,8 +182,8 @@ export function foregroundJs(data: Uint8Array, threshold: number, inf: number): 
  * is above ⌊level⌋, so the kernel's byte comparison serves every level from 0 up to 256.
  */
 export function maskAbove(data: Uint8Array, level: number): Uint8Array {
-  const t = Math.floor(level);
-  return (t >= 0 && t <= 255 ? aboveSimd(data, t) : null) ?? maskAboveJs(data, level);
+  // the kernel declines (null) a ⌊level⌋ outside 0–255 or not a number
+  return aboveSimd(data, Math.floor(level)) ?? maskAboveJs(data, level);
 }
 
 /** `maskAbove` without the WebAssembly kernel (engines without SIMD; the reference tests). */
