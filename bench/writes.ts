@@ -9,8 +9,8 @@
  *
  * Writes bench/results/writes.json.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AuthContextInput } from '@palmid/shared/api/auth-contexts.ts';
@@ -52,21 +52,6 @@ for (const t of targets) {
     process.stderr.write(`unknown target '${t}'\n${HELP}`);
     process.exit(2);
   }
-}
-
-/** The postmaster listening on `port` (its command line names the port), or undefined. */
-function postmasterPid(port: number): number | undefined {
-  try {
-    for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-      try {
-        const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
-        const i = args.indexOf('-p');
-        if (args.some((a) => a.endsWith('postgres')) && i >= 0 && args[i + 1] === String(port))
-          return Number(d);
-      } catch {}
-    }
-  } catch {}
-  return undefined;
 }
 
 interface Row {
@@ -150,7 +135,7 @@ if (targets.includes('postgres')) {
     try {
       pg = await startPostgres({ durable: true });
       database = await openDatabase(await pg.createDatabase('bench_writes'));
-      rows.push(await measure('postgres', database, postmasterPid(pg.port)));
+      rows.push(await measure('postgres', database, pg.pid));
     } finally {
       await database?.close();
       await pg?.stop();
@@ -158,7 +143,7 @@ if (targets.includes('postgres')) {
   }
 }
 
-const load = (await import('node:os')).loadavg().map((l) => l.toFixed(1));
+const load = loadavg().map((l) => l.toFixed(1));
 process.stdout.write(
   `\nDurable creates through Database.write, no HTTP; this process's CPU (PostgreSQL's own not counted); load average ${load.join(' ')}\n`,
 );

@@ -16,6 +16,8 @@ export interface TestPostgres {
   /** Superuser URL of the `postgres` maintenance database. */
   url: string;
   port: number;
+  /** The postmaster's process id (the `postgres` binary is spawned directly), for CPU accounting. */
+  pid: number | undefined;
   /** Creates an empty database and returns its URL. */
   createDatabase(name?: string): Promise<string>;
   stop(): Promise<void>;
@@ -165,6 +167,7 @@ export async function startPostgres(options: StartOptions = {}): Promise<TestPos
   return {
     url,
     port,
+    pid: child.pid,
     async createDatabase(name = `palmid_${process.pid}_${++counter}_${Date.now().toString(36)}`) {
       await query(`CREATE DATABASE "${name}"`);
       return `postgres://palmid@127.0.0.1:${port}/${name}`;
