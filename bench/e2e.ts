@@ -63,11 +63,6 @@ const PALM = { identity: 'bench-user', hand: 'right' } as const;
 const STEPS = process.argv.includes('--steps');
 const RENDER_AHEAD = !process.argv.includes('--no-render-ahead');
 
-/** A kiosk step as the agent's `run --timings` logs it. */
-type Step = StepTiming;
-/** A capture as the simulator ran it (`GET /captures`). */
-type SimCapture = CaptureRecord;
-
 const epoch = () => performance.timeOrigin + performance.now();
 
 /**
@@ -78,7 +73,12 @@ const epoch = () => performance.timeOrigin + performance.now();
  * before the transfer), `transfer`, then `pipeline`: the part of a pipeline run that overlapped the next
  * capture (started ahead) is `pN.hidden`, shown but not in the sum, which is the run's total.
  */
-function breakdown(t0: number, t1: number, steps: Step[], sim: SimCapture[]): Record<string, number> {
+function breakdown(
+  t0: number,
+  t1: number,
+  steps: StepTiming[],
+  sim: CaptureRecord[],
+): Record<string, number> {
   const out: Record<string, number> = {};
   const hiddenMs: Record<string, number> = {};
   const add = (k: string, v: number) => {
@@ -196,10 +196,10 @@ async function main(): Promise<void> {
       const sensorMs = ((await captures()) - before) * CAPTURE_MS + (WALK_UP ? AUTO_PRESENT_MS : 0);
       if (done.status === 'completed') {
         const line = await agent.waitFor(new RegExp(`timings (\\{"auth_id":"${id}".*)$`), 10_000);
-        const steps = (JSON.parse(line[1]!) as { steps: Step[] }).steps;
-        const simCaptures = ((await (await fetch(`${sim.control}/captures`)).json()) as SimCapture[]).filter(
-          (c) => c.startedAt >= t0Epoch && c.startedAt <= t1Epoch,
-        );
+        const steps = (JSON.parse(line[1]!) as { steps: StepTiming[] }).steps;
+        const simCaptures = (
+          (await (await fetch(`${sim.control}/captures`)).json()) as CaptureRecord[]
+        ).filter((c) => c.startedAt >= t0Epoch && c.startedAt <= t1Epoch);
         const parts = breakdown(t0Epoch, t1Epoch, steps, simCaptures);
         const detail = { run: label, total_ms: Math.round(ms), sensor_ms: sensorMs, parts };
         if (warm) warmUps.push(detail);

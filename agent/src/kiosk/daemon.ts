@@ -152,7 +152,7 @@ export class KioskDaemon extends EventEmitter {
       for (let next = this.#queue.shift(); next; next = this.#queue.shift()) {
         let outcome: Outcome;
         try {
-          outcome = await this.serve(next.req, next.receivedAt);
+          outcome = await this.#serveFrom(next.req, next.receivedAt);
         } catch (err) {
           // The server link failed for good (agent stopping, or no answer before the context's
           // deadline): the context ends on the server by itself (expiry); the kiosk moves on.
@@ -170,11 +170,10 @@ export class KioskDaemon extends EventEmitter {
 
   /**
    * Serves one context to its end (identified, cancelled, expired or out of attempts). `receivedAt`:
-   * when its `scan.request` arrived, if it waited in the queue (timed as the step `queued`).
+   * when its `scan.request` arrived (the time it waited is the step `queued`).
    */
-  async serve(req: ScanRequest, receivedAt?: number): Promise<Outcome> {
-    const timings: StepTiming[] = [];
-    if (receivedAt !== undefined) timings.push({ step: 'queued', at: receivedAt, ms: now() - receivedAt });
+  async #serveFrom(req: ScanRequest, receivedAt: number): Promise<Outcome> {
+    const timings: StepTiming[] = [{ step: 'queued', at: receivedAt, ms: now() - receivedAt }];
     const outcome = await this.#serve(req, timings);
     return { ...outcome, timings };
   }
