@@ -66,9 +66,10 @@ describe('processCapture', () => {
     expect(r).toMatchObject({ ok: true, hand: 'left' });
     if (!r.ok) return;
     expect(decodeTemplate(r.template).hand).toBe('unknown');
-    // a profile that narrows the search by side writes it
+    // a profile whose side matters (its crop mirrors left hands) writes it
+    const greyDark = SENSOR_PROFILES['grey-dark'];
     const sided = await processCapture(frame, {
-      sensor: { ...SENSOR_PROFILES['grey-dark'], searchBySide: true },
+      sensor: { ...greyDark, roi: { ...greyDark.roi, mirrorLeft: true } },
     });
     expect(sided.ok && decodeTemplate(sided.template).hand).toBe('left');
   }, 30_000);
@@ -86,12 +87,13 @@ describe('processCapture', () => {
     if (!r.ok) return;
     expect(r.hand).toBe('unknown');
     expect(decodeTemplate(r.template).hand).toBe('unknown');
-    // the same frame under a profile that refuses an undecided side, or one that mirrors left hands
+    // the same frame under a profile whose side matters (it mirrors left hands) is refused
     const greyDark = SENSOR_PROFILES['grey-dark'];
-    const refusing: SensorProfile = { ...greyDark, acceptUnknownSide: false };
     const mirroring: SensorProfile = { ...greyDark, roi: { ...greyDark.roi, mirrorLeft: true } };
-    for (const sensor of [refusing, mirroring])
-      expect(await processCapture(camera, { sensor })).toMatchObject({ ok: false, reason: 'partial' });
+    expect(await processCapture(camera, { sensor: mirroring })).toMatchObject({
+      ok: false,
+      reason: 'partial',
+    });
 
     // the simulator mirrors left hands: a frame of its own without a side cue is refused
     const sim = await sideless('simulator');
@@ -100,13 +102,9 @@ describe('processCapture', () => {
     expect(gs.touchesEdge).toBe(false);
     expect(gs.hand).toBeNull();
     expect(await processCapture(sim)).toMatchObject({ ok: false, reason: 'partial' });
-    // and only for its side: without the mirroring and with the switch on, it would pass
+    // and only for its side: without the mirroring it would pass
     const simulator = SENSOR_PROFILES.simulator;
-    const unmirrored: SensorProfile = {
-      ...simulator,
-      acceptUnknownSide: true,
-      roi: { ...simulator.roi, mirrorLeft: false },
-    };
+    const unmirrored: SensorProfile = { ...simulator, roi: { ...simulator.roi, mirrorLeft: false } };
     expect(await processCapture(sim, { sensor: unmirrored })).toMatchObject({ ok: true, hand: 'unknown' });
   }, 60_000);
 });

@@ -8,7 +8,7 @@ import { cropPalm, roiOutsideCells } from './hand-roi.ts';
 import type { GrayImage } from './image-io.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { FEATURE_GRID } from './model-graph.ts';
-import { acceptsUnknownSide, type SensorName, type SensorProfile, sensorProfile } from './sensor-profiles.ts';
+import { type SensorName, type SensorProfile, sensorProfile, sideMatters } from './sensor-profiles.ts';
 
 export { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 
@@ -33,9 +33,9 @@ export type CaptureResult =
       /** 0–100; ≥ LIVENESS_THRESHOLD passes */
       liveness: number;
       /**
-       * The hand's side; `unknown` when the geometry found no side cue and the profile accepts that
-       * (`acceptsUnknownSide`: camera profiles, whose crops are not mirrored). The template header
-       * carries it on profiles with `searchBySide` (the simulator); camera templates say `unknown`.
+       * The hand's side; `unknown` when the geometry found no side cue on a profile whose side does
+       * not matter (`sideMatters` false: the cameras, whose crops are not mirrored). The template
+       * header carries it where the side matters (the simulator); camera templates say `unknown`.
        */
       hand: CaptureHand;
       measures: CaptureMeasures;
@@ -100,13 +100,13 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   if (fm.handMean < limits.minHandMean) return reject('underexposed', fm);
   if (fm.saturated > limits.maxSaturated) return reject('overexposed', fm);
   if (fm.relativeRadius < limits.minRelativeRadius) return reject('too_far', fm);
-  const mirrorLeft = profile.roi.mirrorLeft === true;
+  const mirrorLeft = sideMatters(profile);
   const roi = cropPalm(frame, g, mirrorLeft);
   const kept = options.keepRoi ? roi : undefined;
   const { anisotropy } = measureRoi(roi);
   if (anisotropy > limits.maxAnisotropy) return reject('moved', { ...fm, anisotropy }, kept);
   // no side cue: refused where the crop depends on the side, `unknown` where it does not
-  const hand: CaptureHand | null = g.hand ?? (acceptsUnknownSide(profile) ? 'unknown' : null);
+  const hand: CaptureHand | null = g.hand ?? (mirrorLeft ? null : 'unknown');
   if (g.up === null || hand === null || g.touchesEdge) return reject('partial', { ...fm, anisotropy });
   const extractor = await sharedExtractor();
   const responses = await extractor.responses([roi]);
@@ -121,10 +121,10 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   // an ROI square that overhangs the frame (accepted by the profile): its cells there are masked
   const outside = profile.roi.minInside !== undefined ? roiOutsideCells(frame, g, mirrorLeft) : null;
   const code = encodeResponses(responses, 0, undefined, outside ?? undefined);
-  // the header's side narrows the 1:N search: only where the side is reliable (profile `searchBySide`)
+  // the header's side narrows the 1:N search: only where the side is reliable (`sideMatters`)
   const template = encodeTemplate({
     version: 1,
-    hand: profile.searchBySide ? hand : 'unknown',
+    hand: mirrorLeft ? hand : 'unknown',
     quality,
     liveness,
     ...code,

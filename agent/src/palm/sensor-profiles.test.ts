@@ -4,13 +4,7 @@ import { locateHand } from './hand-geometry.ts';
 import { cropPalm } from './hand-roi.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { processCapture } from './pipeline.ts';
-import {
-  acceptsUnknownSide,
-  isSensorName,
-  SENSOR_NAMES,
-  SENSOR_PROFILES,
-  sensorArg,
-} from './sensor-profiles.ts';
+import { isSensorName, SENSOR_NAMES, SENSOR_PROFILES, sensorArg, sideMatters } from './sensor-profiles.ts';
 
 describe('sensor profiles', () => {
   it('apply no NIR cue to a visible-light sensor', () => {
@@ -88,13 +82,10 @@ describe('sensor profiles', () => {
   it('accept an undecided hand side only where the crop is not mirrored; camera templates carry no side', () => {
     for (const n of SENSOR_NAMES) {
       const p = SENSOR_PROFILES[n];
-      expect(acceptsUnknownSide(p)).toBe(n !== 'simulator');
-      // only the simulator's side is reliable enough to narrow the 1:N search
-      expect(p.searchBySide).toBe(n === 'simulator');
-      // a profile that mirrors left hands never accepts it, whatever its switch says
-      expect(acceptsUnknownSide({ ...p, acceptUnknownSide: true, roi: { ...p.roi, mirrorLeft: true } })).toBe(
-        false,
-      );
+      // only the simulator mirrors left hands, so only its side matters (and narrows the 1:N search)
+      expect(sideMatters(p)).toBe(n === 'simulator');
+      expect(sideMatters({ ...p, roi: { ...p.roi, mirrorLeft: true } })).toBe(true);
+      expect(sideMatters({ ...p, roi: { ...p.roi, mirrorLeft: false } })).toBe(false);
     }
   });
 

@@ -39,30 +39,22 @@ export interface SensorProfile {
   detects: string;
   limits: QualityLimits;
   roi: RoiProportions;
-  /**
-   * Whether a capture whose left/right the geometry cannot decide (no thumb, thumb web or finger-width
-   * cue) is accepted with hand `unknown` rather than refused as `partial`. Only for profiles whose crop
-   * does not depend on the side (`roi.mirrorLeft` off): a profile that mirrors left hands needs the
-   * side to lay the code out, so `processCapture` refuses there whatever this says
-   * (docs/palm-pipeline.md, "Left/right").
-   */
-  acceptUnknownSide: boolean;
-  /**
-   * Whether the template header carries the decided side. The server's 1:N search looks only at the
-   * palms of the side a probe's header names (both for `unknown`), so a side decided wrongly hides
-   * the probe's own palm. The simulator's side is reliable (and steers its crop); a camera's vote is
-   * wrong on 4–7 % of the development captures, so camera templates say `unknown` and are searched
-   * among both hands' palms; `CaptureResult.hand` still reports the decided side
-   * (docs/palm-pipeline.md, "Left/right").
-   */
-  searchBySide: boolean;
   /** the hand is darker than the background (a bright board behind it) */
   darkHand?: boolean;
 }
 
-/** Whether captures of an undecided side are accepted under `profile` (never when it mirrors left hands). */
-export function acceptsUnknownSide(profile: SensorProfile): boolean {
-  return profile.acceptUnknownSide && profile.roi.mirrorLeft !== true;
+/**
+ * The side of a capture matters under `profile` exactly when its crop mirrors left hands
+ * (`roi.mirrorLeft`, the simulator): the code's layout then depends on it, so a capture whose side
+ * no cue decides is refused, and the decided side (reliable there) goes into the template header,
+ * where it narrows the server's 1:N search. On every other profile (the cameras) the crop is never
+ * mirrored and the side is only a label: a capture of undecided side is accepted as `unknown`, and
+ * the header says `unknown` whatever was decided, because a camera's vote is wrong on 4–7 % of the
+ * development captures and the side filter would then hide the probe's own palm
+ * (docs/palm-pipeline.md, "Left/right").
+ */
+export function sideMatters(profile: SensorProfile): boolean {
+  return profile.roi.mirrorLeft === true;
 }
 
 export { SENSOR_NAMES, type SensorName };
@@ -193,11 +185,11 @@ const VISIBLE_ONLY =
   '(silicone, latex, gelatine) are NOT detected.';
 
 /**
- * Every camera profile accepts a capture of undecided side (`acceptUnknownSide`): its crop is never
- * mirrored, so the side is only a label, and the 1:N search takes an unknown-side probe to both hands'
+ * Every camera profile accepts a capture of undecided side (`sideMatters` is false: its crop is never
+ * mirrored, so the side is only a label), and the 1:N search takes an unknown-side probe to both hands'
  * palms. On the CASIA development set 34 of 4 682 frames had valleys but no side cue and were refused
  * before (docs/palm-pipeline.md, "Left/right"). Enrolment still asks for a decided side.
- * Camera templates leave the side out of their header (`searchBySide`): with the side filter, 1:N
+ * Camera templates leave the side out of their header: with the side filter, 1:N
  * on the whole CASIA set identified 89.3 % of the probes, without it 94.5 % (wrong identities 13 and
  * 15 of 3 703), COEP 68 persons 90.7 % and 97.5 % (`agent/scripts/side-filter.ts`).
  */
@@ -213,8 +205,6 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     limits: SIMULATOR_LIMITS,
     roi: SIMULATOR_ROI,
     // the simulator's crop mirrors left hands: an undecided side would lay the code out either way
-    acceptUnknownSide: false,
-    searchBySide: true,
   },
   'contact-nir': {
     name: 'contact-nir',
@@ -227,8 +217,6 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'fall-off is not used (a hand pressed on a platen is flat). Photo prints and 3-D fakes are NOT detected.',
     limits: CAMERA_LIMITS,
     roi: PEG_ROI,
-    acceptUnknownSide: true,
-    searchBySide: false,
   },
   'contact-visible': {
     name: 'contact-visible',
@@ -238,8 +226,6 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: PEG_ROI,
-    acceptUnknownSide: true,
-    searchBySide: false,
   },
   'contactless-nir': {
     name: 'contactless-nir',
@@ -252,8 +238,6 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       'real NIR: conservative). Curved prints, photo prints and 3-D fakes are NOT detected.',
     limits: CAMERA_LIMITS,
     roi: OUTLINE_ROI,
-    acceptUnknownSide: true,
-    searchBySide: false,
   },
   'grey-dark': {
     name: 'grey-dark',
@@ -263,8 +247,6 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: OUTLINE_ROI,
-    acceptUnknownSide: true,
-    searchBySide: false,
   },
   'grey-bright': {
     name: 'grey-bright',
@@ -274,8 +256,6 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: RING_ROI,
-    acceptUnknownSide: true,
-    searchBySide: false,
     darkHand: true,
   },
   colour: {
@@ -286,8 +266,6 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: VISIBLE_ONLY,
     limits: CAMERA_LIMITS,
     roi: COLOUR_ROI,
-    acceptUnknownSide: true,
-    searchBySide: false,
   },
   phone: {
     name: 'phone',
@@ -297,8 +275,6 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
     limits: CAMERA_LIMITS,
     roi: OUTLINE_ROI,
-    acceptUnknownSide: true,
-    searchBySide: false,
   },
 };
 
