@@ -17,12 +17,12 @@ import { distanceToScore } from '@palmid/shared/palm/match.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { sameList } from '../src/palm/eval/command.ts';
 import { listDataset, mergeSameIdentities, type SameIdentity } from '../src/palm/eval/dataset.ts';
-import { evaluate, extractionFailure } from '../src/palm/eval/evaluate.ts';
+import { evaluate } from '../src/palm/eval/evaluate.ts';
+import { palmExtract } from '../src/palm/eval/extract.ts';
 import { readImage } from '../src/palm/image-io.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../src/palm/roi-rotation.ts';
 import { extractRoiTemplates } from '../src/palm/roi-template.ts';
 import { isSensorName, SENSOR_NAMES, type SensorName } from '../src/palm/sensor-profiles.ts';
-import { extractCapture } from '../src/palm/template-file.ts';
 
 const args = process.argv.slice(2);
 let angles = [...ROI_ROTATION_ANGLES];
@@ -110,14 +110,8 @@ for (const [i, dataset] of datasets.entries()) {
   const { extra, report } = await evaluate(
     dataset,
     async (f) => {
-      if (sensor) {
-        // a frame the pipeline refuses is a failure to acquire, as in `palm eval`
-        try {
-          return await extractCapture(f, sensor);
-        } catch (err) {
-          return extractionFailure(err);
-        }
-      }
+      // a frame the pipeline refuses is a failure to acquire, as in `palm eval`
+      if (sensor) return palmExtract({ sensor })(f);
       const [template, ...variants] = await extractRoiTemplates(await readImage(f), angles);
       return { template: template!, variants };
     },

@@ -1,23 +1,14 @@
 import { AppError } from '@palmid/shared/errors.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
-import { readImage } from '../image-io.ts';
 import { progressBar } from '../progress.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../roi-rotation.ts';
-import { extractRoiTemplates } from '../roi-template.ts';
 import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
-import { extractCapture, extractTemplate } from '../template-file.ts';
-import { baselineDistance, baselineTemplate } from './baseline.ts';
+import { baselineDistance } from './baseline.ts';
 import { listDataset, mergeSameIdentities, type SameIdentity } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
-import {
-  type EvalExtra,
-  type EvalOptions,
-  type EvalReport,
-  type Extract,
-  evaluate,
-  extractionFailure,
-} from './evaluate.ts';
+import { type EvalExtra, type EvalOptions, type EvalReport, type Extract, evaluate } from './evaluate.ts';
+import { baselineExtract, palmExtract } from './extract.ts';
 import { formatSummary } from './summary.ts';
 
 /** `--rotations` value: probe angles in degrees, 0° first ("0" turns the rotation search off). */
@@ -151,20 +142,7 @@ export function evalCommand(): Command {
       const { report, extra } = await run(
         dir,
         'palmid',
-        async (file) => {
-          try {
-            if (o.roi && o.rotations.length > 1) {
-              const [template, ...variants] = await extractRoiTemplates(await readImage(file), o.rotations);
-              return { template: template!, variants };
-            }
-            // whole frames: with the side the capture decided (`unknown` where it found none)
-            return o.roi
-              ? { template: await extractTemplate(file, true) }
-              : await extractCapture(file, o.sensor);
-          } catch (err) {
-            return extractionFailure(err);
-          }
-        },
+        palmExtract(o),
         {
           maxImpostorPairs: o.maxImpostors,
           operatingThreshold: o.roi ? ROI_MATCH_THRESHOLD : MATCH_THRESHOLD,
@@ -177,13 +155,7 @@ export function evalCommand(): Command {
         ? await run(
             dir,
             'CompCode',
-            async (file) => {
-              try {
-                return { template: baselineTemplate(await readImage(file)) };
-              } catch (err) {
-                return extractionFailure(err);
-              }
-            },
+            baselineExtract,
             { maxImpostorPairs: o.maxImpostors, distance: baselineDistance },
             quiet,
             o.same,

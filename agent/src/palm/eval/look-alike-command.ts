@@ -1,13 +1,11 @@
 import { PACKED_WORDS, packedDistance, packTemplate } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { Command, InvalidArgumentError } from 'commander';
-import { readImage } from '../image-io.ts';
 import { progressBar } from '../progress.ts';
 import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
-import { extractCapture, extractTemplate } from '../template-file.ts';
-import { baselineDistance, baselineTemplate } from './baseline.ts';
+import { baselineDistance } from './baseline.ts';
 import { listDataset } from './dataset.ts';
-import { extractionFailure } from './evaluate.ts';
+import { baselineExtract, palmExtract } from './extract.ts';
 import { type LookAlikeReport, lookAlikeIdentities } from './look-alike.ts';
 
 interface LookAlikeCliOptions {
@@ -114,19 +112,14 @@ export function lookAlikeCommand(): Command {
       const words: Uint32Array[] = [];
       const subjectOf: number[] = [];
       let failed = 0;
+      // one template per image, the plain distance: no rotation variants
+      const extract = o.baseline ? baselineExtract : palmExtract({ roi: o.roi, sensor: o.sensor });
       for (const [i, f] of files.entries()) {
-        try {
-          const template = o.baseline
-            ? baselineTemplate(await readImage(f.file))
-            : o.roi
-              ? await extractTemplate(f.file, true)
-              : (await extractCapture(f.file, o.sensor)).template;
-          words.push(packTemplate(decodeTemplate(template)));
+        const r = await extract(f.file);
+        if ('template' in r) {
+          words.push(packTemplate(decodeTemplate(r.template)));
           subjectOf.push(f.subject);
-        } catch (err) {
-          extractionFailure(err);
-          failed++;
-        }
+        } else failed++;
         bar?.update(i + 1);
       }
       bar?.stop();
