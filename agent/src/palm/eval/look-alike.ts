@@ -9,6 +9,8 @@
  * the medians of all identity pairs. Only labels and aggregate statistics: no per-image result.
  */
 
+import { percentileSorted } from './metrics.ts';
+
 /** One pair of identities, by the distribution of its cross distances. */
 export interface IdentityPair {
   a: string;
@@ -69,18 +71,14 @@ function countAtMost(sorted: ArrayLike<number>, t: number): number {
   return lo;
 }
 
-function medianOf(values: number[] | Float64Array): number {
-  const s = Float64Array.from(values).sort();
+/** The median of values already in ascending order (the mean of the middle two for an even count). */
+function medianSorted(s: ArrayLike<number>): number {
   if (s.length === 0) return Number.NaN;
   const m = s.length >> 1;
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-/** The value at quantile q (nearest rank below) of an ascending array. */
-function quantile(sorted: ArrayLike<number>, q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.floor(q * sorted.length)))]!;
-}
+const medianOf = (values: number[]) => medianSorted(Float64Array.from(values).sort());
 
 /**
  * The report from every pairwise distance of `n` items (`subjectOf[i]`: the index of item i's
@@ -129,10 +127,10 @@ export function lookAlikeIdentities(
   }
   const g = Float64Array.from(genuine).sort();
   const im = Float64Array.from(impostor).sort();
-  const gMedian = quantile(g, 0.5);
+  const gMedian = percentileSorted(g, 0.5);
   const rows = [...cross.entries()].map(([key, list]) => {
     const s = Float64Array.from(list).sort();
-    return { a: Math.floor(key / k), b: key % k, s, median: medianOf(s) };
+    return { a: Math.floor(key / k), b: key % k, s, median: medianSorted(s) };
   });
   const medians = rows.map((r) => r.median);
   const mm = medianOf(medians);
@@ -167,13 +165,13 @@ export function lookAlikeIdentities(
     identity_pairs: rows.length,
     genuine:
       g.length > 0
-        ? { median: round(gMedian), p95: round(quantile(g, 0.95)), max: round(g[g.length - 1]!) }
+        ? { median: round(gMedian), p95: round(percentileSorted(g, 0.95)), max: round(g[g.length - 1]!) }
         : null,
     impostor: {
       min: round(im[0] ?? Number.NaN),
-      q1e4: round(quantile(im, 1e-4)),
-      q1e3: round(quantile(im, 1e-3)),
-      median: round(quantile(im, 0.5)),
+      q1e4: round(percentileSorted(im, 1e-4)),
+      q1e3: round(percentileSorted(im, 1e-3)),
+      median: round(percentileSorted(im, 0.5)),
     },
     identity_pair_medians: {
       median: round(mm),

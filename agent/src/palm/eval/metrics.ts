@@ -72,9 +72,16 @@ export function errorRates(genuine: ArrayLike<number>, impostor: ArrayLike<numbe
 }
 
 export function percentile(values: number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+  return percentileSorted(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
+}
+
+/** `percentile` of values already in ascending order (nearest rank below; NaN when empty). */
+export function percentileSorted(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
 /** Error counts of one subject at a fixed threshold (accept when d < threshold). */
