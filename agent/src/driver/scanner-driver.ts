@@ -1,5 +1,10 @@
 import { EventEmitter } from 'node:events';
-import { type ChannelEvent, type ChannelStats, WireChannel } from '@palmid/shared/wire/channel.ts';
+import {
+  type ChannelEvent,
+  type ChannelStats,
+  type RequestOptions,
+  WireChannel,
+} from '@palmid/shared/wire/channel.ts';
 import { crc32 } from '@palmid/shared/wire/crc.ts';
 import { WireError } from '@palmid/shared/wire/errors.ts';
 import {
@@ -254,22 +259,13 @@ export class ScannerDriver extends EventEmitter {
     this.lastDeviceError = undefined;
     this.imageReadyId = undefined;
     const token = Math.floor(Math.random() * 0xffff);
-    const starting = this.request(
+    // onStart: once START_CAPTURE has been handed to the line (the channel ignores a hook that throws)
+    const { captureId } = await this.request(
       { kind: 'START_CAPTURE', token },
       'CAPTURE_STARTED',
       'while starting capture',
+      options.onStart ? { onSent: options.onStart } : {},
     );
-    // the channel writes a request in the microtask after it was made: onStart comes after that write
-    const { onStart } = options;
-    if (onStart)
-      queueMicrotask(() => {
-        try {
-          onStart();
-        } catch {
-          // the caller's hook failing is not a capture failure
-        }
-      });
-    const { captureId } = await starting;
 
     // ---- wait for the image
     let lastProgress = -1;
@@ -421,7 +417,7 @@ export class ScannerDriver extends EventEmitter {
     msg: Parameters<WireChannel['request']>[0],
     expect: K,
     context: string,
-    options: { retries?: number } = {},
+    options: RequestOptions = {},
   ) {
     const channel = this.channel;
     if (!channel) {

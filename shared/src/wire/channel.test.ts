@@ -62,6 +62,25 @@ describe('WireChannel', () => {
     expect(channel.stats).toMatchObject({ timeouts: 1, retries: 1, unmatched: 1 });
   });
 
+  it('calls onSent once, after the first attempt went out and not for the retry; a throwing hook is ignored', async () => {
+    const received: number[] = [];
+    const sentAt: number[][] = [];
+    const { channel } = harness((_m, seq, n) => {
+      received.push(seq);
+      return n === 0 ? undefined : [frame(info, seq)]; // the first attempt is lost
+    });
+    const request = channel.request({ kind: 'GET_INFO' }, 'INFO', {
+      onSent: () => {
+        sentAt.push([...received]);
+        throw new Error('a hook that fails');
+      },
+    });
+    await expect(request).resolves.toEqual(info);
+    expect(received).toHaveLength(2);
+    // called once, when the first attempt's frame had reached the link
+    expect(sentAt).toEqual([[received[0]]]);
+  });
+
   it('gives up with TIMEOUT after all retries', async () => {
     const { channel } = harness(() => undefined, 10);
     const err = await channel.request({ kind: 'GET_INFO' }, 'INFO').catch((e: unknown) => e);

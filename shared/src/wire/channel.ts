@@ -19,6 +19,15 @@ export interface ChannelOptions {
   retries?: number;
 }
 
+/** One request's options: the channel's own, and a hook on its command going out. */
+export interface RequestOptions extends ChannelOptions {
+  /**
+   * Called once, right after the first attempt's frame was handed to the link (not again for a
+   * retry); a hook that throws is ignored.
+   */
+  onSent?: () => void;
+}
+
 export interface ChannelStats extends ParserStats {
   requests: number;
   timeouts: number;
@@ -114,7 +123,7 @@ export class WireChannel {
   async request<K extends MessageKind>(
     msg: Message,
     expect: K,
-    options: ChannelOptions = {},
+    options: RequestOptions = {},
   ): Promise<MessageOf<K>> {
     const timeoutMs = options.timeoutMs ?? this.defaults.timeoutMs;
     const attempts = 1 + (options.retries ?? this.defaults.retries);
@@ -123,7 +132,12 @@ export class WireChannel {
     for (let attempt = 1; attempt <= attempts; attempt++) {
       if (this.closedWith) throw this.closedWith;
       if (attempt > 1) this.counters.retries += 1;
-      const outcome = await this.attempt(msg, FRAME_TYPE[expect], timeoutMs);
+      const outcome = await this.attempt(
+        msg,
+        FRAME_TYPE[expect],
+        timeoutMs,
+        attempt === 1 ? options.onSent : undefined,
+      );
       if (outcome.ok) return outcome.msg as MessageOf<K>;
       lastReason = outcome.reason;
     }
@@ -158,6 +172,7 @@ export class WireChannel {
     msg: Message,
     expect: number,
     timeoutMs: number,
+    onSent?: () => void,
   ): Promise<{ ok: true; msg: Message } | { ok: false; reason: string }> {
     return new Promise((resolve, reject) => {
       const seq = this.allocSeq();
@@ -209,7 +224,15 @@ export class WireChannel {
         return;
       }
       Promise.resolve()
-        .then(() => this.send(bytes))
+        .then(() => {
+          const sent = this.send(bytes);
+          try {
+            onSent?.();
+          } catch {
+            // the caller's hook failing is not the request's failure
+          }
+          return sent;
+        })
         .catch((err: unknown) => {
           const p = this.pending.get(seq);
           const reason = err instanceof Error ? err.message : String(err);
