@@ -1,10 +1,12 @@
+import { LIVENESS_PASS_SCORE } from '@palmid/shared/palm/liveness.ts';
 import type { CaptureMeasures } from './capture-checks.ts';
 
 /**
- * Liveness score (0–100) at or above which a capture counts as a live hand. It is 50 so that the
- * agent's verdict and the server's `liveness ≥ 0.5` check agree (the kiosk sends score / 100).
+ * Liveness score (0–100) at or above which a capture counts as a live hand: the shared contract's pass
+ * score, so that the agent's verdict and the server's `liveness ≥ LIVENESS_PASS` check are the same point
+ * (the kiosk sends score / 100).
  */
-export const LIVENESS_THRESHOLD = 50;
+export const LIVENESS_THRESHOLD = LIVENESS_PASS_SCORE;
 
 /** The measures the liveness score reads. */
 export type LivenessMeasures = Pick<CaptureMeasures, 'edgeFalloff' | 'periodicity' | 'veinContrast'>;
