@@ -1,13 +1,15 @@
+import {
+  decodeHidInputReport,
+  encodeHidOutputReports,
+  HID_REPORT_SIZE,
+} from '@palmid/shared/wire/hid-reports.ts';
 import { BaseTransport, TransportError } from './transport.ts';
 
 /**
- * The wire protocol's byte stream carried in 64-byte HID reports (report ID 0):
- * host → device `[0x00][n][n bytes][zero padding]`, device → host `[n][n bytes][padding]`,
- * n ≤ 62 (out) / 63 (in). See docs/wire-protocol.md.
+ * The wire protocol's byte stream carried in 64-byte HID reports (report ID 0); the framing of both
+ * directions is shared/src/wire/hid-reports.ts. See docs/wire-protocol.md.
  */
-export const HID_REPORT_SIZE = 64;
-const OUT_PAYLOAD = HID_REPORT_SIZE - 2;
-const IN_PAYLOAD = HID_REPORT_SIZE - 1;
+export { HID_REPORT_SIZE };
 
 /** The part of node-hid's HIDAsync we use. */
 export interface HidDeviceLike {
@@ -117,8 +119,8 @@ export class HidTransport extends BaseTransport {
     this.device = device;
     this.closingByUs = false;
     device.on('data', (report: Buffer) => {
-      const n = Math.min(report[0] ?? 0, IN_PAYLOAD, report.length - 1);
-      if (n > 0) this.emitData(new Uint8Array(report.subarray(1, 1 + n)));
+      const bytes = decodeHidInputReport(report);
+      if (bytes.length > 0) this.emitData(bytes);
     });
     device.on('error', (err: Error) => {
       // node-hid reports an unplug as a read error; the device handle is dead afterwards.
@@ -132,20 +134,15 @@ export class HidTransport extends BaseTransport {
   async write(bytes: Uint8Array): Promise<void> {
     const device = this.device;
     if (!device) throw new TransportError('CLOSED', `${this.description}: not open`);
-    for (let off = 0; off < bytes.length || (off === 0 && bytes.length === 0); off += OUT_PAYLOAD) {
-      const n = Math.min(OUT_PAYLOAD, bytes.length - off);
-      const report = new Array<number>(HID_REPORT_SIZE).fill(0);
-      report[1] = n;
-      for (let i = 0; i < n; i++) report[2 + i] = bytes[off + i]!;
+    for (const report of encodeHidOutputReports(bytes)) {
       try {
-        await device.write(report);
+        await device.write([...report]);
       } catch (err) {
         throw new TransportError(
           'IO',
           `${this.description}: ${err instanceof Error ? err.message : String(err)}`,
         );
       }
-      if (bytes.length === 0) break;
     }
   }
 

@@ -1,4 +1,5 @@
 import { FirmwareSimulator, listenTcp, testPatternSource } from '@palmid/firmware-sim';
+import { decodeHidOutputReport, encodeHidInputReports } from '@palmid/shared/wire/hid-reports.ts';
 import { SerialPortMock } from 'serialport';
 
 // The binding instance serialport itself uses (the package ships separate ESM and CJS builds).
@@ -201,26 +202,18 @@ describe('HID scanner end to end', () => {
       autoPresentDelayMs: 1,
     });
     cleanups.push(() => sim.stop());
-    // The scanner's USB side: unwrap output reports into the link, wrap the link's bytes into input reports.
+    // The scanner's USB side, framed by the shared codec's device end: unwrap output reports into the
+    // link (a report that breaks the format throws), wrap the link's bytes into input reports.
     const opener = async (): Promise<HidDeviceLike> => {
       const link = sim.connectMemory();
       const data: Array<(b: Buffer) => void> = [];
       link.onData((bytes) => {
-        for (let off = 0; off < bytes.length; off += 63) {
-          const n = Math.min(63, bytes.length - off);
-          const report = Buffer.alloc(HID_REPORT_SIZE);
-          report[0] = n;
-          Buffer.from(bytes.subarray(off, off + n)).copy(report, 1);
-          for (const l of data) l(report);
-        }
+        for (const report of encodeHidInputReports(bytes)) for (const l of data) l(Buffer.from(report));
       });
       const dev: HidDeviceLike = {
         async write(report) {
-          const r = [...report];
-          expect(r).toHaveLength(HID_REPORT_SIZE);
-          expect(r[0]).toBe(0);
-          link.write(Uint8Array.from(r.slice(2, 2 + r[1]!)));
-          return r.length;
+          link.write(decodeHidOutputReport([...report]));
+          return report.length;
         },
         async close() {
           link.close();

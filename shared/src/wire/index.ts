@@ -3,6 +3,7 @@ export * from './channel.ts';
 export * from './crc.ts';
 export * from './errors.ts';
 export * from './frame.ts';
+export * from './hid-reports.ts';
 export * from './link.ts';
 export * from './messages.ts';
 export * from './parser.ts';
