@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { FirmwareSimulator, type SimulatorOptions, testPatternSource } from '@palmid/firmware-sim';
 import { encodeFrame, type Frame } from '@palmid/shared/wire/frame.ts';
 import { FrameParser } from '@palmid/shared/wire/parser.ts';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryTransport } from '../transport/memory.ts';
 import { RecordingTransport } from '../transport/recording.ts';
 import { BaseTransport, type Transport } from '../transport/transport.ts';
@@ -172,14 +172,33 @@ describe('ScannerDriver over the in-memory link', () => {
   });
 
   it('a device that never answers fails connect with a clear message instead of hanging', async () => {
-    const { scanner, device } = setup({}, { timeoutMs: 30, retries: 2 });
-    device.injectFault({ kind: 'silent' });
-    const t0 = Date.now();
-    const err = await failure(scanner.connect());
-    expect(err.code).toBe('TIMEOUT');
-    expect(err.message).toMatch(/no answer from a scanner on memory/);
-    expect(Date.now() - t0).toBeLessThan(1000);
-    expect(scanner.state).toBe('disconnected');
+    // Only the timeouts are faked; the in-memory link still delivers (and closes) on real later turns.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const turns = async (n: number) => {
+      for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+    };
+    try {
+      const { scanner, device } = setup({}, { timeoutMs: 30, retries: 2 });
+      device.injectFault({ kind: 'silent' });
+      let settled = false;
+      const result = failure(scanner.connect()).finally(() => {
+        settled = true;
+      });
+      // three attempts of 30 ms each: one tick short of that it is still waiting, at 90 ms it gives up
+      for (let ms = 0; ms < 3 * 30 - 1; ms++) {
+        await vi.advanceTimersByTimeAsync(1);
+        await turns(3);
+      }
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await vi.waitFor(() => expect(settled).toBe(true));
+      const err = await result;
+      expect(err.code).toBe('TIMEOUT');
+      expect(err.message).toMatch(/no answer from a scanner on memory/);
+      expect(scanner.state).toBe('disconnected');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a device that stops answering mid-capture fails the capture with TIMEOUT', async () => {

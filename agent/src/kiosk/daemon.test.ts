@@ -126,10 +126,19 @@ describe('KioskDaemon', () => {
       'attest',
       'identify',
     ]);
-    for (const t of steps) expect(t.ms).toBeGreaterThanOrEqual(0);
     const [c1, c2] = steps.filter((t) => t.step === 'capture');
     const [x1] = steps.filter((t) => t.step === 'transfer');
     const [p1, p2] = steps.filter((t) => t.step === 'pipeline');
+    const [queued, attest, identify] = ['queued', 'attest', 'identify'].map(
+      (name) => steps.find((t) => t.step === name)!,
+    );
+    const end = (t: { at: number; ms: number }) => t.at + t.ms;
+    // the serial steps follow one another without overlap: the wait ends before the first capture starts,
+    // the second frame's pipeline before signing, and identify starts the instant signing ends
+    expect(end(queued!)).toBeLessThanOrEqual(c1!.at + 0.001);
+    expect(end(p1!)).toBeLessThanOrEqual(p2!.at + 0.001);
+    expect(end(p2!)).toBeLessThanOrEqual(attest!.at + 0.001);
+    expect(identify!.at).toBeCloseTo(end(attest!), 6);
     expect(x1!.ms).toBeLessThanOrEqual(c1!.ms);
     expect(x1!.at + x1!.ms).toBeCloseTo(c1!.at + c1!.ms, 0); // the transfer ends the capture
     expect(c2!.at).toBeLessThanOrEqual(p1!.at); // started ahead of the first frame's pipeline
