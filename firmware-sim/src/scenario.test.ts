@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { FirmwareSimulator } from './device.ts';
 import { testPatternSource } from './image-source.ts';
 import { describeStep, loadScenario, runScenario, scenarioSchema } from './scenario.ts';
@@ -29,34 +29,58 @@ describe('scenarios', () => {
   });
 
   it('plays steps in order with their delays', async () => {
-    const sim = new FirmwareSimulator({ source: testPatternSource });
-    const seen: string[] = [];
-    sim.on('palm', (p?: { identity: string }) => seen.push(p ? `present ${p.identity}` : 'removed'));
-    sim.on('unplugged', () => seen.push('unplugged'));
-    sim.on('replugged', () => seen.push('replugged'));
-    const scenario = scenarioSchema.parse({
-      autoPresent: false,
-      steps: [
-        { present: { identity: 'alice', hand: 'right' } },
-        { after: 10, fault: { kind: 'crc-noise', probability: 0.5 } },
-        { after: 10, remove: true },
-        { after: 10, present: { identity: 'mallory', hand: 'right', attack: 'screen' } },
-        { after: 10, clearFaults: true },
-        { after: 10, unplug: { forMs: 10 } },
-        { after: 40, log: 'done' },
-      ],
-    });
-    const logged: string[] = [];
-    const t0 = Date.now();
-    await runScenario(sim, scenario, (step) => logged.push(describeStep(step))).done;
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(75);
-    expect(seen).toEqual(['present alice', 'removed', 'present mallory', 'unplugged', 'replugged']);
-    expect(logged[3]).toBe('present mallory:right (screen attack)');
-    expect(sim.snapshot().faults).toEqual([]);
-    sim.stop();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: 0 });
+    try {
+      const sim = new FirmwareSimulator({ source: testPatternSource });
+      const seen: string[] = [];
+      const at = (what: string) => () => seen.push(`${Date.now()} ${what}`);
+      sim.on('palm', (p?: { identity: string }) => at(p ? `present ${p.identity}` : 'removed')());
+      sim.on('unplugged', at('unplugged'));
+      sim.on('replugged', at('replugged'));
+      const scenario = scenarioSchema.parse({
+        autoPresent: false,
+        steps: [
+          { present: { identity: 'alice', hand: 'right' } },
+          { after: 10, fault: { kind: 'crc-noise', probability: 0.5 } },
+          { after: 10, remove: true },
+          { after: 10, present: { identity: 'mallory', hand: 'right', attack: 'screen' } },
+          { after: 10, clearFaults: true },
+          { after: 10, unplug: { forMs: 10 } },
+          { after: 40, log: 'done' },
+        ],
+      });
+      const logged: string[] = [];
+      let finished = false;
+      const run = runScenario(sim, scenario, (step) => logged.push(`${Date.now()} ${describeStep(step)}`));
+      void run.done.then(() => {
+        finished = true;
+      });
+      await vi.advanceTimersByTimeAsync(89);
+      expect(finished).toBe(false); // the last step is due at 0+10+10+10+10+10+40 = 90 ms
+      await vi.advanceTimersByTimeAsync(1);
+      expect(finished).toBe(true);
+      // each step fires its own delay after the one before it; the unplug lasts its 10 ms
+      expect(seen).toEqual([
+        '0 present alice',
+        '20 removed',
+        '30 present mallory',
+        '50 unplugged',
+        '60 replugged',
+      ]);
+      expect(logged[3]).toBe('30 present mallory:right (screen attack)');
+      expect(logged.map((l) => Number(l.split(' ')[0]))).toEqual([0, 10, 20, 30, 40, 50, 90]);
+      expect(sim.snapshot().faults).toEqual([]);
+      sim.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a looping scenario runs until cancelled', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
     const sim = new FirmwareSimulator({ source: testPatternSource });
     let n = 0;
     const run = runScenario(
@@ -66,14 +90,12 @@ describe('scenarios', () => {
         n += 1;
       },
     );
-    const end = Date.now() + 5000;
-    while (n < 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
-    expect(n).toBeGreaterThanOrEqual(3); // it went round at least three times
+    await vi.advanceTimersByTimeAsync(15);
+    expect(n).toBe(3); // it went round three times, one step every 5 ms
     run.cancel();
     await run.done;
-    const after = n;
-    await new Promise((r) => setTimeout(r, 30));
-    expect(n).toBe(after);
+    await vi.advanceTimersByTimeAsync(30);
+    expect(n).toBe(3); // and not once more after the cancel
     sim.stop();
   });
 });
