@@ -1,13 +1,14 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { rotateKey } from '../../server/src/modules/vendors/service.ts';
 import { attestPalms, seedVendor, vendorDevice } from '../../server/src/testing.ts';
+import { describeNeeding } from '../support/requirements.ts';
 import {
   eventually,
-  HAVE_CHROMIUM,
   type Harness,
+  NO_CHROMIUM,
   SCREENSHOT_DIR,
   startHarness,
   startKiosk,
@@ -15,7 +16,7 @@ import {
 
 const TEMPLATE = Buffer.from('console-browser-test-palm-0001').toString('base64');
 
-describe.skipIf(!HAVE_CHROMIUM)('vendor console in Chromium', () => {
+describeNeeding(NO_CHROMIUM)('vendor console in Chromium', () => {
   let hx: Harness;
   let page: Page;
   let shop: { vendor_id: string; api_key: string };

@@ -1,15 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
 import { createClaimCode } from '../../server/src/modules/users/service.ts';
 import { attestPalms, seedVendor, vendorDevice } from '../../server/src/testing.ts';
-import { eventually, HAVE_CHROMIUM, type Harness, SCREENSHOT_DIR, startHarness } from './harness.ts';
+import { describeNeeding } from '../support/requirements.ts';
+import { eventually, type Harness, NO_CHROMIUM, SCREENSHOT_DIR, startHarness } from './harness.ts';
 
 const TEMPLATE = Buffer.from('portal-browser-test-palm-0001').toString('base64');
 
-describe.skipIf(!HAVE_CHROMIUM)('user portal in Chromium', () => {
+describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
   let hx: Harness;
   let page: Page;
   let cafe: { vendor_id: string; api_key: string };

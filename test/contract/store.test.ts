@@ -23,8 +23,9 @@ import {
   vendorDevice,
 } from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../support/postgres.ts';
+import { describeNeeding } from '../support/requirements.ts';
 
 /**
  * The store contract: the same domain flows, run against every store the server supports (SQLite and
@@ -55,14 +56,7 @@ const stores: StoreFixture[] = [
 ];
 
 for (const store of stores) {
-  if (store.skip) {
-    describe.skip(`store contract: ${store.name} (${store.skip})`, () => {
-      it('skipped', () => {});
-    });
-    continue;
-  }
-
-  describe(`store contract: ${store.name}`, () => {
+  describeNeeding(store.skip)(`store contract: ${store.name}`, () => {
     let t: TestApp;
     const tpl = (s: string) => Buffer.from(s.padEnd(24, '.')).toString('base64');
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestApp, type TestApp } from '@palmid/server/testing.ts';
-
+import { IN_CI } from '../support/ci.ts';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { redisUnavailable, startRedis, type TestRedis } from '../support/redis.ts';
 
@@ -23,8 +23,12 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
+/**
+ * Why a cluster cannot start here: it needs Redis. Its store is PostgreSQL where installed and a shared
+ * SQLite file otherwise, except under CI, where PostgreSQL is required too (test/support/requirements.ts).
+ */
 export function clusterUnavailable(): string | null {
-  return redisUnavailable();
+  return redisUnavailable() ?? (IN_CI ? postgresUnavailable() : null);
 }
 
 export async function startCluster(n = 2, extraEnv: Record<string, string> = {}): Promise<Cluster> {

@@ -1,6 +1,7 @@
 import { seedVendor } from '@palmid/server/testing.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cli, lastJson } from '../e2e/harness.ts';
+import { describeNeeding } from '../support/requirements.ts';
 import { type Cluster, clusterUnavailable, eventually, startCluster } from './cluster.ts';
 
 /**
@@ -16,11 +17,7 @@ const NOTIFY_BOUND_MS = 1000;
 async function withinNotifyBound(refused: () => Promise<boolean>): Promise<void> {
   await eventually(refused, NOTIFY_BOUND_MS);
 }
-const skip = clusterUnavailable();
-const suite = skip ? describe.skip : describe;
-if (skip) process.stderr.write(`key revocation tests skipped: ${skip}\n`);
-
-suite(`verified-key cache on two instances${skip ? ` (${skip})` : ''}`, () => {
+describeNeeding(clusterUnavailable())('verified-key cache on two instances', () => {
   let c: Cluster;
   beforeAll(async () => {
     c = await startCluster(2);

@@ -13,20 +13,18 @@ import {
 } from '@palmid/server/testing.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeNeeding } from '../support/requirements.ts';
 import { type Cluster, clusterUnavailable, eventually, startCluster } from './cluster.ts';
 
 /**
  * Two stateless server instances on one store and one Redis (issue 7): what a user of either instance
  * notices must not depend on which instance answers.
  */
-const skip = clusterUnavailable();
-const suite = skip ? describe.skip : describe;
-if (skip) process.stderr.write(`multi-instance tests skipped: ${skip}\n`);
 
 const tpl = (s: string) => Buffer.from(s.padEnd(24, '.')).toString('base64');
 
-suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () => {
+describeNeeding(clusterUnavailable())('two instances sharing a store and Redis', () => {
   let c: Cluster;
   beforeAll(async () => {
     c = await startCluster(2);

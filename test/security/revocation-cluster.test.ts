@@ -1,8 +1,9 @@
 import { createPvs } from '@palmid/server/modules/pvs/service.ts';
 import { seedVendor } from '@palmid/server/testing.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cli, lastJson } from '../e2e/harness.ts';
 import { type Cluster, clusterUnavailable, startCluster } from '../scale/cluster.ts';
+import { describeNeeding } from '../support/requirements.ts';
 import { openKiosk, Recorder } from './sockets.ts';
 
 /**
@@ -10,11 +11,7 @@ import { openKiosk, Recorder } from './sockets.ts';
  * installed) and one Redis; the admin CLI, a third process, revokes. Every socket that used the
  * credential closes with 1008 `revoked`, whichever instance holds it.
  */
-const skip = clusterUnavailable();
-const suite = skip ? describe.skip : describe;
-if (skip) process.stderr.write(`revocation cluster tests skipped: ${skip}\n`);
-
-suite(`revocation across two instances${skip ? ` (${skip})` : ''}`, () => {
+describeNeeding(clusterUnavailable())('revocation across two instances', () => {
   let c: Cluster;
   const admin = async <T>(...args: string[]): Promise<T> => {
     const r = await cli('server/src/cli/admin.ts', [...args, '--json'], c.env);

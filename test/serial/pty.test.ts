@@ -8,12 +8,10 @@ import { ScannerDriver } from '@palmid/agent/driver/scanner-driver.ts';
 import { SerialTransport } from '@palmid/agent/transport/serial.ts';
 import { FirmwareSimulator, openPty, socatAvailable, testPatternSource } from '@palmid/firmware-sim';
 import sharp from 'sharp';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { describeNeeding } from '../support/requirements.ts';
 
-const HAVE_SOCAT = socatAvailable();
-if (!HAVE_SOCAT) {
-  console.warn('test/serial: socat is not installed — skipping the real-pty tests (apt-get install socat)');
-}
+const NO_SOCAT = socatAvailable() ? null : 'socat not installed (apt-get install socat)';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
@@ -22,7 +20,7 @@ const DEMO = { identity: 'demo', hand: 'right' } as const;
 const expected = async (capture: number) =>
   Buffer.from((await testPatternSource.render({ ...DEMO, capture, width: 320, height: 240 })).data);
 
-describe.skipIf(!HAVE_SOCAT)('real serialport stack ↔ simulator over a socat pty', () => {
+describeNeeding(NO_SOCAT)('real serialport stack ↔ simulator over a socat pty', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
@@ -82,7 +80,7 @@ describe.skipIf(!HAVE_SOCAT)('real serialport stack ↔ simulator over a socat p
   });
 });
 
-describe.skipIf(!HAVE_SOCAT)('technician CLI against the simulator CLI (separate processes)', () => {
+describeNeeding(NO_SOCAT)('technician CLI against the simulator CLI (separate processes)', () => {
   let sim: ChildProcess;
   let dir: string;
   let device: string;

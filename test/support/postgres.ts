@@ -2,6 +2,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { optOut } from './ci.ts';
 import { freePort, waitFor } from './ports.ts';
 
 /**
@@ -48,9 +49,10 @@ export function findPostgresBin(): string | null {
 
 /** Why PostgreSQL tests cannot run here, or null when they can. */
 export function postgresUnavailable(): string | null {
-  if (process.env.PALMID_SKIP_POSTGRES === '1') return 'PALMID_SKIP_POSTGRES=1';
+  const asked = optOut('PALMID_SKIP_POSTGRES');
+  if (asked) return asked;
   if (!findPostgresBin())
-    return 'PostgreSQL binaries not found (apt-get install postgresql, or set PALMID_PG_BIN): PostgreSQL tests skipped';
+    return 'PostgreSQL binaries not found (apt-get install postgresql, or set PALMID_PG_BIN)';
   return null;
 }
 

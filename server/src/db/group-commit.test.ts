@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../../../test/support/postgres.ts';
+import { describeNeeding } from '../../../test/support/requirements.ts';
 import { Keyring } from '../crypto/keyring.ts';
 import { appendAudit, verifyAuditChain } from '../modules/audit/service.ts';
 import { type Database, openDatabase } from './index.ts';
@@ -150,9 +151,7 @@ contract('group commit on SQLite', async () => {
   return { db, reopen: () => openDatabase(url) };
 });
 
-const pgWhy = postgresUnavailable();
-if (pgWhy) process.stderr.write(`group commit on PostgreSQL skipped: ${pgWhy}\n`);
-(pgWhy ? describe.skip : describe)('PostgreSQL', () => {
+describeNeeding(postgresUnavailable())('PostgreSQL', () => {
   let pg: TestPostgres | undefined;
   afterAll(() => pg?.stop());
   contract('group commit on PostgreSQL', async () => {

@@ -1,13 +1,11 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { redisUnavailable, startRedis, type TestRedis } from '../../../test/support/redis.ts';
+import { describeNeeding } from '../../../test/support/requirements.ts';
 import type { EventMeta, HubEvents } from './event-hub.ts';
 import { RedisEventHub } from './redis-event-hub.ts';
 
-const skip = redisUnavailable();
-const suite = skip ? describe.skip : describe;
-
-suite(`RedisEventHub${skip ? ` (${skip})` : ''}`, () => {
+describeNeeding(redisUnavailable())('RedisEventHub', () => {
   let redis: TestRedis;
   const clients: Redis[] = [];
   const hubs: RedisEventHub[] = [];

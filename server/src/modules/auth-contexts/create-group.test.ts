@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../../../../test/support/postgres.ts';
+import { describeNeeding } from '../../../../test/support/requirements.ts';
 import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
 
 /**
@@ -86,9 +87,7 @@ function contract(name: string, databaseUrl: () => Promise<string | undefined>) 
 
 contract('auth context creation on SQLite', async () => undefined);
 
-const pgWhy = postgresUnavailable();
-if (pgWhy) process.stderr.write(`auth context creation on PostgreSQL skipped: ${pgWhy}\n`);
-(pgWhy ? describe.skip : describe)('PostgreSQL', () => {
+describeNeeding(postgresUnavailable())('PostgreSQL', () => {
   let pg: TestPostgres | undefined;
   afterAll(() => pg?.stop());
   contract('auth context creation on PostgreSQL', async () => {

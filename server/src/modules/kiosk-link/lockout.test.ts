@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { redisUnavailable, startRedis, type TestRedis } from '../../../../test/support/redis.ts';
+import { describeNeeding } from '../../../../test/support/requirements.ts';
 import { createTestApp, type TestApp } from '../../testing.ts';
 import { KioskLockout, LOCK_MS, MAX_FAILURES, WINDOW_MS } from './lockout.ts';
 
@@ -63,8 +64,7 @@ describe('kiosk lockout', () => {
   });
 });
 
-const noRedis = redisUnavailable();
-(noRedis ? describe.skip : describe)(`kiosk lockout with Redis${noRedis ? ` (${noRedis})` : ''}`, () => {
+describeNeeding(redisUnavailable())('kiosk lockout with Redis', () => {
   let t: TestApp;
   let redis: TestRedis;
   const clients: Redis[] = [];
