@@ -2,6 +2,7 @@ import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../e2e/harness.ts';
+import { campaignSize } from '../support/campaign-size.ts';
 import { applyTamper, type Golden, makeGolden, runTamperCampaign, type Tamper } from './tamper-campaign.ts';
 
 /** Fast variant; the bench runs thousands of cases (`npm run bench -- reliability`). TAMPER_RUNS overrides. */
@@ -23,7 +24,7 @@ describe('audit log tampering', () => {
   }, 60_000);
 
   it('every flipped byte, deleted, swapped, edited, forged or re-chained row is detected', async () => {
-    const figures = await runTamperCampaign(golden, { runs: Number(process.env.TAMPER_RUNS ?? 300) });
+    const figures = await runTamperCampaign(golden, { runs: campaignSize('TAMPER_RUNS', 300) });
     expect(figures.detected).toBe(figures.cases);
     expect(Object.keys(figures.byKind).length).toBeGreaterThanOrEqual(7);
   }, 120_000);
