@@ -42,7 +42,7 @@ describe('npm run palm -- look-alike', () => {
     expect(report.closest[1]!.looks_genuine).toBe(false);
     // only labels and aggregates: no file name reaches the report
     expect(r.stdout).not.toMatch(/\.png/);
-  });
+  }, 180_000);
 
   it('eval --same counts the two labels as one person: their cross pairs become genuine pairs', async () => {
     const read = async (extra: string[]) => {
@@ -90,7 +90,7 @@ describe('npm run palm -- look-alike', () => {
     );
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toMatch(/--same takes <label>=<label>/);
-  });
+  }, 180_000); // five CLI runs one after the other
 
   it('prints the table by default and refuses --baseline without --roi', async () => {
     const table = await cli(
@@ -109,5 +109,5 @@ describe('npm run palm -- look-alike', () => {
     const missing = await cli('agent/src/palm/cli.ts', ['look-alike', join(tmp.dir, 'nope')], {}, 60_000);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/Cannot read dataset directory/);
-  });
+  }, 180_000);
 });
