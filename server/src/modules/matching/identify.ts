@@ -47,7 +47,7 @@ export interface IdentifyOutcome {
   decision: IdentificationDecision;
   /** Palms searched (the largest of the captures' searches): the decision's gallery size. */
   searched: number;
-  /** Whether the captures were fused as independent evidence (two different, known hands). */
+  /** Whether the captures were fused as independent evidence (both hands, each side known). */
   fused: boolean;
   /** The accepted user's closest palm (score: its best capture's), when the decision is a match. */
   hit: IdentifyHit | null;
@@ -64,12 +64,14 @@ function sideOf(p: Probe): SearchSide {
 const otherHand = (h: Hand): Hand => (h === 'left' ? 'right' : 'left');
 
 /**
- * Decides on one capture or on several captures of one presentation (`probes`). Captures of two
- * different, known hands are independent evidence: each user's evidences are summed and the sum
- * meets the bar through Fisher's combination (decision.ts `fusedEvidence`). Anything else (the
- * same hand twice, a side unknown) is not independent: each user's best distance counts once.
- * `canStepUp`: the capture device can present the other hand in this context; a step-up is
- * offered only for a single capture of a known side whose candidate has a palm of the other hand.
+ * Decides on one capture or on several captures of one presentation (`probes`). Captures of the
+ * two hands are independent evidence: per user, the best distance of each hand's captures gives
+ * one evidence per hand, the two are summed and the sum meets the bar through Fisher's
+ * combination (decision.ts `fusedEvidence`). Captures of one hand (frames of one presentation, or
+ * a second presentation of the same hand) or of an unknown side are not independent: each user's
+ * best distance counts once. `canStepUp`: the capture device can present the other hand in this
+ * context; a step-up is offered only for captures of one known side whose candidate has a palm of
+ * the other hand.
  */
 export function identifyProbes(
   gallery: Gallery,
@@ -78,9 +80,11 @@ export function identifyProbes(
 ): IdentifyOutcome {
   const rule = options.rule ?? gallery.rule;
   const sides = probes.map(sideOf);
-  const known = sides.filter((s): s is Hand => s !== 'any');
-  const independent =
-    probes.length > 1 && known.length === probes.length && new Set(known).size === probes.length;
+  const distinct = new Set(sides);
+  const independent = !distinct.has('any') && distinct.size === 2;
+  // evidence groups: one per hand when independent, else one for every capture
+  const group = sides.map((s) => (independent && s === 'left' ? 1 : 0));
+  const groups = independent ? 2 : 1;
   const searches = probes.map((p, i) => gallery.search(p.template, { side: sides[i], users: SEARCH_USERS }));
   const searched = Math.max(0, ...searches.map((s) => s.searched));
   // Every user any capture found, with its distance in every capture (looked up where a search
@@ -103,18 +107,19 @@ export function identifyProbes(
   const model = rule.policy.model;
   const candidates: Candidate[] = [];
   const closest = new Map<string, number>();
+  const bestOf = [1, 1];
   for (const [userId, ds] of users) {
-    let evidence = 0;
-    let best = Number.POSITIVE_INFINITY;
+    bestOf[0] = 1;
+    bestOf[1] = 1;
     for (let i = 0; i < probes.length; i++) {
       if (Number.isNaN(ds[i]!)) ds[i] = gallery.distanceTo(probes[i]!.template, userId, sides[i]!) ?? 1;
-      const d = ds[i]!;
-      if (d < best) best = d;
-      if (independent) evidence += evidenceAt(d, model);
+      const g = group[i]!;
+      if (ds[i]! < bestOf[g]!) bestOf[g] = ds[i]!;
     }
-    if (!independent) evidence = evidenceAt(best, model);
+    let evidence = 0;
+    for (let g = 0; g < groups; g++) evidence += evidenceAt(bestOf[g]!, model);
     candidates.push({ userId, evidence });
-    closest.set(userId, best);
+    closest.set(userId, Math.min(...ds));
   }
   const canStepUp = options.canStepUp === true && probes.length === 1 && sides[0] !== 'any';
   const decide = (stepUp: boolean) =>
@@ -123,7 +128,7 @@ export function identifyProbes(
       candidates,
       policy: rule.policy,
       canStepUp: stepUp,
-      captures: independent ? probes.length : 1,
+      captures: groups,
     });
   let decision = decide(canStepUp);
   let stepUpHand: Hand | undefined;
