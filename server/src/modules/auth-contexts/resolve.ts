@@ -118,7 +118,11 @@ export function checkCapture(ctx: AppContext, palm: PalmEvidence, more: PalmEvid
  */
 export function matchCapture(ctx: AppContext, capture: Capture, canStepUp = false): Identification {
   if (capture.kind === 'refused') return capture;
-  const probes: Probe[] = [{ template: capture.template, hand: capture.hand }, ...(capture.more ?? [])];
+  // Each capture is searched by the side its template header says (the pipeline mirrors left crops
+  // by it), as before the gallery-wide decision; an unknown side searches every palm.
+  const probes: Probe[] = [capture.template, ...(capture.more ?? []).map((m) => m.template)].map(
+    (template) => ({ template }),
+  );
   const out = identifyProbes(ctx.gallery, probes, { canStepUp });
   const d = out.decision;
   if (d.kind === 'match') return { kind: 'searched', userId: d.userId };

@@ -54,7 +54,7 @@ export class ExactGallery implements Gallery {
       .map(([userId, b]) => ({ userId, ...b }))
       .sort((a, b) => a.distance - b.distance)
       .slice(0, options.users ?? 2);
-    return { searched: pool.length, candidates };
+    return { side, searched: pool.length, candidates };
   }
   distanceTo(template: Uint8Array, userId: string, side: SearchSide): number | null {
     const mine = this.entries.filter((e) => e.userId === userId && (side === 'any' || e.hand === side));

@@ -64,7 +64,7 @@ export function createExhaustiveGallery(
         searched++;
         top.offer(i, packedDistance(probe, 0, packed, i * PACKED_WORDS), users);
       }
-      return { searched, candidates: top.read(users, palms) };
+      return { side, searched, candidates: top.read(users, palms) };
     },
     distanceTo(template: Uint8Array, userId: string, side: SearchSide) {
       const probe = pack(template);

@@ -164,10 +164,10 @@ export class MemoryGallery implements Gallery {
    */
   search(template: Uint8Array, options: SearchOptions = {}): GallerySearch {
     const t = decodeTemplate(template);
-    if (this.count === 0) return { searched: 0, candidates: [] };
+    const side = options.side ?? (t.hand === 'unknown' ? 'any' : t.hand);
+    if (this.count === 0) return { side, searched: 0, candidates: [] };
     const probe = new Uint32Array(PACKED_WORDS);
     packInto(t, probe, 0);
-    const side = options.side ?? (t.hand === 'unknown' ? 'any' : t.hand);
     const probeHand = side === 'any' ? 0 : HAND_CODE[side];
     const searched = probeHand === 0 ? this.count : this.perHand[side as Hand];
     const candidates = this.firstStage(t, probeHand);
@@ -176,7 +176,7 @@ export class MemoryGallery implements Gallery {
     const users = this.userIds;
     const match = probeMatcher(probe); // the probe is laid out once for all candidates
     for (const i of candidates) top.offer(i, match(this.packed, i * PACKED_WORDS), users);
-    return { searched, candidates: top.read(users, this.palmIds) };
+    return { side, searched, candidates: top.read(users, this.palmIds) };
   }
 
   /**

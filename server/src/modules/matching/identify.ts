@@ -7,9 +7,8 @@ import {
   type IdentificationDecision,
   type IdentificationPolicy,
 } from '@palmid/shared/palm/decision.ts';
-import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
-import type { Gallery, Hand, IdentificationRule, IdentifyHit, SearchSide } from './types.ts';
+import type { Gallery, Hand, IdentificationRule, IdentifyHit } from './types.ts';
 
 /**
  * The gallery-wide identification (CONTRACT §10, docs/palm-pipeline.md "Identification at
@@ -55,12 +54,6 @@ export interface IdentifyOutcome {
   stepUpHand?: Hand;
 }
 
-function sideOf(p: Probe): SearchSide {
-  if (p.hand) return p.hand;
-  const h = decodeTemplate(p.template).hand;
-  return h === 'unknown' ? 'any' : h;
-}
-
 const otherHand = (h: Hand): Hand => (h === 'left' ? 'right' : 'left');
 
 /**
@@ -79,13 +72,14 @@ export function identifyProbes(
   options: { canStepUp?: boolean; rule?: IdentificationRule } = {},
 ): IdentifyOutcome {
   const rule = options.rule ?? gallery.rule;
-  const sides = probes.map(sideOf);
+  // the side each capture declares, else its template header's (every palm when unknown)
+  const searches = probes.map((p) => gallery.search(p.template, { side: p.hand, users: SEARCH_USERS }));
+  const sides = searches.map((s) => s.side);
   const distinct = new Set(sides);
   const independent = !distinct.has('any') && distinct.size === 2;
   // evidence groups: one per hand when independent, else one for every capture
   const group = sides.map((s) => (independent && s === 'left' ? 1 : 0));
   const groups = independent ? 2 : 1;
-  const searches = probes.map((p, i) => gallery.search(p.template, { side: sides[i], users: SEARCH_USERS }));
   const searched = Math.max(0, ...searches.map((s) => s.searched));
   // Every user any capture found, with its distance in every capture (looked up where a search
   // did not return it).

@@ -50,6 +50,8 @@ export interface SearchOptions {
 }
 
 export interface GallerySearch {
+  /** The side searched (the one asked for, else the template header's; `any` when it says unknown). */
+  side: SearchSide;
   /** Palms the search compared the probe with (the gallery size of the identification decision). */
   searched: number;
   /** The best palm of each of the closest different users, closest first. */
