@@ -188,6 +188,8 @@ describe('decideIdentification', () => {
           for (const c of candidates) {
             if (c.userId !== d.userId) {
               expect(d.evidence - c.evidence).toBeGreaterThanOrEqual(DEFAULT_POLICY.margin);
+              // nobody else would pass the bar on their own
+              expect(c.evidence).toBeLessThan(d.bar);
             }
           }
         },
@@ -265,6 +267,22 @@ describe('decideIdentification', () => {
         'below_bar',
       ],
       [[{ userId: 'a', evidence: 6 }], 'below_bar'],
+      // both far above the bar: chance explains neither, the margin does not pick one
+      [
+        [
+          { userId: 'a', evidence: bar + 30 },
+          { userId: 'b', evidence: bar + 1 },
+        ],
+        'ambiguous',
+      ],
+      // both just below it, too close to tell apart
+      [
+        [
+          { userId: 'a', evidence: bar - 0.5 },
+          { userId: 'b', evidence: bar - 1 },
+        ],
+        'ambiguous',
+      ],
     ];
     for (const [candidates, expected] of cases) {
       const d = decideIdentification({ gallery: 1e6, candidates });
