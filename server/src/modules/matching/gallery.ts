@@ -1,6 +1,6 @@
+import type { IdentificationPolicy } from '@palmid/shared/palm/decision.ts';
 import { compareTemplates, PACKED_WORDS, packInto, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate, type PalmTemplate } from '@palmid/shared/palm/template.ts';
-import type { IdentificationPolicy } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { findDuplicateIn, identificationRule, identifyOne } from './identify.ts';
 import { MAX_DESCRIPTOR_DISTANCE, Stage1Store } from './stage1.ts';

@@ -6,7 +6,7 @@ export {
   type MatcherOptions,
   MemoryGallery,
 } from './gallery.ts';
-export { findDuplicateIn, identifyProbes, type IdentifyOutcome, type Probe } from './identify.ts';
+export { findDuplicateIn, type IdentifyOutcome, identifyProbes, type Probe } from './identify.ts';
 export type {
   Gallery,
   GalleryEntry,
