@@ -140,6 +140,8 @@ export class FirmwareSimulator extends EventEmitter {
   private lastToken: number | undefined;
   private image: Image | undefined;
   private palm: Presentation | undefined;
+  /** While the kiosk asks for the other hand (amber LED): who walked up before it asked. */
+  private beforeStepUp: { autoPresent: Presentation | false } | undefined;
   private readonly captureCounts = new Map<string, number>();
   private faults: Fault[] = [];
   private exposureUs = DEFAULT_EXPOSURE_US;
@@ -215,6 +217,7 @@ export class FirmwareSimulator extends EventEmitter {
   }
 
   setAutoPresent(palm: Presentation | false): void {
+    this.beforeStepUp = undefined;
     this.autoPresent = palm === false ? false : presentationSchema.parse(palm);
   }
 
@@ -228,6 +231,29 @@ export class FirmwareSimulator extends EventEmitter {
       coverage: palm.condition === 'partial' ? 55 : 92,
     });
     if (this.state === CAPTURE_STATE.WAITING_PALM) this.beginCapture();
+  }
+
+  /**
+   * The simulated person reads the status LED: amber is the kiosk's "present your other hand"
+   * (a step-up): the palm over the sensor is withdrawn and the same person's other hand walks up at
+   * the next capture. When the kiosk shows its outcome (amber off), the person leaves and whoever
+   * was to walk up before walks up again.
+   */
+  private answerPrompt(mask: number): void {
+    const amber = (mask & LED.STATUS_AMBER) !== 0;
+    if (amber && !this.beforeStepUp) {
+      const who = this.palm ?? (this.autoPresent || undefined);
+      if (!who || who.attack) return;
+      this.beforeStepUp = { autoPresent: this.autoPresent };
+      const other = { ...who, hand: who.hand === 'left' ? ('right' as const) : ('left' as const) };
+      this.remove();
+      this.autoPresent = other;
+      this.emit('step-up', other);
+    } else if (!amber && this.beforeStepUp) {
+      this.autoPresent = this.beforeStepUp.autoPresent;
+      this.beforeStepUp = undefined;
+      this.remove();
+    }
   }
 
   /** Take the palm away. During a capture that ruins it. */
@@ -406,10 +432,11 @@ export class FirmwareSimulator extends EventEmitter {
         return;
       }
       case 'SET_LEDS':
-        if (msg.mask > 0x0f) {
+        if (msg.mask > 0x1f) {
           this.nak(session, frame, DEVICE_ERROR.OUT_OF_RANGE, 'unknown LED bits');
           return;
         }
+        this.answerPrompt(msg.mask);
         this.ledMask = msg.mask;
         this.ledIntensity = msg.intensity;
         reply({ kind: 'LEDS_SET', mask: this.ledMask, intensity: this.ledIntensity });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { processCapture } from '@palmid/agent/palm/pipeline.ts';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { compareTemplates } from '@palmid/shared/palm/match.ts';
+import { decodeTemplate, encodeTemplate } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attestPalms, FrameClient, type TestDevice } from '../../server/src/testing.ts';
@@ -107,6 +108,8 @@ describe('palms belong to their owner (real server process, real matcher)', () =
       ['alice', 'alice', 'right', 0],
       ['alice2', 'alice', 'right', 1],
       ['carol', 'carol', 'right', 0],
+      ['dave', 'dave', 'right', 0],
+      ['dave2', 'dave', 'right', 1],
     ] as const)
       tpl[name] = await palm(identity, hand, n);
     server = await started;
@@ -210,6 +213,36 @@ describe('palms belong to their owner (real server process, real matcher)', () =
     const trail = await palmAudit(await tokenOf(alice));
     expect(trail.filter((r) => r.result === 'SUCCESS')).toHaveLength(1);
     expect(trail.filter((r) => r.result === 'DENIED')).toHaveLength(3);
+  }, 60_000);
+
+  it('attack 1 (#26): a rewritten side byte does not hide an enrolled palm, over the API or at a kiosk', async () => {
+    const created = await mpc('create', { palms: palms({ hand: 'right', template: tpl.dave! }) });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const dave = created.body.data.user_id as string;
+    // a fresh capture of dave's right palm, its header's side rewritten to left (CRC redone by the
+    // encoder), declared right: the duplicate check searches every palm whatever either side says
+    const fresh = decodeTemplate(Buffer.from(tpl.dave2!, 'base64'));
+    expect(fresh.hand).toBe('right');
+    const flipped = Buffer.from(encodeTemplate({ ...fresh, hand: 'left' })).toString('base64');
+    const viaVendor = await mpc('create', { palms: palms({ hand: 'right', template: flipped }) });
+    expect(viaVendor.status, JSON.stringify(viaVendor.body)).toBe(400);
+    expect(viaVendor.body.error.details).toMatchObject({ field: 'palms', reason: 'palm_already_enrolled' });
+    expect(JSON.stringify(viaVendor.body)).not.toContain(dave);
+    // declared left as well: the same
+    const bothLeft = await mpc('create', { palms: palms({ hand: 'left', template: flipped }) });
+    expect(bothLeft.body.error.details).toMatchObject({ reason: 'palm_already_enrolled' });
+    // and at an unbound kiosk's enrolment
+    const desk = await kiosk(await admin<Kiosk>('pvs', 'create', '--name', 'Side desk'));
+    const atKiosk = await desk.enrol(sample(flipped, 'right'));
+    expect(atKiosk.error, JSON.stringify(atKiosk)).toMatchObject({
+      code: 'INVALID_REQUEST',
+      details: { reason: 'palm_already_enrolled' },
+    });
+    const atKioskLeft = await desk.enrol(sample(flipped, 'left'));
+    expect(atKioskLeft.error).toMatchObject({ details: { reason: 'palm_already_enrolled' } });
+    // the owner's trail shows the four refused attempts on the palm
+    const trail = await palmAudit(await tokenOf(dave));
+    expect(trail.filter((r) => r.result === 'DENIED')).toHaveLength(4);
   }, 60_000);
 
   it('at a vendor’s kiosk a palm is added only with the user’s code, once', async () => {

@@ -181,27 +181,76 @@ export class KioskDaemon extends EventEmitter {
   async #serve(req: ScanRequest, timings: StepTiming[]): Promise<Outcome> {
     const abort = new AbortController();
     this.#current = { authId: req.auth_id, abort };
-    const deadline = Date.parse(req.expires_at);
     const say = this.#opts.display;
-    let attempts = 0;
-    const policy = new PresentationPolicy(this.#opts.liveFrames, this.#opts.livenessStrikes);
-    /** The next capture, started before the current frame went through the pipeline. */
-    let next: PendingCapture | undefined;
+    const budget = { attempts: 0 };
     try {
       say(req.display);
       // Not awaited: the device carries out commands in the order it receives them
       // (docs/wire-protocol.md §3), so the LEDs are set before the capture below starts.
       void this.#leds(0);
-      while (attempts < this.#opts.maxAttempts && !abort.signal.aborted) {
+      const first = await this.#collect(req, abort.signal, budget, timings);
+      if ('outcome' in first) return first.outcome;
+      let answer = await this.#identify(req, `identify:${req.auth_id}`, timings, first.sample);
+      if ('step_up' in answer) {
+        // One capture was not enough for the whole gallery: the server asks for the other hand and
+        // decides on both (docs/websocket.md "Step-up"). The amber LED is the device's prompt.
+        const hand = answer.step_up.hand;
+        this.emit('step-up', { auth_id: req.auth_id, hand });
+        say(`Please also hold your ${hand} palm over the scanner.`);
+        await this.#leds(LED.STATUS_AMBER);
+        const second = await this.#collect(req, abort.signal, budget, timings);
+        if ('outcome' in second) return second.outcome;
+        answer = await this.#identify(req, `identify:${req.auth_id}:step-up`, timings, second.sample);
+        if ('step_up' in answer)
+          return {
+            auth_id: req.auth_id,
+            status: answer.status,
+            reason: answer.step_up.reason,
+            attempts: budget.attempts,
+          };
+      }
+      const r = answer.auth_result;
+      await this.#leds(r.success ? LED.STATUS_GREEN : LED.STATUS_RED);
+      say(r.success ? 'Thank you!' : `Not accepted (${r.reason ?? 'failed'}).`);
+      return {
+        auth_id: req.auth_id,
+        status: answer.status,
+        ...(r.reason ? { reason: r.reason } : {}),
+        attempts: budget.attempts,
+      };
+    } finally {
+      this.#current = undefined;
+    }
+  }
+
+  /**
+   * Captures until the presentation policy has a sample to identify (or an attack to report), within
+   * the context's deadline and the attempts left in `budget`; or ends the context's service
+   * (cancelled, expired, out of attempts).
+   */
+  async #collect(
+    req: ScanRequest,
+    signal: AbortSignal,
+    budget: { attempts: number },
+    timings: StepTiming[],
+  ): Promise<{ sample: Sample } | { outcome: Outcome }> {
+    const deadline = Date.parse(req.expires_at);
+    const say = this.#opts.display;
+    const policy = new PresentationPolicy(this.#opts.liveFrames, this.#opts.livenessStrikes);
+    /** The next capture, started before the current frame went through the pipeline. */
+    let next: PendingCapture | undefined;
+    const end = (status: string) => ({ outcome: { auth_id: req.auth_id, status, attempts: budget.attempts } });
+    try {
+      while (budget.attempts < this.#opts.maxAttempts && !signal.aborted) {
         const remaining = deadline - Date.now();
-        if (remaining <= 0) return { auth_id: req.auth_id, status: 'expired', attempts };
-        attempts += 1;
-        const pending = next ?? this.#startCapture(abort.signal, remaining);
+        if (remaining <= 0) return end('expired');
+        budget.attempts += 1;
+        const pending = next ?? this.#startCapture(signal, remaining);
         next = undefined;
         const captured = await pending.result;
         timings.push({ step: 'capture', at: captured.at, ms: captured.end - captured.at });
         if (!('frame' in captured)) {
-          if (abort.signal.aborted) break;
+          if (signal.aborted) break;
           const err = captured.err;
           const msg = err instanceof ScannerError ? err.message : String(err);
           say(`Scanner problem: ${msg}. Please try again.`);
@@ -215,8 +264,8 @@ export class KioskDaemon extends EventEmitter {
         // When this frame, if live, still leaves the policy short of live frames, the next capture starts
         // now: the sensor exposes it while this frame goes through the pipeline. It is used only if this
         // frame is live; otherwise it is aborted and the person is asked to present again.
-        if (policy.needsMoreAfterLive && attempts < this.#opts.maxAttempts) {
-          next = this.#startCapture(abort.signal, deadline - Date.now());
+        if (policy.needsMoreAfterLive && budget.attempts < this.#opts.maxAttempts) {
+          next = this.#startCapture(signal, deadline - Date.now());
           // START_CAPTURE goes out before the pipeline takes the event loop
           await next.started;
         }
@@ -225,21 +274,18 @@ export class KioskDaemon extends EventEmitter {
         timings.push({ step: 'pipeline', at: started, ms: now() - started });
         const verdict = policy.observe(processed);
         if (verdict.kind === 'attack')
-          return await this.#identify(req, attempts, timings, {
-            template: undefined,
-            liveness: 0,
-            quality: 0,
-            hand: 'right',
-          });
+          return { sample: { template: undefined, liveness: 0, quality: 0, hand: 'right' } };
         if (verdict.kind === 'identify') {
           // identify with the best capture; liveness is the weakest verdict of the frames
-          return await this.#identify(req, attempts, timings, {
-            template: verdict.best.template,
-            // an undecided side (camera profiles) is left out: the server searches both hands
-            hand: verdict.best.hand === 'unknown' ? undefined : verdict.best.hand,
-            quality: toUnit(verdict.best.quality),
-            liveness: livenessToWire(verdict.liveness),
-          });
+          return {
+            sample: {
+              template: verdict.best.template,
+              // an undecided side (camera profiles) is left out: the server searches both hands
+              hand: verdict.best.hand === 'unknown' ? undefined : verdict.best.hand,
+              quality: toUnit(verdict.best.quality),
+              liveness: livenessToWire(verdict.liveness),
+            },
+          };
         }
         if (!processed.ok) {
           say(`${processed.message}. Please hold your palm flat, 5 cm above the scanner.`);
@@ -248,16 +294,15 @@ export class KioskDaemon extends EventEmitter {
           next = undefined;
         }
       }
-      if (abort.signal.aborted) {
+      if (signal.aborted) {
         say('Cancelled.');
-        return { auth_id: req.auth_id, status: 'cancelled', attempts };
+        return end('cancelled');
       }
       say('No usable capture. Please ask staff for help.');
-      return { auth_id: req.auth_id, status: 'gave_up', attempts };
+      return end('gave_up');
     } finally {
-      // one capture at a time on the scanner: the next context starts with none left running
+      // one capture at a time on the scanner: the next step starts with none left running
       await discard(next);
-      this.#current = undefined;
     }
   }
 
@@ -292,15 +337,10 @@ export class KioskDaemon extends EventEmitter {
 
   async #identify(
     req: ScanRequest,
-    attempts: number,
+    id: string,
     timings: StepTiming[],
-    sample: {
-      template: Uint8Array | undefined;
-      hand: 'left' | 'right' | undefined;
-      quality: number;
-      liveness: number;
-    },
-  ): Promise<Outcome> {
+    sample: Sample,
+  ): Promise<ResultOf<typeof pvsMethods, 'identify'>> {
     const signing = now();
     const attestation = this.#opts.attest?.(req.auth_id, req.nonce, sample);
     const at = now();
@@ -315,17 +355,19 @@ export class KioskDaemon extends EventEmitter {
         liveness: sample.liveness,
         ...(attestation ? { attestation } : {}),
       },
-      {
-        id: `identify:${req.auth_id}`,
-        timeoutMs: Math.max(5000, Date.parse(req.expires_at) - Date.now() + 5000),
-      },
+      { id, timeoutMs: Math.max(5000, Date.parse(req.expires_at) - Date.now() + 5000) },
     );
     timings.push({ step: 'identify', at, ms: now() - at });
-    const r = res.auth_result;
-    await this.#leds(r.success ? LED.STATUS_GREEN : LED.STATUS_RED);
-    this.#opts.display(r.success ? 'Thank you!' : `Not accepted (${r.reason ?? 'failed'}).`);
-    return { auth_id: req.auth_id, status: res.status, ...(r.reason ? { reason: r.reason } : {}), attempts };
+    return res;
   }
+}
+
+interface Sample {
+  template: Uint8Array | undefined;
+  /** undefined: the capture could not tell the side (signed as "not given") */
+  hand: 'left' | 'right' | undefined;
+  quality: number;
+  liveness: number;
 }
 
 type Captured = { frame: Frame; at: number; end: number } | { err: unknown; at: number; end: number };

@@ -6,7 +6,14 @@ import { EventEmitter } from 'node:events';
  * `RedisEventHub` (redis-event-hub.ts) has the same interface and lets several server instances share events.
  */
 export interface HubEvents {
-  'auth.updated': { vendorId: string; authId: string; status: string; auth_result?: unknown };
+  'auth.updated': {
+    vendorId: string;
+    authId: string;
+    status: string;
+    auth_result?: unknown;
+    /** a step-up: the context waits for more evidence (shared/src/ws/vendor.ts) */
+    reason?: 'step_up_required';
+  };
   'scan.request': { vendorId: string; pvsId: string | null; authId: string };
   'scan.cancel': { vendorId: string; pvsId: string | null; authId: string };
   'gallery.changed': { userId: string; action: 'add' | 'remove' };

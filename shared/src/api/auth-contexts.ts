@@ -14,6 +14,18 @@ export const FAILURE_REASONS = [
   'expired',
   'attestation_failed',
 ] as const;
+/**
+ * Why an open context waits (the `reason` of an `auth.updated` event whose status is not terminal):
+ * `step_up_required`, the kiosk asks for the other hand (CONTRACT §10, docs/websocket.md "Step-up").
+ */
+export const PENDING_REASONS = ['step_up_required'] as const;
+export type PendingReason = (typeof PENDING_REASONS)[number];
+/**
+ * More about a `no_match` (auth_result.detail): `ambiguous_match`, two enrolled users were both
+ * near the identification bar and neither clearly ahead of the other, so nobody was chosen.
+ */
+export const FAILURE_DETAILS = ['ambiguous_match'] as const;
+export type FailureDetail = (typeof FAILURE_DETAILS)[number];
 /** docs/vendor-api.md, "Authentication contexts": a vendor that asks for more than this many attributes in one context is refused. */
 export const MAX_ATTRIBUTES_PER_CONTEXT = 16;
 
@@ -178,6 +190,8 @@ export const authResultSchema = z.object({
   timestamp: z.string(),
   ledger_id: hex64Schema.optional(),
   reason: z.enum(FAILURE_REASONS).optional(),
+  /** With `reason: "no_match"`: `ambiguous_match` when two users were too close to tell apart. */
+  detail: z.enum(FAILURE_DETAILS).optional(),
   missing: z.array(z.string()).optional(),
 });
 export type AuthResult = z.infer<typeof authResultSchema>;
@@ -216,8 +230,34 @@ export const palmInputSchema = z
   })
   .strict();
 
+/** At most this many captures in one `POST /api/v1/auth` (e.g. two frames of each hand). */
+export const MAX_DIRECT_CAPTURES = 4;
+
 export const oneShotAuthBodySchema = z
-  .object({ auth_context: authContextInputSchema, palm: palmInputSchema })
-  .strict();
+  .object({
+    auth_context: authContextInputSchema,
+    palm: palmInputSchema.optional().describe('One capture (or use `captures`)'),
+    captures: z
+      .array(palmInputSchema)
+      .min(1)
+      .max(MAX_DIRECT_CAPTURES)
+      .optional()
+      .describe(
+        'Several captures of one presentation, attested together (one subject, increasing counters): ' +
+          'captures of the two hands are fused as independent evidence, captures of one hand count ' +
+          'by the best of them (docs/vendor-api.md "Several captures")',
+      ),
+  })
+  .strict()
+  .superRefine((v, c) => {
+    if ((v.palm === undefined) === (v.captures === undefined)) {
+      c.addIssue({
+        code: 'custom',
+        path: ['palm'],
+        message: 'send either palm or captures',
+        params: { reason: v.palm === undefined ? 'required' : 'conflict' },
+      });
+    }
+  });
 
 export const authIdParamsSchema = z.object({ auth_id: uuidSchema });

@@ -66,8 +66,17 @@ export type CaptureStateName = keyof typeof CAPTURE_STATE;
 
 export const BOOT_REASON = { POWER_ON: 0, RESET_COMMAND: 1, WATCHDOG: 2 } as const;
 
-/** LED bit mask for SET_LEDS. */
-export const LED = { NIR_850: 0x01, NIR_940: 0x02, STATUS_GREEN: 0x04, STATUS_RED: 0x08 } as const;
+/**
+ * LED bit mask for SET_LEDS. STATUS_AMBER is the kiosk's "present your other hand" prompt (a
+ * step-up, docs/websocket.md); the simulator's person answers it by presenting the other hand.
+ */
+export const LED = {
+  NIR_850: 0x01,
+  NIR_940: 0x02,
+  STATUS_GREEN: 0x04,
+  STATUS_RED: 0x08,
+  STATUS_AMBER: 0x10,
+} as const;
 
 export type Message =
   | { kind: 'GET_INFO' }

@@ -5,6 +5,20 @@ import { palmConfirmationCodeSchema } from '../api/palms.ts';
 import { captureAttestationSchema } from '../capture/schema.ts';
 import { passesLiveness } from '../palm/liveness.ts';
 
+/** Capabilities a kiosk may declare in `hello`. */
+export const KIOSK_CAPABILITIES = ['step_up'] as const;
+
+/**
+ * `identify`'s answer when one capture is not enough (CONTRACT §10): the context stays open and the
+ * kiosk is to capture `hand` and send it with `identify` again (a new request id, the same auth_id
+ * and nonce); the server then decides on both captures together.
+ */
+export const stepUpAnswerSchema = z.object({
+  status: z.literal('scanning'),
+  step_up: z.object({ reason: z.literal('step_up_required'), hand: handSchema }),
+});
+export type StepUpAnswer = z.infer<typeof stepUpAnswerSchema>;
+
 /** /ws/pvs: kiosk agent ↔ server (docs/websocket.md). */
 const sample = z.object({
   template: templateB64Schema,
@@ -29,6 +43,12 @@ export const pvsMethods = {
         /** `enrol`: a short enrolment session that takes no authentication requests. Default `kiosk`. */
         /** `check`: a diagnostic connection (agent doctor) that takes no requests either. */
         mode: z.enum(['kiosk', 'enrol', 'check']).optional(),
+        /**
+         * What this agent can do beyond the base protocol. `step_up`: it can ask the person for the
+         * other hand when `identify` answers `step_up` (docs/websocket.md "Step-up"); without it a
+         * plausible match below the bar fails the context as before.
+         */
+        capabilities: z.array(z.enum(KIOSK_CAPABILITIES)).max(8).optional(),
         /**
          * The device's Ed25519 public key (raw 32 bytes, base64url). With the one-time provisioning secret
          * of `admin pvs create` (or `pvs rekey`) the first hello binds it; afterwards another key is refused.
@@ -94,7 +114,7 @@ export const pvsMethods = {
         path: ['template'],
         message: 'template is required unless liveness is below 0.5',
       }),
-    result: z.object({ status: z.string(), auth_result: authResultSchema }),
+    result: z.union([z.object({ status: z.string(), auth_result: authResultSchema }), stepUpAnswerSchema]),
   },
   heartbeat: {
     params: z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AUTH_STATUSES, authResultSchema } from '../api/auth-contexts.ts';
+import { AUTH_STATUSES, authResultSchema, PENDING_REASONS } from '../api/auth-contexts.ts';
 import { uuidSchema } from '../api/common.ts';
 
 /** /ws/vendor: server → vendor `auth.updated`; vendor → server `subscribe`, `ping` (docs/websocket.md). */
@@ -24,6 +24,12 @@ export const authUpdatedSchema = z.object({
   auth_id: z.string(),
   status: z.enum(AUTH_STATUSES),
   auth_result: authResultSchema.optional(),
+  /**
+   * `step_up_required` (status `scanning`): the best candidate was plausible but not enough for the
+   * whole gallery, and the kiosk asks the person for the other hand; the context stays open and
+   * ends with the decision on both captures (docs/websocket.md "Step-up").
+   */
+  reason: z.enum(PENDING_REASONS).optional(),
 });
 export type AuthUpdated = z.infer<typeof authUpdatedSchema>;
 

@@ -73,6 +73,8 @@ export function kioskUplink(
       firmware: driver?.info?.firmware ?? 'unknown',
       model: basename(loaded.config.modelPath),
       mode,
+      // the kiosk daemon asks for the other hand when identify answers step_up (docs/websocket.md)
+      ...(mode === 'kiosk' ? { capabilities: ['step_up' as const] } : {}),
       ...(key
         ? { device_key: { public_key: key.publicKey, ...(secret ? { provisioning_secret: secret } : {}) } }
         : {}),

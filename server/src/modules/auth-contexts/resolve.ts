@@ -3,6 +3,8 @@ import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
 import type { AppContext, Caller } from '../../context.ts';
+import { identifyProbes, type Probe } from '../matching/identify.ts';
+import type { Hand } from '../matching/types.ts';
 import type { Db } from '../../db/index.ts';
 import { readAttributeValues, verifierOf } from '../attributes/service.ts';
 import { appendAudit } from '../audit/service.ts';
@@ -59,13 +61,21 @@ export interface PalmEvidence {
   capture?: CaptureVerdict | undefined;
 }
 
-/** What the capture stage concluded: a refusal, or a checked template to match. */
-export type Capture = { kind: 'refused'; reason: FailureReason } | { kind: 'palm'; template: Uint8Array };
+/** What the capture stage concluded: a refusal, or checked templates to match (one per capture). */
+export type Capture =
+  | { kind: 'refused'; reason: FailureReason }
+  | { kind: 'palm'; template: Uint8Array; hand?: Hand | undefined; more?: Probe[] };
 
-/** The outcome of the 1:N search, made once per resolution and carried through every later stage. */
+/**
+ * The outcome of the 1:N search, made once per resolution and carried through every later stage.
+ * `step_up`: the best candidate is plausible but below the gallery-wide bar (or not clearly ahead
+ * of the next user) and the capture device can present `hand` in this context: nothing is
+ * resolved yet. `ambiguous`: refused because two users were both near the bar.
+ */
 export type Identification =
   | { kind: 'refused'; reason: FailureReason }
-  | { kind: 'searched'; userId: string | null };
+  | { kind: 'searched'; userId: string | null; ambiguous?: boolean }
+  | { kind: 'step_up'; hand: Hand };
 
 /** Proofs made ahead of the writing transaction, keyed by `ProofJob.key`. */
 export interface PreparedProofs {
@@ -83,29 +93,58 @@ export interface Resolution {
  * the template's format (once per resolution) and liveness; a check of where the capture came from
  * (device attestation) goes here too.
  */
-export function checkCapture(ctx: AppContext, palm: PalmEvidence): Capture {
+export function checkCapture(ctx: AppContext, palm: PalmEvidence, more: PalmEvidence[] = []): Capture {
   if (palm.template) ctx.matcher.validate(palm.template);
+  for (const m of more) if (m.template) ctx.matcher.validate(m.template);
   // Attested captures: a capture its device did not sign, or signed for something else, is never matched.
   if (!palm.capture?.ok) return { kind: 'refused', reason: 'attestation_failed' };
-  if (palm.liveness !== undefined && !passesLiveness(palm.liveness))
-    return { kind: 'refused', reason: 'liveness_failed' };
-  if (!palm.template) throw AppError.invalid('template', 'required', 'A template is required');
-  return { kind: 'palm', template: palm.template };
+  for (const p of [palm, ...more])
+    if (p.liveness !== undefined && !passesLiveness(p.liveness))
+      return { kind: 'refused', reason: 'liveness_failed' };
+  if (!palm.template || more.some((m) => !m.template))
+    throw AppError.invalid('template', 'required', 'A template is required');
+  return {
+    kind: 'palm',
+    template: palm.template,
+    hand: palm.hand,
+    more: more.map((m) => ({ template: m.template!, hand: m.hand })),
+  };
 }
 
-/** Stage 2, the 1:N search over the in-memory gallery. */
-export function matchCapture(ctx: AppContext, capture: Capture): Identification {
+/**
+ * Stage 2, the 1:N search over the in-memory gallery, decided for the whole gallery
+ * (matching/identify.ts, CONTRACT §10). With `canStepUp` a plausible candidate asks for the other
+ * hand instead of failing.
+ */
+export function matchCapture(ctx: AppContext, capture: Capture, canStepUp = false): Identification {
   if (capture.kind === 'refused') return capture;
-  return { kind: 'searched', userId: ctx.gallery.identify(capture.template)?.userId ?? null };
+  // Each capture is searched by the side its template header says (the pipeline mirrors left crops
+  // by it), as before the gallery-wide decision; an unknown side searches every palm.
+  const probes: Probe[] = [capture.template, ...(capture.more ?? []).map((m) => m.template)].map(
+    (template) => ({ template }),
+  );
+  const out = identifyProbes(ctx.gallery, probes, { canStepUp });
+  const d = out.decision;
+  if (d.kind === 'match') return { kind: 'searched', userId: d.userId };
+  if (d.kind === 'step_up' && out.stepUpHand) return { kind: 'step_up', hand: out.stepUpHand };
+  return {
+    kind: 'searched',
+    userId: null,
+    ...(d.kind === 'no_match' && d.reason === 'ambiguous' ? { ambiguous: true } : {}),
+  };
 }
 
 /** Stages 1 and 2 together. */
-export function identifyPalm(ctx: AppContext, palm: PalmEvidence): Identification {
-  return matchCapture(ctx, checkCapture(ctx, palm));
+export function identifyPalm(
+  ctx: AppContext,
+  palm: PalmEvidence,
+  options: { more?: PalmEvidence[]; canStepUp?: boolean } = {},
+): Identification {
+  return matchCapture(ctx, checkCapture(ctx, palm, options.more), options.canStepUp);
 }
 
 type Decision =
-  | { kind: 'fail'; reason: FailureReason }
+  | { kind: 'fail'; reason: FailureReason; ambiguous?: boolean }
   | {
       kind: 'identified';
       user: { id: string; ledger_id: string };
@@ -124,8 +163,9 @@ async function decide(
   now: number,
 ): Promise<Decision> {
   if (seen.kind === 'refused') return { kind: 'fail', reason: seen.reason };
+  if (seen.kind === 'step_up') return { kind: 'fail', reason: 'no_match' };
   const user = seen.userId ? await getUser(db, seen.userId) : undefined;
-  if (!user) return { kind: 'fail', reason: 'no_match' };
+  if (!user) return { kind: 'fail', reason: 'no_match', ...(seen.ambiguous ? { ambiguous: true } : {}) };
   const vendor = await getVendor(db, c.vendorId);
   if (!vendor) throw new Error(`auth context ${c.id}: vendor ${c.vendorId} is missing`);
   const consents = await activeConsents(db, user.id, vendor.id, now);
@@ -174,7 +214,7 @@ export async function prepareProofs(
 ): Promise<PreparedProofs> {
   const now = ctx.now();
   const proofs = new Map<string, Proven | undefined>();
-  if (isTerminal(c.status) || isDue(c, now) || seen.kind === 'refused') return { now, proofs };
+  if (isTerminal(c.status) || isDue(c, now) || seen.kind !== 'searched') return { now, proofs };
   if (c.minimumAge === null && (await loadPredicates(ctx.database.db, c.id)).length === 0)
     return { now, proofs };
   const d = await decide(ctx, ctx.database.db, c, seen, now);
@@ -215,7 +255,14 @@ export async function resolveWithPalm(
   const d = await decide(ctx, db, c, seen, now);
   if (d.kind === 'fail')
     return finish(
-      { success: false, user_id: null, attributes: {}, timestamp, reason: d.reason },
+      {
+        success: false,
+        user_id: null,
+        attributes: {},
+        timestamp,
+        reason: d.reason,
+        ...(d.ambiguous ? { detail: 'ambiguous_match' as const } : {}),
+      },
       'failed',
       null,
     );
@@ -263,6 +310,17 @@ export async function resolveWithPalm(
 
 export interface ResolveRequest {
   palm: PalmEvidence;
+  /**
+   * Further captures of the same presentation, fused with `palm` (matching/identify.ts): the other
+   * hand's capture of a step-up, or the REST path's `captures`. Their attestation was judged with
+   * `palm`'s (one verdict for the request) or by the request that asked for the step-up.
+   */
+  more?: PalmEvidence[];
+  /**
+   * The capture device can present the other hand within this context (a kiosk): a plausible
+   * candidate below the bar then asks for it (`StepUp`) instead of failing the context.
+   */
+  canStepUp?: boolean;
   caller: Caller;
   /**
    * The context to resolve, called once after the capture stages and before proving (it may create the
@@ -275,10 +333,67 @@ export interface ResolveRequest {
   withdrawFromKiosks?: boolean;
 }
 
-/** The whole resolution: stages 1–5. */
-export async function resolve(ctx: AppContext, req: ResolveRequest): Promise<Resolution> {
-  const seen = identifyPalm(ctx, req.palm);
+/** Whether a resolution asked for a step-up instead of resolving. */
+export function isStepUp(r: Resolution | StepUp): r is StepUp {
+  return 'stepUp' in r;
+}
+
+/** A resolution of a request that cannot step up (`canStepUp` not set). */
+export function resolved(r: Resolution | StepUp): Resolution {
+  if (isStepUp(r)) throw new Error('a step-up was asked of a path that cannot present more evidence');
+  return r;
+}
+
+/** The context waits for more evidence: the capture device is to present `hand`. */
+export interface StepUp {
+  stepUp: true;
+  context: AuthContext;
+  hand: Hand;
+}
+
+/**
+ * A step-up: the capture is accepted (its attestation counter moves, so it cannot be sent again),
+ * the context stays open (scanning) and its vendor is told (`auth.updated` with `reason:
+ * "step_up_required"`). The caller keeps the capture to fuse with the next one.
+ */
+async function askForMore(
+  ctx: AppContext,
+  req: ResolveRequest,
+  first: AuthContext,
+  hand: Hand,
+): Promise<StepUp | 'attestation_failed'> {
+  const settled = await ctx.database.db.transaction().execute(async (trx) => {
+    const current = await loadContext(trx, first.id);
+    if (!current) throw new AppError('NOT_FOUND', 'Authentication context not found');
+    assertResolvable(ctx, current);
+    const capture = await settleAttestation(trx, req.palm.capture, ctx.now());
+    return capture?.ok ? current : undefined;
+  });
+  if (!settled) return 'attestation_failed';
+  ctx.events.publish('auth.updated', {
+    vendorId: settled.vendorId,
+    authId: settled.id,
+    status: settled.status,
+    reason: 'step_up_required',
+  });
+  return { stepUp: true, context: settled, hand };
+}
+
+/**
+ * The whole resolution: stages 1–5; with `canStepUp`, a plausible candidate below the bar answers
+ * `StepUp` instead (nothing resolved).
+ */
+export async function resolve(ctx: AppContext, req: ResolveRequest): Promise<Resolution | StepUp> {
+  let seen = identifyPalm(ctx, req.palm, {
+    ...(req.more ? { more: req.more } : {}),
+    canStepUp: req.canStepUp === true,
+  });
   const first = await req.context();
+  if (seen.kind === 'step_up') {
+    const asked = await askForMore(ctx, req, first, seen.hand);
+    if (asked !== 'attestation_failed') return asked;
+    seen = { kind: 'refused', reason: 'attestation_failed' };
+  }
   const prepared = await prepareProofs(ctx, first, seen);
   const resolution = await ctx.database.db.transaction().execute(async (trx) => {
     const current = await loadContext(trx, first.id);

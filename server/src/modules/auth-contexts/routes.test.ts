@@ -201,16 +201,16 @@ describe('vendor auth contexts', () => {
   });
 
   it('one resolution searches the gallery once, also when proofs are prepared first', async () => {
-    const identify = vi.spyOn(t.ctx.gallery, 'identify');
+    const search = vi.spyOn(t.ctx.gallery, 'search');
     try {
       const res = await api('POST', '/api/v1/auth', {
         auth_context: { type: 'entrance', minimum_age: 21, attributes_optional: ['email'] },
         palm: { template: TEMPLATE, hand: 'right', liveness: 0.97 },
       });
       expect(res.json().data.auth_result).toMatchObject({ success: true, attributes: { age_over_21: true } });
-      expect(identify).toHaveBeenCalledTimes(1);
+      expect(search).toHaveBeenCalledTimes(1);
     } finally {
-      identify.mockRestore();
+      search.mockRestore();
     }
   });
 

@@ -17,7 +17,7 @@ import { DirectLockout } from '../devices/direct-lockout.ts';
 import { checkAttestation } from '../devices/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { findPvs } from '../pvs/service.ts';
-import { resolve } from './resolve.ts';
+import { resolved as resolvedOnly, resolve } from './resolve.ts';
 import {
   cancelAuthContext,
   createAuthContext,
@@ -30,6 +30,16 @@ import {
   withdrawFromKiosks,
 } from './state.ts';
 import { type AuthContext, authContextStore } from './store.ts';
+
+const evidenceOf = (s: {
+  template: Uint8Array;
+  hand?: 'left' | 'right' | undefined;
+  liveness?: number | undefined;
+}) => ({
+  template: s.template,
+  hand: s.hand,
+  liveness: s.liveness,
+});
 
 const vendorRoute = { auth: 'vendor', scope: 'auth', rate: 'auth' } as const;
 const security = [{ apiKey: [] }];
@@ -136,14 +146,19 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const vendor = vendorOf(request);
-      const { auth_context, palm } = request.body;
-      const template = templateBytesFromBase64(palm.template);
-      // Only a palm attested by a capture device of this vendor is believed (docs/vendor-api.md).
+      const { auth_context, palm, captures } = request.body;
+      const palms = captures ?? (palm ? [palm] : []);
+      const samples = palms.map((p, i) => ({
+        ...p,
+        template: templateBytesFromBase64(p.template, captures ? `captures.${i}.template` : 'palm.template'),
+      }));
+      // Only a palm attested by a capture device of this vendor is believed (docs/vendor-api.md); several
+      // captures are attested together (one subject, increasing counters) and judged as one.
       const capture = await checkAttestation(ctx, {
         purpose: 'direct',
         vendorId: vendor.id,
         device: (id) => findPvs(ctx.database.db, id),
-        samples: [{ ...palm, template }],
+        samples,
       });
       if (!capture.ok) request.log.warn({ why: capture.why }, 'direct capture refused');
       // Failed identifications lock out per capture device and per API key (modules/devices/direct-lockout.ts).
@@ -151,13 +166,14 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       let failed: boolean | undefined;
       let resolved: Awaited<ReturnType<typeof resolve>>;
       try {
-        resolved = await resolve(ctx, {
-          palm: { template, hand: palm.hand, liveness: palm.liveness, capture },
+        resolved = resolvedOnly(await resolve(ctx, {
+          palm: { ...evidenceOf(samples[0]!), capture },
+          more: samples.slice(1).map(evidenceOf),
           caller: callerOf(request),
           // Created after the capture checks (a bad template creates nothing), committed before proving.
           context: () =>
             ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
-        });
+        }));
         failed = resolved.result.reason === 'no_match' || resolved.result.reason === 'liveness_failed';
       } finally {
         // Recorded before the answer leaves: a caller that reads no_match and retries at once, on this

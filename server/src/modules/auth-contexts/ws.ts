@@ -69,6 +69,7 @@ function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal
             auth_id: e.authId,
             status: e.status,
             ...(e.auth_result ? { auth_result: e.auth_result } : {}),
+            ...(e.reason ? { reason: e.reason } : {}),
           },
         });
       })

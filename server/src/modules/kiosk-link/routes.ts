@@ -6,7 +6,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { callerOf } from '../../plugins/app/auth.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
-import { resolve } from '../auth-contexts/resolve.ts';
+import { isStepUp, type PalmEvidence, resolve } from '../auth-contexts/resolve.ts';
 import { loadContext, markScanning, openContexts, publishUpdate } from '../auth-contexts/state.ts';
 import type { AuthContext } from '../auth-contexts/store.ts';
 import {
@@ -68,6 +68,13 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
     const log = request.log.child({ pvs_id: pvs.id });
     const caller = callerOf(request);
     let unregister: (() => void) | undefined;
+    /** Whether this kiosk's agent can present the other hand (hello `capabilities: ["step_up"]`). */
+    let canStepUp = false;
+    /**
+     * First captures of contexts that asked this kiosk for a step-up, kept on this socket until the
+     * second capture arrives (or the context ends): never stored, gone when the socket closes.
+     */
+    const pendingStepUps = new Map<string, { palm: PalmEvidence; expiresAt: number }>();
     const unsubscribers: (() => void)[] = [];
 
     const push = async (c: AuthContext) => {
@@ -102,6 +109,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               });
             const deviceKey = await bindOnHello(ctx.database.db, pvs.id, params.device_key, ctx.now());
             await touchPvs(ctx.database.db, pvs.id, ctx.now());
+            canStepUp = params.capabilities?.includes('step_up') ?? false;
             if (!unregister && params.mode !== 'enrol') {
               unregister = ctx.kiosks.register({ pvsId: pvs.id, vendorId: pvs.vendorId });
               unsubscribers.push(
@@ -183,8 +191,15 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               if (previous) return previous as { status: string; auth_result: never };
               const capture = await checked;
               if (!capture.ok) log.warn({ why: capture.why, auth_id: params.auth_id }, 'capture refused');
-              const { context: c, result } = await resolve(ctx, {
-                palm: { template, hand: params.hand, liveness: params.liveness, capture },
+              for (const [authId, p] of pendingStepUps) if (p.expiresAt <= now) pendingStepUps.delete(authId);
+              // The second capture of a step-up is fused with the first; it cannot step up again.
+              const earlier = pendingStepUps.get(params.auth_id);
+              pendingStepUps.delete(params.auth_id);
+              const palm: PalmEvidence = { template, hand: params.hand, liveness: params.liveness, capture };
+              const outcome = await resolve(ctx, {
+                palm,
+                ...(earlier ? { more: [earlier.palm] } : {}),
+                canStepUp: canStepUp && !earlier,
                 caller,
                 context: async () => {
                   const c = await loadContext(ctx.database.db, params.auth_id);
@@ -206,6 +221,22 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                   ),
                 withdrawFromKiosks: true,
               });
+              if (isStepUp(outcome)) {
+                // Not a failure (the lockout does not count it) and not resolved: kept for the next capture.
+                pendingStepUps.set(params.auth_id, {
+                  palm: { template, hand: params.hand, liveness: params.liveness },
+                  expiresAt: outcome.context.expiresAt,
+                });
+                log.info(
+                  { auth_id: params.auth_id, hand: outcome.hand },
+                  'step-up: asking for the other hand',
+                );
+                return {
+                  status: 'scanning' as const,
+                  step_up: { reason: 'step_up_required' as const, hand: outcome.hand },
+                };
+              }
+              const { context: c, result } = outcome;
               failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
               return { status: c.status, auth_result: result };
             } finally {
@@ -221,6 +252,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
     );
 
     socket.on('close', () => {
+      pendingStepUps.clear();
       unregister?.();
       for (const u of unsubscribers) u();
     });
