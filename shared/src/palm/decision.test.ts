@@ -1,0 +1,297 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type Candidate,
+  DEFAULT_IMPOSTOR_MODEL,
+  DEFAULT_POLICY,
+  DEFAULT_TARGET_FPIR,
+  decideIdentification,
+  distanceForEvidence,
+  evidenceAt,
+  evidenceBar,
+  fmrAt,
+  fusedEvidence,
+  logFmrAt,
+} from './decision.ts';
+
+/** ln P(X ≤ k), X ~ Binomial(n, p), by an exact log-sum of the binomial terms. */
+function exactLogCdf(k: number, n: number, p: number): number {
+  const logs: number[] = [];
+  let logChoose = 0; // ln C(n, 0)
+  for (let j = 0; j <= k; j++) {
+    if (j > 0) logChoose += Math.log(n - j + 1) - Math.log(j);
+    logs.push(logChoose + j * Math.log(p) + (n - j) * Math.log1p(-p));
+  }
+  const max = Math.max(...logs);
+  return max + Math.log(logs.reduce((s, l) => s + Math.exp(l - max), 0));
+}
+
+const modelArb = fc.record({
+  p: fc.double({ min: 0.2, max: 0.49, noNaN: true }),
+  dof: fc.double({ min: 50, max: 1200, noNaN: true }),
+});
+
+describe('impostor model', () => {
+  it('matches an exact binomial sum at integer points, deep into the tail', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 10, max: 400 }),
+        fc.double({ min: 0.2, max: 0.5, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (n, p, frac) => {
+          const k = Math.floor(frac * n * p); // the lower tail: k ≤ n·p
+          const exact = exactLogCdf(k, n, p);
+          const got = logFmrAt(k / n, { p, dof: n });
+          // relative accuracy of the FMR itself (a log difference), however small it is
+          expect(Math.abs(got - exact)).toBeLessThan(1e-8 * Math.max(1, Math.abs(exact)));
+        },
+      ),
+    );
+  });
+
+  it('stays accurate and finite far below 1e-20', () => {
+    const n = 300;
+    const p = 0.42;
+    const exact = exactLogCdf(30, n, p);
+    expect(exact / Math.LN10).toBeLessThan(-20);
+    expect(logFmrAt(30 / n, { p, dof: n })).toBeCloseTo(exact, 8);
+    expect(logFmrAt(0, { p, dof: n })).toBeCloseTo(n * Math.log1p(-p), 8);
+    expect(fmrAt(0, { p, dof: n }) / (1 - p) ** n).toBeCloseTo(1, 8);
+  });
+
+  it('FMR is monotone in distance, 0 < FMR ≤ 1', () => {
+    fc.assert(
+      fc.property(
+        modelArb,
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (model, a, b) => {
+          const [lo, hi] = a <= b ? [a, b] : [b, a];
+          const fLo = logFmrAt(lo, model);
+          const fHi = logFmrAt(hi, model);
+          expect(fLo).toBeLessThanOrEqual(fHi + 1e-12);
+          expect(fHi).toBeLessThanOrEqual(0);
+          expect(Number.isFinite(fLo)).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it('distanceForEvidence inverts evidenceAt', () => {
+    fc.assert(
+      fc.property(modelArb, fc.double({ min: 0.5, max: 25, noNaN: true }), (model, e) => {
+        const d = distanceForEvidence(e, model);
+        if (d === 0) {
+          expect(evidenceAt(0, model)).toBeLessThanOrEqual(e);
+          return;
+        }
+        expect(evidenceAt(d, model)).toBeGreaterThanOrEqual(e - 1e-9);
+        expect(evidenceAt(d + 1e-6, model)).toBeLessThan(e + 1e-3);
+      }),
+    );
+  });
+
+  it('the default model sits in the measured FMR range at the deployed threshold', () => {
+    const fmr = fmrAt(0.3375, DEFAULT_IMPOSTOR_MODEL);
+    expect(fmr).toBeGreaterThan(2.4e-5);
+    expect(fmr).toBeLessThan(6.2e-4);
+  });
+});
+
+describe('evidence bar', () => {
+  it('grows with the gallery and falls as the target grows', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1e9 }),
+        fc.integer({ min: 1, max: 1e9 }),
+        fc.double({ min: 1e-9, max: 0.5, noNaN: true }),
+        fc.double({ min: 1e-9, max: 0.5, noNaN: true }),
+        (n1, n2, t1, t2) => {
+          const [nLo, nHi] = n1 <= n2 ? [n1, n2] : [n2, n1];
+          const [tLo, tHi] = t1 <= t2 ? [t1, t2] : [t2, t1];
+          expect(evidenceBar(nLo, t1)).toBeLessThanOrEqual(evidenceBar(nHi, t1) + 1e-12);
+          expect(evidenceBar(n1, tHi)).toBeLessThanOrEqual(evidenceBar(n1, tLo) + 1e-12);
+        },
+      ),
+    );
+  });
+
+  it('is log10(N / target) for small targets and keeps FPIR exactly at the target', () => {
+    expect(evidenceBar(1e6, 1e-4)).toBeCloseTo(10, 4);
+    expect(evidenceBar(1, 1e-4)).toBeCloseTo(4, 4);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1e7 }),
+        fc.double({ min: 1e-8, max: 0.3, noNaN: true }),
+        (n, t) => {
+          const fmr = 10 ** -evidenceBar(n, t);
+          const fpir = -Math.expm1(n * Math.log1p(-fmr));
+          expect(Math.abs(fpir - t) / t).toBeLessThan(1e-6);
+        },
+      ),
+    );
+  });
+
+  it('rejects a target outside (0, 1)', () => {
+    expect(() => evidenceBar(10, 0)).toThrow(RangeError);
+    expect(() => evidenceBar(10, 1)).toThrow(RangeError);
+    expect(() => evidenceBar(10, Number.NaN)).toThrow(RangeError);
+  });
+});
+
+describe('fused evidence (Fisher)', () => {
+  it('is the sum for one capture and less than the sum for more', () => {
+    expect(fusedEvidence(7, 1)).toBe(7);
+    fc.assert(
+      fc.property(fc.double({ min: 0.01, max: 40, noNaN: true }), (s) => {
+        expect(fusedEvidence(s, 2)).toBeLessThan(s);
+        expect(fusedEvidence(s, 2)).toBeGreaterThanOrEqual(0);
+      }),
+    );
+  });
+
+  it('is the exact tail of the sum of two uniform-FMR evidences', () => {
+    // P(E1 + E2 ≥ s) for E ~ Exp(ln 10) in decades: 10^−s (1 + s ln 10)
+    const s = 9;
+    expect(fusedEvidence(s, 2)).toBeCloseTo(-Math.log10(10 ** -s * (1 + s * Math.LN10)), 10);
+  });
+});
+
+const candidateArb = fc.array(
+  fc.record({
+    userId: fc.constantFrom('a', 'b', 'c', 'd', 'e'),
+    evidence: fc.double({ min: 0, max: 30, noNaN: true }),
+  }),
+  { maxLength: 8 },
+);
+
+describe('decideIdentification', () => {
+  it('never matches below the bar or without the margin over the next different user', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1e8 }),
+        candidateArb,
+        fc.boolean(),
+        fc.double({ min: 1e-8, max: 0.1, noNaN: true }),
+        (gallery, candidates, canStepUp, targetFpir) => {
+          const d = decideIdentification({
+            gallery,
+            candidates,
+            canStepUp,
+            policy: { targetFpir },
+          });
+          expect(d.bar).toBeCloseTo(evidenceBar(gallery, targetFpir), 12);
+          if (d.kind !== 'match') return;
+          expect(d.evidence).toBeGreaterThanOrEqual(d.bar);
+          const mine = Math.max(...candidates.filter((c) => c.userId === d.userId).map((c) => c.evidence));
+          expect(mine).toBe(d.evidence);
+          for (const c of candidates) {
+            if (c.userId !== d.userId) {
+              expect(d.evidence - c.evidence).toBeGreaterThanOrEqual(DEFAULT_POLICY.margin);
+            }
+          }
+        },
+      ),
+    );
+  });
+
+  it('steps up only when allowed, and only within the window', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1e8 }), candidateArb, (gallery, candidates) => {
+        const without = decideIdentification({ gallery, candidates, canStepUp: false });
+        expect(without.kind).not.toBe('step_up');
+        const d = decideIdentification({ gallery, candidates, canStepUp: true });
+        if (d.kind === 'step_up') {
+          expect(d.evidence).toBeGreaterThanOrEqual(d.bar - DEFAULT_POLICY.stepUpWindow);
+          expect(without.kind).toBe('no_match');
+        } else {
+          expect(d).toEqual(without);
+        }
+      }),
+    );
+  });
+
+  it('is independent of the candidates order', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1e8 }), candidateArb, (gallery, candidates) => {
+        const a = decideIdentification({ gallery, candidates });
+        const b = decideIdentification({ gallery, candidates: [...candidates].reverse() });
+        expect(b.kind).toBe(a.kind);
+        if (a.kind !== 'no_match' && b.kind !== 'no_match') {
+          expect(b.evidence).toBe(a.evidence);
+        }
+      }),
+    );
+  });
+
+  it('a larger gallery never turns a refusal into a match', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1e6 }),
+        fc.integer({ min: 1, max: 1000 }),
+        candidateArb,
+        (gallery, factor, candidates) => {
+          const small = decideIdentification({ gallery, candidates });
+          const large = decideIdentification({ gallery: gallery * factor, candidates });
+          if (small.kind !== 'match') expect(large.kind).not.toBe('match');
+        },
+      ),
+    );
+  });
+
+  it('decides the three textbook cases', () => {
+    const bar = evidenceBar(1e6, DEFAULT_TARGET_FPIR);
+    const cases: Array<[Candidate[], string]> = [
+      [[], 'empty'],
+      [
+        [
+          { userId: 'a', evidence: bar + 5 },
+          { userId: 'b', evidence: 6 },
+        ],
+        'match',
+      ],
+      [
+        [
+          { userId: 'a', evidence: bar + 5 },
+          { userId: 'b', evidence: bar + 4 },
+        ],
+        'ambiguous',
+      ],
+      [
+        [
+          { userId: 'a', evidence: bar - 1 },
+          { userId: 'b', evidence: 5 },
+        ],
+        'below_bar',
+      ],
+      [[{ userId: 'a', evidence: 6 }], 'below_bar'],
+    ];
+    for (const [candidates, expected] of cases) {
+      const d = decideIdentification({ gallery: 1e6, candidates });
+      expect(d.kind === 'no_match' ? d.reason : d.kind).toBe(expected);
+    }
+    const plausible = decideIdentification({
+      gallery: 1e6,
+      candidates: [{ userId: 'a', evidence: bar - 1 }],
+      canStepUp: true,
+    });
+    expect(plausible.kind).toBe('step_up');
+  });
+
+  it('fuses two captures with the Fisher correction', () => {
+    const bar = evidenceBar(1e6, DEFAULT_TARGET_FPIR);
+    // Exactly the bar in sum is not enough for two captures
+    const d = decideIdentification({
+      gallery: 1e6,
+      candidates: [{ userId: 'a', evidence: bar }],
+      captures: 2,
+    });
+    expect(d.kind).toBe('no_match');
+    const e = decideIdentification({
+      gallery: 1e6,
+      candidates: [{ userId: 'a', evidence: bar + 3 }],
+      captures: 2,
+    });
+    expect(e.kind).toBe('match');
+  });
+});
