@@ -1,4 +1,5 @@
 import { AppError } from '@palmid/shared/errors.ts';
+import { DEFAULT_TARGET_FPIR } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { progressBar } from '../progress.ts';
@@ -8,6 +9,7 @@ import { baselineDistance } from './baseline.ts';
 import { listDataset, mergeSameIdentities, type SameIdentity } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
 import { type EvalExtra, type EvalOptions, type EvalReport, type Extract, evaluate } from './evaluate.ts';
+import { cachedExtract } from './cache.ts';
 import { baselineExtract, palmExtract } from './extract.ts';
 import { formatSummary } from './summary.ts';
 
@@ -52,6 +54,18 @@ interface EvalCliOptions {
   maxImpostors: number;
   sensor?: SensorName;
   same?: SameIdentity[];
+  cache?: string;
+  openSet: boolean;
+  fusion?: boolean;
+  targetFpir?: number;
+  draws: number;
+}
+
+/** `--target-fpir` value: a rate in (0, 1). */
+function rate(v: string): number {
+  const n = Number(v);
+  if (!(n > 0 && n < 1)) throw new InvalidArgumentError('--target-fpir must be a number in (0, 1), e.g. 1e-4');
+  return n;
 }
 
 async function run(
@@ -119,6 +133,18 @@ export function evalCommand(): Command {
         'so their cross pairs count as genuine pairs; the report names the merges (same_person)',
       (v: string, previous: SameIdentity[] = []) => [...previous, ...sameList(v)],
     )
+    .option(
+      '--cache <dir>',
+      'keep each image\'s extraction in <dir> (outside the repository) and reuse it on later runs with the same options',
+    )
+    .option('--no-open-set', 'skip open-set identification (open_set, impostor_model)')
+    .option(
+      '--target-fpir <rate>',
+      'open-set: the target FPIR the decision keeps (default PALMID_TARGET_FPIR, else the shared default)',
+      rate,
+    )
+    .option('--fusion', 'open-set: also the fusion study (templates per palm, frames per presentation)')
+    .option('--draws <n>', 'open-set: draws of the stranger candidates per genuine presentation', positiveInt('--draws'), 64)
     .option('--json', 'print the JSON report instead of the summary (no progress bar)')
     .option('--plot <png>', 'also write the DET curve to a PNG file')
     .option('--baseline', 'with --roi: evaluate the CompCode baseline on the same set too, and the ratio')
@@ -139,14 +165,30 @@ export function evalCommand(): Command {
           '--baseline needs --roi: the CompCode baseline codes already-cropped palms only',
         );
       const quiet = o.json === true;
+      const extractPalm = o.cache
+        ? cachedExtract(
+            palmExtract(o),
+            o.cache,
+            JSON.stringify({ roi: o.roi === true, rotations: o.roi ? o.rotations : [], sensor: o.sensor ?? null }),
+          )
+        : palmExtract(o);
       const { report, extra } = await run(
         dir,
         'palmid',
-        palmExtract(o),
+        extractPalm,
         {
           maxImpostorPairs: o.maxImpostors,
           operatingThreshold: o.roi ? ROI_MATCH_THRESHOLD : MATCH_THRESHOLD,
           sides: !o.roi,
+          ...(o.openSet
+            ? {
+                openSet: {
+                  policy: { targetFpir: o.targetFpir ?? envTargetFpir() },
+                  draws: o.draws,
+                  fusion: o.fusion === true,
+                },
+              }
+            : {}),
         },
         quiet,
         o.same,
@@ -217,6 +259,17 @@ export function evalCommand(): Command {
         }
       }
     });
+}
+
+/** PALMID_TARGET_FPIR as the server reads it, else the shared default. */
+function envTargetFpir(): number {
+  const v = process.env.PALMID_TARGET_FPIR;
+  if (v === undefined || v === '') return DEFAULT_TARGET_FPIR;
+  try {
+    return rate(v);
+  } catch {
+    throw new InvalidArgumentError(`PALMID_TARGET_FPIR must be a number in (0, 1), got "${v}"`);
+  }
 }
 
 function plotProblem(err: unknown): string {
