@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Extract } from './evaluate.ts';
 
 type Extracted = Awaited<ReturnType<Extract>>;
@@ -14,18 +14,25 @@ interface Stored {
 
 /**
  * `palm eval --cache <dir>`: an extraction's result per image kept in `<dir>` (a folder outside the
- * repository: the files are templates of single images). The key is the image's absolute path,
- * size and modification time plus `key` (the extraction's options), so a changed image or other
- * options extract again; a failure to acquire is cached too. A cache file that cannot be read is
+ * repository: the files are templates of single images). The key is a hash of the image's bytes
+ * and `key` (the extraction's options), so a changed image or other options extract again and a
+ * copy of an image does not; a failure to acquire is cached too. An image that cannot be read is
+ * passed to the extraction as it is (its failure is not cached). A cache file that cannot be read is
  * ignored and rewritten.
  */
 export function cachedExtract(extract: Extract, dir: string, key: string): Extract {
   let made = false;
   return async (file) => {
-    const abs = resolve(file);
-    const s = await stat(abs);
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(file);
+    } catch {
+      return extract(file);
+    }
+    // the image's bytes and the options: a copy or hard link of an image hits the same entry
     const id = createHash('sha256')
-      .update(`${abs}\0${s.size}\0${s.mtimeMs}\0${key}`)
+      .update(bytes)
+      .update(`\0${key}`)
       .digest('hex')
       .slice(0, 32);
     const path = join(dir, `${id}.json`);

@@ -1,5 +1,5 @@
 import { AppError } from '@palmid/shared/errors.ts';
-import { DEFAULT_TARGET_FPIR } from '@palmid/shared/palm/decision.ts';
+import { DEFAULT_TARGET_FPIR, fmrAt, type ImpostorModel } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { progressBar } from '../progress.ts';
@@ -59,6 +59,15 @@ interface EvalCliOptions {
   fusion?: boolean;
   targetFpir?: number;
   draws: number;
+  impostorModel?: ImpostorModel;
+}
+
+/** `--impostor-model p,dof`: the model the decision reads evidence with (default: the shared one). */
+function modelArg(v: string): ImpostorModel {
+  const [p, dof, extra] = v.split(',').map((x) => Number(x.trim()));
+  if (extra !== undefined || !(p! > 0 && p! < 1) || !(dof! > 1) || !Number.isFinite(dof))
+    throw new InvalidArgumentError('--impostor-model takes p,dof with 0 < p < 1 and dof > 1, e.g. 0.43,478');
+  return { p: p!, dof: dof! };
 }
 
 /** `--target-fpir` value: a rate in (0, 1). */
@@ -143,6 +152,11 @@ export function evalCommand(): Command {
       'open-set: the target FPIR the decision keeps (default PALMID_TARGET_FPIR, else the shared default)',
       rate,
     )
+    .option(
+      '--impostor-model <p,dof>',
+      'open-set: read evidence with this impostor model instead of the shared DEFAULT_IMPOSTOR_MODEL (to try a refit)',
+      modelArg,
+    )
     .option('--fusion', 'open-set: also the fusion study (templates per palm, frames per presentation)')
     .option('--draws <n>', 'open-set: draws of the stranger candidates per genuine presentation', positiveInt('--draws'), 64)
     .option('--json', 'print the JSON report instead of the summary (no progress bar)')
@@ -183,7 +197,10 @@ export function evalCommand(): Command {
           ...(o.openSet
             ? {
                 openSet: {
-                  policy: { targetFpir: o.targetFpir ?? envTargetFpir() },
+                  policy: {
+                    targetFpir: o.targetFpir ?? envTargetFpir(),
+                    ...(o.impostorModel ? { model: o.impostorModel } : {}),
+                  },
                   draws: o.draws,
                   fusion: o.fusion === true,
                 },
@@ -239,6 +256,7 @@ export function evalCommand(): Command {
             impostorPairs: report.impostor_pairs,
             eer: report.eer,
             operating: report.operating_point,
+            identification: identificationPoint(report, extra.genuine),
           },
         ];
         if (base)
@@ -259,6 +277,16 @@ export function evalCommand(): Command {
         }
       }
     });
+}
+
+/** The DET plot's N = 1e6 mark: the open-set bar's distance, the tail model's FMR there and the set's FRR. */
+function identificationPoint(report: EvalReport, genuine: Float64Array): DetCurve['identification'] {
+  const row = report.open_set?.find((r) => r.gallery === 1e6);
+  const fit = report.impostor_model;
+  if (!row || !fit || genuine.length === 0) return null;
+  let above = 0;
+  for (const d of genuine) if (d > row.distance) above++;
+  return { gallery: row.gallery, distance: row.distance, far: fmrAt(row.distance, fit.tail), frr: above / genuine.length };
 }
 
 /** PALMID_TARGET_FPIR as the server reads it, else the shared default. */
