@@ -140,6 +140,12 @@ export interface EvalOptions {
   };
 }
 
+/** The hand of a palm folder (`0051/l` → `l`), undefined where the set does not file hands apart. */
+export function sideOf(subject: string): string | undefined {
+  const m = /\/(l|r|left|right)([ _-]?(hand|palm))?$/i.exec(subject);
+  return m ? m[1]!.toLowerCase()[0] : undefined;
+}
+
 /** The user a palm folder belongs to: `0051/l` and `0051/r` are one person's two hands. */
 export function personOf(subject: string): string {
   const m = /^(.*)\/(l|r|left|right)([ _-]?(hand|palm))?$/i.exec(subject);
@@ -299,7 +305,11 @@ export async function evaluate(
     report.impostor_model = fit;
     // the set's enrolled images per palm, in capture order, and a cache of the distances the
     // open-set protocol reads (probe images against the first templates of each palm)
-    const palms: OpenSetPalm[] = dataset.subjects.map((s) => ({ person: personOf(s.name), images: [] }));
+    const palms: OpenSetPalm[] = dataset.subjects.map((s) => ({
+      person: personOf(s.name),
+      images: [],
+      side: sideOf(s.name),
+    }));
     for (const [i, p] of packed.entries()) palms[p.subject]!.images.push(i);
     const kept = palms.filter((p) => p.images.length > 0);
     const memo = new Map<number, Float32Array>();

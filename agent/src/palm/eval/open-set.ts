@@ -68,6 +68,11 @@ export interface OpenSetPalm {
   person: string;
   /** indices (into `distance`) of the palm's enrolled images, capture order */
   images: number[];
+  /**
+   * The hand, where the set files hands apart (`l`, `r`): a search compares a probe with the palms
+   * of its own side only, as the server's does (the decision's gallery is that side's palms).
+   */
+  side?: string | undefined;
 }
 
 export interface OpenSetInput {
@@ -263,13 +268,17 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
   const persons = [...new Set(input.palms.map((p) => p.person))];
   const personIndex = new Map(persons.map((p, i) => [p, i]));
   const gallery = input.palms
-    .map((p) => ({ user: personIndex.get(p.person)!, templates: p.images.slice(0, enrol) }))
+    .map((p) => ({ user: personIndex.get(p.person)!, templates: p.images.slice(0, enrol), side: p.side }))
     .filter((g) => g.templates.length === enrol);
-  const realPalms = gallery.length;
-  const bestPerUser = (images: number[]): Float64Array => {
+  // the real palms a search compares (the largest side's, where hands are filed apart)
+  const sides = new Map<string | undefined, number>();
+  for (const g of gallery) sides.set(g.side, (sides.get(g.side) ?? 0) + 1);
+  const realPalms = Math.max(0, ...sides.values());
+  const bestPerUser = (images: number[], side: string | undefined): Float64Array => {
     const best = new Float64Array(persons.length).fill(Number.POSITIVE_INFINITY);
     for (const g of gallery)
-      for (const t of g.templates)
+      if (g.side === side)
+        for (const t of g.templates)
         for (const im of images) {
           const d = input.distance(im, t);
           if (d < best[g.user]!) best[g.user] = d;
@@ -281,7 +290,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
     for (let i = start; i + frames <= palm.images.length; i += frames) out.push(palm.images.slice(i, i + frames));
     return out;
   };
-  const presentations: Presentation[] = [];
+  const presentations: Array<Presentation & { otherHand: boolean }> = [];
   let otherHand = 0;
   let samePalm = 0;
   for (const palm of input.palms) {
@@ -299,22 +308,32 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
         second = mine[(i + 1) % mine.length]!;
         samePalm++;
       }
-      presentations.push({ user, d1: bestPerUser(g), d2: second ? bestPerUser(second) : null });
+      const secondSide = otherGroups.length > 0 ? other!.side : palm.side;
+      presentations.push({
+        user,
+        d1: bestPerUser(g, palm.side),
+        d2: second ? bestPerUser(second, secondSide) : null,
+        otherHand: otherGroups.length > 0,
+      });
     }
   }
   const withSecond = otherHand + samePalm;
+  const independentMode = otherHand >= samePalm;
   const ev = (d: number) => (Number.isFinite(d) ? evidenceAt(d, policy.model) : 0);
   // evidence per presentation: the genuine user's and the strongest real rivals', per capture and fused
   const prepared = presentations.map((p) => {
     const e1 = Float64Array.from(p.d1, ev);
     const e2 = p.d2 ? Float64Array.from(p.d2, ev) : null;
-    const sum = e2 ? Float64Array.from(e1, (x, u) => x + e2[u]!) : null;
+    // two hands are independent evidence (summed, Fisher); the same hand twice is not: best per user
+    const sum = e2 ? Float64Array.from(e1, (x, u) => (p.otherHand ? x + e2[u]! : Math.max(x, e2[u]!))) : null;
     return {
       user: p.user,
+      independent: p.otherHand,
       g1: e1[p.user]!,
       g2: e2 ? e2[p.user]! : null,
       rivals1: topOthers(e1, p.user, 3),
       rivalsSum: sum ? topOthers(sum, p.user, 3) : [],
+      gSum: sum ? sum[p.user]! : null,
     };
   });
   const gEvidence = prepared.map((p) => p.g1).sort((a, b) => a - b);
@@ -349,7 +368,14 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       if (e >= stepLo) near += mass * reach;
       else far += mass * reach;
     }
-    const fpirStepUp = Math.min(1, fpir + Math.min(1, n * near) + strangerStepUp * Math.min(1, n * far));
+    // the other hand: Fisher's fused evidence per user; a second presentation of the same hand: each
+    // user's best over both captures, the second taken as a fresh chance at the bar (an upper bound)
+    const fpirStepUp = Math.min(
+      1,
+      independentMode
+        ? fpir + Math.min(1, n * near) + strangerStepUp * Math.min(1, n * far)
+        : fpir + strangerStepUp * users.anyOf(n, users.at(bar)),
+    );
     // --- genuine presentations ---
     let correct1 = 0;
     let correctFlow = 0;
@@ -365,7 +391,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
         p.g2 === null
           ? []
           : [
-              { userId: `u${p.user}`, evidence: p.g1 + p.g2 },
+              { userId: `u${p.user}`, evidence: p.gSum! },
               ...p.rivalsSum.map((r) => ({ userId: `u${r.user}`, evidence: r.v })),
             ];
       // enrolled as another, one presentation: a real rival, or a stranger beyond every other candidate by the margin
@@ -383,12 +409,15 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
           const ea2 = users.evidenceOfUser(a2);
           cands.push({ userId: 's1', evidence: ea1 }, { userId: 's2', evidence: ea2 });
           if (p.g2 !== null) {
+            // the strangers' other capture: independent draws (for the same hand an upper bound:
+            // two captures of one hand resemble a stranger's palm alike)
+            const join = (a: number, b: number) => (p.independent ? a + b : Math.max(a, b));
             const [b1, b2] = topTwoUniforms(strangersPalms, options.random);
             fused.push(
-              { userId: 's1', evidence: ea1 + users.evidenceOfUser(options.random()) },
-              { userId: 's2', evidence: ea2 + users.evidenceOfUser(options.random()) },
-              { userId: 's3', evidence: users.evidenceOfUser(b1) + users.evidenceOfUser(options.random()) },
-              { userId: 's4', evidence: users.evidenceOfUser(b2) + users.evidenceOfUser(options.random()) },
+              { userId: 's1', evidence: join(ea1, users.evidenceOfUser(options.random())) },
+              { userId: 's2', evidence: join(ea2, users.evidenceOfUser(options.random())) },
+              { userId: 's3', evidence: join(users.evidenceOfUser(b1), users.evidenceOfUser(options.random())) },
+              { userId: 's4', evidence: join(users.evidenceOfUser(b2), users.evidenceOfUser(options.random())) },
             );
           }
         }
@@ -401,7 +430,12 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
           stepUps++;
           stepped++;
           if (p.g2 !== null) {
-            const second = decideIdentification({ gallery: templates, candidates: fused, policy, captures: 2 });
+            const second = decideIdentification({
+              gallery: templates,
+              candidates: fused,
+              policy,
+              captures: p.independent ? 2 : 1,
+            });
             if (second.kind === 'match' && second.userId === `u${p.user}`) correctFlow++;
           }
         }
@@ -409,12 +443,15 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       // enrolled as another through the step-up: the fused decision picks another user
       let pWrongFused = 0;
       if (p.g2 !== null && stepped > 0) {
-        const realFused = decideIdentification({ gallery: templates, candidates: realSum, policy, captures: 2 });
-        const topSum = Math.max(p.g1 + p.g2, p.rivalsSum[0]?.v ?? 0);
+        const captures = p.independent ? 2 : 1;
+        const realFused = decideIdentification({ gallery: templates, candidates: realSum, policy, captures });
+        const topSum = Math.max(p.gSum!, p.rivalsSum[0]?.v ?? 0);
         pWrongFused =
           realFused.kind === 'match' && realFused.userId !== `u${p.user}`
             ? 1
-            : users.anyOf(strangersPalms, users.sumAt(Math.max(sb, topSum + policy.margin)));
+            : p.independent
+              ? users.anyOf(strangersPalms, users.sumAt(Math.max(sb, topSum + policy.margin)))
+              : users.anyOf(2 * strangersPalms, users.at(Math.max(bar, topSum + policy.margin)));
       }
       wrong1 += pWrong1;
       wrongFlow += pWrong1 + (stepped / draws) * pWrongFused;
