@@ -37,10 +37,13 @@ export interface ContextOverrides {
   now?: () => number;
 }
 
-async function defaultMatching(threshold: number): Promise<{ matcher: Matcher; gallery: Gallery }> {
+async function defaultMatching(
+  threshold: number,
+  targetFpir: number,
+): Promise<{ matcher: Matcher; gallery: Gallery }> {
   const mod = await import('./modules/matching/index.ts');
   const matcher = mod.createMatcher({ threshold });
-  return { matcher, gallery: mod.createGallery(matcher, { threshold }) };
+  return { matcher, gallery: mod.createGallery(matcher, { threshold, policy: { targetFpir } }) };
 }
 
 /** Opens everything a server (or the admin CLI) needs. The caller owns `closeContext`. */
@@ -58,7 +61,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const matching =
     overrides.matcher && overrides.gallery
       ? { matcher: overrides.matcher, gallery: overrides.gallery }
-      : await defaultMatching(config.PALMID_MATCH_THRESHOLD);
+      : await defaultMatching(config.PALMID_MATCH_THRESHOLD, config.PALMID_TARGET_FPIR);
   const hub = events ?? new LocalEventHub();
   const sockets = new LiveSockets();
   const ctx: AppContext = {

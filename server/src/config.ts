@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { DEFAULT_TARGET_FPIR } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { z } from 'zod';
 
@@ -68,10 +69,21 @@ export const configSchema = z
       .regex(/^rediss?:\/\/.+/, 'must be redis://…')
       .optional(),
     /**
-     * Similarity at or above which a palm is identified (the gallery's 1:N search and the matcher's
-     * 1:1; docs/palm-pipeline.md, "Threshold for FMR 1e-4 on whole frames"): a site raises it for its
-     * sensor (colour cameras with pegs: 0.41), never below the calibrated default. The duplicate-
-     * enrolment check keeps the default (`Gallery.findDuplicate`).
+     * The false-positive identification rate one 1:N search may have, whatever the gallery's size
+     * (CONTRACT §10; docs/palm-pipeline.md "Identification at scale"): the identification bar is
+     * log10(palms searched / target) decades of evidence. Between 1e-9 and 1e-2.
+     */
+    PALMID_TARGET_FPIR: z.coerce
+      .number()
+      .min(1e-9, 'must be at least 1e-9 (below it nearly every genuine palm is refused)')
+      .max(1e-2, 'must be at most 1e-2 (one stranger in a hundred matched to somebody)')
+      .default(DEFAULT_TARGET_FPIR),
+    /**
+     * Per-comparison floor on the similarity of an identified palm and the matcher's 1:1 threshold
+     * (docs/palm-pipeline.md, "Threshold for FMR 1e-4 on whole frames"). The gallery-wide bar of
+     * PALMID_TARGET_FPIR decides identification; this floor binds only where a site raises it for
+     * its sensor (colour cameras with pegs: 0.41), never below the calibrated default. The
+     * duplicate-enrolment check ignores it (`Gallery.findDuplicate`).
      */
     PALMID_MATCH_THRESHOLD: z.coerce
       .number()

@@ -1,3 +1,4 @@
+import { evidenceBar } from '@palmid/shared/palm/decision.ts';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';
@@ -60,9 +61,12 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   });
   const address = await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
   const port = (app.server.address() as { port: number }).port;
+  const fpir = ctx.config.PALMID_TARGET_FPIR;
   app.log.info(
-    { address, matchThreshold: ctx.config.PALMID_MATCH_THRESHOLD },
-    `palmid listening on ${address} (palm match threshold ${ctx.config.PALMID_MATCH_THRESHOLD})`,
+    { address, matchThreshold: ctx.config.PALMID_MATCH_THRESHOLD, targetFpir: fpir },
+    `palmid listening on ${address} (palm match threshold ${ctx.config.PALMID_MATCH_THRESHOLD}, ` +
+      `target FPIR ${fpir}: bar ${evidenceBar(Math.max(1, ctx.gallery.size), fpir).toFixed(2)} decades ` +
+      `at ${ctx.gallery.size} palms)`,
   );
   if (!hasServerNodeFlags()) {
     app.log.info(

@@ -1,55 +1,88 @@
-import { distanceToScore, PACKED_WORDS, packedDistance, packInto } from '@palmid/shared/palm/match.ts';
+import type { IdentificationPolicy } from '@palmid/shared/palm/decision.ts';
+import { PACKED_WORDS, packedDistance, packInto } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
-import type { Gallery, GalleryEntry, IdentifyHit } from './types.ts';
+import { findDuplicateIn, identificationRule, identifyOne } from './identify.ts';
+import { TopUsers } from './top-users.ts';
+import type { Gallery, GalleryEntry, GallerySearch, Hand, SearchOptions, SearchSide } from './types.ts';
 
 /**
  * Exhaustive gallery: every enrolled template packed in one contiguous array and compared in turn.
- * Exact, and the reference for an indexed gallery.
+ * Exact, and the reference for an indexed gallery; it decides by the same rule (identify.ts).
  */
-export function createExhaustiveGallery(threshold = MATCH_THRESHOLD): Gallery {
+export function createExhaustiveGallery(
+  threshold = MATCH_THRESHOLD,
+  policy?: Partial<IdentificationPolicy>,
+): Gallery {
   let packed = new Uint32Array(PACKED_WORDS * 64);
-  const entries: { palmId: string; userId: string }[] = [];
-  const best = (template: Uint8Array, bar: number): IdentifyHit | null => {
+  const palms: string[] = [];
+  const users: string[] = [];
+  const hands: Hand[] = [];
+  const top = new TopUsers();
+  const pack = (template: Uint8Array) => {
     const probe = new Uint32Array(PACKED_WORDS);
     packInto(decodeTemplate(template), probe, 0);
-    let hit: IdentifyHit | null = null;
-    for (let i = 0; i < entries.length; i++) {
-      const score = distanceToScore(packedDistance(probe, 0, packed, i * PACKED_WORDS));
-      if (score >= bar && (!hit || score > hit.score)) hit = { ...entries[i]!, score };
-    }
-    return hit;
+    return probe;
   };
-  return {
+  const gallery: Gallery = {
+    rule: identificationRule({ threshold, policy }),
     add(entry: GalleryEntry) {
       const t = decodeTemplate(entry.template);
-      if ((entries.length + 1) * PACKED_WORDS > packed.length) {
+      if ((palms.length + 1) * PACKED_WORDS > packed.length) {
         const grown = new Uint32Array(packed.length * 2);
         grown.set(packed);
         packed = grown;
       }
-      packInto(t, packed, entries.length * PACKED_WORDS);
-      entries.push({ palmId: entry.palmId, userId: entry.userId });
+      packInto(t, packed, palms.length * PACKED_WORDS);
+      palms.push(entry.palmId);
+      users.push(entry.userId);
+      hands.push(entry.hand);
     },
     removeUser(userId: string) {
-      for (let i = entries.length - 1; i >= 0; i--) {
-        if (entries[i]!.userId !== userId) continue;
-        const last = entries.length - 1;
+      for (let i = palms.length - 1; i >= 0; i--) {
+        if (users[i] !== userId) continue;
+        const last = palms.length - 1;
         if (i !== last) {
           packed.copyWithin(i * PACKED_WORDS, last * PACKED_WORDS, (last + 1) * PACKED_WORDS);
-          entries[i] = entries[last]!;
+          palms[i] = palms[last]!;
+          users[i] = users[last]!;
+          hands[i] = hands[last]!;
         }
-        entries.pop();
+        palms.pop();
+        users.pop();
+        hands.pop();
       }
     },
-    identify(template: Uint8Array): IdentifyHit | null {
-      return best(template, threshold);
+    search(template: Uint8Array, options: SearchOptions = {}): GallerySearch {
+      const t = decodeTemplate(template);
+      const side = options.side ?? (t.hand === 'unknown' ? 'any' : t.hand);
+      const probe = pack(template);
+      top.reset(options.users ?? 2);
+      let searched = 0;
+      for (let i = 0; i < palms.length; i++) {
+        if (side !== 'any' && hands[i] !== side) continue;
+        searched++;
+        top.offer(i, packedDistance(probe, 0, packed, i * PACKED_WORDS), users);
+      }
+      return { searched, candidates: top.read(users, palms) };
     },
-    findDuplicate(template: Uint8Array): IdentifyHit | null {
-      return best(template, Math.min(threshold, MATCH_THRESHOLD));
+    distanceTo(template: Uint8Array, userId: string, side: SearchSide) {
+      const probe = pack(template);
+      let best: number | null = null;
+      for (let i = 0; i < palms.length; i++) {
+        if (users[i] !== userId || (side !== 'any' && hands[i] !== side)) continue;
+        const d = packedDistance(probe, 0, packed, i * PACKED_WORDS);
+        if (best === null || d < best) best = d;
+      }
+      return best;
     },
+    hasHand: (userId, hand) => users.some((u, i) => u === userId && hands[i] === hand),
+    handCount: (hand) => hands.filter((h) => h === hand).length,
+    identify: (template) => identifyOne(gallery, template),
+    findDuplicate: (template, except) => findDuplicateIn(gallery, template, except ?? null),
     get size() {
-      return entries.length;
+      return palms.length;
     },
   };
+  return gallery;
 }

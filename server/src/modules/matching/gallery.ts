@@ -1,14 +1,21 @@
-import {
-  compareTemplates,
-  distanceToScore,
-  PACKED_WORDS,
-  packInto,
-  probeMatcher,
-} from '@palmid/shared/palm/match.ts';
+import { compareTemplates, PACKED_WORDS, packInto, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate, type PalmTemplate } from '@palmid/shared/palm/template.ts';
+import type { IdentificationPolicy } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
+import { findDuplicateIn, identificationRule, identifyOne } from './identify.ts';
 import { MAX_DESCRIPTOR_DISTANCE, Stage1Store } from './stage1.ts';
-import type { Gallery, GalleryEntry, Hand, IdentifyHit, Matcher } from './types.ts';
+import { TopUsers } from './top-users.ts';
+import type {
+  Gallery,
+  GalleryEntry,
+  GallerySearch,
+  Hand,
+  IdentificationRule,
+  IdentifyHit,
+  Matcher,
+  SearchOptions,
+  SearchSide,
+} from './types.ts';
 
 export interface MatcherOptions {
   /** Similarity at or above which two palms match (default: calibrated to FMR 1e-4). */
@@ -16,6 +23,8 @@ export interface MatcherOptions {
 }
 
 export interface GalleryOptions extends MatcherOptions {
+  /** The identification policy (target FPIR, margin, step-up window, impostor model); default DEFAULT_POLICY. */
+  policy?: Partial<IdentificationPolicy>;
   /**
    * Candidates kept by the first stage for exact matching (default `DEFAULT_CANDIDATES`). A gallery
    * no larger than this is searched exhaustively, so its result is the exhaustive scan's.
@@ -56,7 +65,9 @@ export const DEFAULT_CANDIDATES = 4096;
  * palms stay compact and scans stay cache-friendly; removal swaps the last entry into the hole.
  */
 export class MemoryGallery implements Gallery {
-  private readonly threshold: number;
+  readonly rule: IdentificationRule;
+  private readonly top = new TopUsers();
+  private readonly perHand = { left: 0, right: 0 };
   private readonly k: number;
   private capacity: number;
   private count = 0;
@@ -70,7 +81,10 @@ export class MemoryGallery implements Gallery {
   private readonly byPalm = new Map<string, number>();
 
   constructor(options: GalleryOptions = {}) {
-    this.threshold = options.threshold ?? MATCH_THRESHOLD;
+    this.rule = identificationRule({
+      threshold: options.threshold ?? MATCH_THRESHOLD,
+      policy: options.policy,
+    });
     this.k = Math.max(1, options.candidates ?? DEFAULT_CANDIDATES);
     this.capacity = Math.max(16, options.capacity ?? 1024);
     this.packed = new Uint32Array(this.capacity * PACKED_WORDS);
@@ -90,6 +104,7 @@ export class MemoryGallery implements Gallery {
     packInto(t, this.packed, i * PACKED_WORDS);
     this.stage1.set(i, t);
     this.hands[i] = HAND_CODE[entry.hand];
+    this.perHand[entry.hand]++;
     this.palmIds[i] = entry.palmId;
     this.userIds[i] = entry.userId;
     this.byPalm.set(entry.palmId, i);
@@ -109,36 +124,59 @@ export class MemoryGallery implements Gallery {
     this.byUser.delete(userId);
   }
 
-  identify(template: Uint8Array, hand?: Hand): IdentifyHit | null {
-    const hit = this.search(template, hand);
-    return hit && hit.score >= this.threshold ? hit : null;
+  identify(template: Uint8Array): IdentifyHit | null {
+    return identifyOne(this, template);
   }
 
-  findDuplicate(template: Uint8Array): IdentifyHit | null {
-    const hit = this.search(template);
-    return hit && hit.score >= Math.min(this.threshold, MATCH_THRESHOLD) ? hit : null;
+  findDuplicate(template: Uint8Array, except: string | null = null): IdentifyHit | null {
+    return findDuplicateIn(this, template, except);
   }
 
-  /** Best candidate regardless of the threshold (for calibration and diagnostics). */
-  search(template: Uint8Array, hand?: Hand): IdentifyHit | null {
+  handCount(hand: Hand): number {
+    return this.perHand[hand];
+  }
+
+  hasHand(userId: string, hand: Hand): boolean {
+    const code = HAND_CODE[hand];
+    for (const i of this.byUser.get(userId) ?? []) if (this.hands[i] === code) return true;
+    return false;
+  }
+
+  distanceTo(template: Uint8Array, userId: string, side: SearchSide): number | null {
+    const set = this.byUser.get(userId);
+    if (!set || set.size === 0) return null;
+    const probe = new Uint32Array(PACKED_WORDS);
+    packInto(decodeTemplate(template), probe, 0);
+    const match = probeMatcher(probe);
+    const code = side === 'any' ? 0 : HAND_CODE[side];
+    let best: number | null = null;
+    for (const i of set) {
+      if (code !== 0 && this.hands[i] !== code) continue;
+      const d = match(this.packed, i * PACKED_WORDS);
+      if (best === null || d < best) best = d;
+    }
+    return best;
+  }
+
+  /**
+   * The closest different users (raw distances, closest first) among the palms of the searched
+   * side, and how many palms that side holds (the decision's gallery size).
+   */
+  search(template: Uint8Array, options: SearchOptions = {}): GallerySearch {
     const t = decodeTemplate(template);
-    if (this.count === 0) return null;
+    if (this.count === 0) return { searched: 0, candidates: [] };
     const probe = new Uint32Array(PACKED_WORDS);
     packInto(t, probe, 0);
-    const probeHand = hand ? HAND_CODE[hand] : t.hand === 'unknown' ? 0 : HAND_CODE[t.hand];
+    const side = options.side ?? (t.hand === 'unknown' ? 'any' : t.hand);
+    const probeHand = side === 'any' ? 0 : HAND_CODE[side];
+    const searched = probeHand === 0 ? this.count : this.perHand[side as Hand];
     const candidates = this.firstStage(t, probeHand);
-    let best = -1;
-    let bestD = Number.POSITIVE_INFINITY;
+    const top = this.top;
+    top.reset(options.users ?? 2);
+    const users = this.userIds;
     const match = probeMatcher(probe); // the probe is laid out once for all candidates
-    for (const i of candidates) {
-      const d = match(this.packed, i * PACKED_WORDS);
-      if (d < bestD) {
-        bestD = d;
-        best = i;
-      }
-    }
-    if (best < 0) return null;
-    return { userId: this.userIds[best]!, palmId: this.palmIds[best]!, score: distanceToScore(bestD) };
+    for (const i of candidates) top.offer(i, match(this.packed, i * PACKED_WORDS), users);
+    return { searched, candidates: top.read(users, this.palmIds) };
   }
 
   /**
@@ -183,6 +221,7 @@ export class MemoryGallery implements Gallery {
     const userId = this.userIds[i]!;
     this.byPalm.delete(palmId);
     this.byUser.get(userId)?.delete(i);
+    this.perHand[this.hands[i] === HAND_CODE.left ? 'left' : 'right']--;
     if (i !== last) {
       this.packed.copyWithin(i * PACKED_WORDS, last * PACKED_WORDS, (last + 1) * PACKED_WORDS);
       this.stage1.move(last, i);

@@ -6,4 +6,14 @@ export {
   type MatcherOptions,
   MemoryGallery,
 } from './gallery.ts';
-export type { Gallery, GalleryEntry, Hand, IdentifyHit, Matcher } from './types.ts';
+export { findDuplicateIn, identifyProbes, type IdentifyOutcome, type Probe } from './identify.ts';
+export type {
+  Gallery,
+  GalleryEntry,
+  GallerySearch,
+  Hand,
+  IdentificationRule,
+  IdentifyHit,
+  Matcher,
+  UserCandidate,
+} from './types.ts';

@@ -96,9 +96,10 @@ export function findEnrolledElsewhere(
   owner: string | null,
 ): string | null {
   for (const t of templates) {
-    // at the calibrated default even where PALMID_MATCH_THRESHOLD is raised: one palm, one account
-    const hit = ctx.gallery.findDuplicate(t);
-    if (hit && hit.userId !== owner) return hit.userId;
+    // The gallery-wide rule over every palm, whatever side the header or the request declares, and
+    // never PALMID_MATCH_THRESHOLD's raised floor: one palm, one account (matching/identify.ts).
+    const hit = ctx.gallery.findDuplicate(t, owner);
+    if (hit) return hit.userId;
   }
   return null;
 }
