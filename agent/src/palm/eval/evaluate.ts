@@ -367,6 +367,7 @@ function fusionStudy(
   const configs: Array<[number, number]> = [[1, 1]];
   for (let k = 2; k <= start; k++) configs.push([k, 1]);
   for (let f = 2; f <= start; f++) configs.push([1, f]);
+  configs.push([start, start]);
   const persons = palms.map((p) => p.person);
   return configs.map(([enrol, frames]) => {
     // per palm: best over its templates and the presentation's frames, genuine and impostor
