@@ -60,13 +60,14 @@ interface EvalCliOptions {
   targetFpir?: number;
   draws: number;
   impostorModel?: ImpostorModel;
+  tailModel?: ImpostorModel;
 }
 
 /** `--impostor-model p,dof`: the model the decision reads evidence with (default: the shared one). */
 function modelArg(v: string): ImpostorModel {
   const [p, dof, extra] = v.split(',').map((x) => Number(x.trim()));
   if (extra !== undefined || !(p! > 0 && p! < 1) || !(dof! > 1) || !Number.isFinite(dof))
-    throw new InvalidArgumentError('--impostor-model takes p,dof with 0 < p < 1 and dof > 1, e.g. 0.43,478');
+    throw new InvalidArgumentError('--impostor-model and --tail-model take p,dof with 0 < p < 1 and dof > 1, e.g. 0.43,478');
   return { p: p!, dof: dof! };
 }
 
@@ -157,6 +158,11 @@ export function evalCommand(): Command {
       'open-set: read evidence with this impostor model instead of the shared DEFAULT_IMPOSTOR_MODEL (to try a refit)',
       modelArg,
     )
+    .option(
+      '--tail-model <p,dof>',
+      "open-set: draw strangers beyond the set from this model instead of the set's own tail fit (a sensitivity check)",
+      modelArg,
+    )
     .option('--fusion', 'open-set: also the fusion study (templates per palm, frames per presentation)')
     .option('--draws <n>', 'open-set: draws of the stranger candidates per genuine presentation', positiveInt('--draws'), 64)
     .option('--json', 'print the JSON report instead of the summary (no progress bar)')
@@ -202,6 +208,7 @@ export function evalCommand(): Command {
                     ...(o.impostorModel ? { model: o.impostorModel } : {}),
                   },
                   draws: o.draws,
+                  ...(o.tailModel ? { truth: o.tailModel } : {}),
                   fusion: o.fusion === true,
                 },
               }

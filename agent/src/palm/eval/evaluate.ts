@@ -137,6 +137,8 @@ export interface EvalOptions {
     draws?: number;
     /** also the fusion study (more templates per palm, more frames per presentation) */
     fusion?: boolean;
+    /** strangers beyond the set from this model instead of the set's tail fit (sensitivity) */
+    truth?: { p: number; dof: number };
   };
 }
 
@@ -328,7 +330,8 @@ export async function evaluate(
     };
     const policy = resolvePolicy(o.policy);
     const draws = o.draws ?? 64;
-    const input = { palms: kept, distance, impostor: extra.impostor, truth: fit.tail };
+    const truth = o.truth ?? fit.tail;
+    const input = { palms: kept, distance, impostor: extra.impostor, truth };
     const main = openSet(input, { policy, galleries: o.galleries ?? OPEN_SET_GALLERIES, draws, random });
     report.open_set = main.rows;
     report.open_set_protocol = {
@@ -336,7 +339,7 @@ export async function evaluate(
       margin: policy.margin,
       step_up_window: policy.stepUpWindow,
       model: policy.model,
-      truth: fit.tail,
+      truth,
       presentations: main.presentations,
       with_second_capture: main.with_second_capture,
       second_capture: main.second_capture,
@@ -344,7 +347,7 @@ export async function evaluate(
       genuine_evidence_p05: main.genuine_evidence_p05,
       genuine_evidence_p50: main.genuine_evidence_p50,
     };
-    if (o.fusion) report.open_set_fusion = fusionStudy(kept, distance, extra.impostor, fit, policy, draws, random);
+    if (o.fusion) report.open_set_fusion = fusionStudy(kept, distance, extra.impostor, truth, policy, draws, random);
   }
   return { report, extra };
 }
@@ -354,7 +357,7 @@ function fusionStudy(
   palms: OpenSetPalm[],
   distance: (probe: number, enrolled: number) => number,
   impostor: Float64Array,
-  fit: ImpostorFit,
+  truth: { p: number; dof: number },
   policy: IdentificationPolicy,
   draws: number,
   random: () => number,
@@ -393,7 +396,7 @@ function fusionStudy(
       }
     }
     const r = openSet(
-      { palms, distance, impostor, truth: fit.tail },
+      { palms, distance, impostor, truth },
       { policy, galleries: [1e6], enrol, frames, probeStart: start, draws, random },
     );
     const row = r.rows[0]!;
