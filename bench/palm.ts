@@ -20,6 +20,14 @@ import { fileURLToPath } from 'node:url';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
 import {
+  DEFAULT_IMPOSTOR_MODEL,
+  DEFAULT_POLICY,
+  distanceForEvidence,
+  evidenceBar,
+  fmrAt,
+  type ImpostorModel,
+} from '@palmid/shared/palm/decision.ts';
+import {
   compareTemplates,
   PACKED_WORDS,
   packedDistance,
@@ -29,20 +37,12 @@ import {
 } from '@palmid/shared/palm/match.ts';
 import { simdAvailable } from '@palmid/shared/palm/match-simd.ts';
 import { decodeTemplate, encodeTemplate, TEMPLATE_BYTES } from '@palmid/shared/palm/template.ts';
+import { fitImpostorModel } from '../agent/src/palm/eval/impostor-model.ts';
 import { processCapture } from '../agent/src/palm/pipeline.ts';
 import { extractRoiTemplate, extractRoiTemplates } from '../agent/src/palm/roi-template.ts';
 import { createExhaustiveGallery } from '../server/src/modules/matching/exhaustive.ts';
 import { DEFAULT_CANDIDATES, MemoryGallery } from '../server/src/modules/matching/gallery.ts';
 import { identifyProbes, type Probe } from '../server/src/modules/matching/identify.ts';
-import { fitImpostorModel } from '../agent/src/palm/eval/impostor-model.ts';
-import {
-  DEFAULT_IMPOSTOR_MODEL,
-  DEFAULT_POLICY,
-  distanceForEvidence,
-  evidenceBar,
-  fmrAt,
-  type ImpostorModel,
-} from '@palmid/shared/palm/decision.ts';
 import { DESCRIPTOR_BYTES, stage1SimdAvailable } from '../server/src/modules/matching/stage1.ts';
 
 const args = process.argv.slice(2);
@@ -191,14 +191,26 @@ for (const style of STYLES) {
 const leftEnrol: Uint8Array[] = [];
 const leftProbes: Uint8Array[] = [];
 for (let i = 0; i < IDENTITIES; i++) {
-  leftEnrol.push(await extractRoiTemplate(renderRoi({ identity: `bench-${i}-left`, style: 'contactless', session: 1, sample: 0 })));
-  leftProbes.push(await extractRoiTemplate(renderRoi({ identity: `bench-${i}-left`, style: 'contactless', session: 2, sample: 0 })));
+  leftEnrol.push(
+    await extractRoiTemplate(
+      renderRoi({ identity: `bench-${i}-left`, style: 'contactless', session: 1, sample: 0 }),
+    ),
+  );
+  leftProbes.push(
+    await extractRoiTemplate(
+      renderRoi({ identity: `bench-${i}-left`, style: 'contactless', session: 2, sample: 0 }),
+    ),
+  );
 }
 const strangers: Array<{ right: Uint8Array; left: Uint8Array }> = [];
 for (let i = 0; i < STRANGERS; i++)
   strangers.push({
-    right: await extractRoiTemplate(renderRoi({ identity: `bench-stranger-${i}`, style: 'contactless', session: 2, sample: 0 })),
-    left: await extractRoiTemplate(renderRoi({ identity: `bench-stranger-${i}-left`, style: 'contactless', session: 2, sample: 0 })),
+    right: await extractRoiTemplate(
+      renderRoi({ identity: `bench-stranger-${i}`, style: 'contactless', session: 2, sample: 0 }),
+    ),
+    left: await extractRoiTemplate(
+      renderRoi({ identity: `bench-stranger-${i}-left`, style: 'contactless', session: 2, sample: 0 }),
+    ),
   });
 
 let fillerSeed = 0x9e3779b9;
@@ -281,7 +293,9 @@ function fillerMatch(): Record<string, unknown> {
   const dOther: number[] = [];
   const dFill: number[] = [];
   const dSynth: number[] = [];
-  const enrolPacked = [...styleSets.values()].flatMap((st) => st.enrol.map((t) => packTemplate(decodeTemplate(t))));
+  const enrolPacked = [...styleSets.values()].flatMap((st) =>
+    st.enrol.map((t) => packTemplate(decodeTemplate(t))),
+  );
   for (const [pi, t] of probesAll.entries()) {
     const m = probeMatcher(packTemplate(decodeTemplate(t)));
     for (const f of fillers) dFill.push(m(f, 0));
@@ -372,6 +386,7 @@ function openSetRow(n: number): Record<string, number | string> {
   }
   const bar = evidenceBar(gallery.handCount('right'), DEFAULT_POLICY.targetFpir);
   return {
+    templates: n,
     gallery_right: gallery.handCount('right'),
     bar_decades: Number(bar.toFixed(2)),
     bar_distance: Number(distanceForEvidence(bar, DEFAULT_IMPOSTOR_MODEL).toFixed(4)),

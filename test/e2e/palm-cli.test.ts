@@ -54,16 +54,35 @@ describe('npm run palm -- eval (ROI databases)', () => {
     // bar rising with the gallery (evidence in decades) and falling on the raw distance
     const open = JSON.parse(r.stdout) as {
       open_set: Array<Record<string, unknown>>;
-      impostor_model: { moments: { p: number; dof: number }; tail: { p: number; dof: number }; check: unknown[] };
+      impostor_model: {
+        moments: { p: number; dof: number };
+        tail: { p: number; dof: number };
+        check: unknown[];
+      };
       open_set_protocol: { target_fpir: number; presentations: number };
     };
     expect(open.open_set.map((row) => row.gallery)).toEqual([1e3, 1e4, 1e5, 1e6]);
     for (const row of open.open_set) {
       expect(Object.keys(row)).toEqual(
-        expect.arrayContaining(['gallery', 'threshold', 'distance', 'fpir', 'fpir_method', 'fnir', 'fnir_step_up']),
+        expect.arrayContaining([
+          'gallery',
+          'threshold',
+          'distance',
+          'fpir',
+          'fpir_method',
+          'fnir',
+          'fnir_step_up',
+        ]),
       );
       expect(['measured', 'extrapolated']).toContain(row.fpir_method);
-      for (const k of ['fpir', 'fnir', 'fnir_step_up', 'fpir_step_up', 'step_up_rate', 'enrolled_as_another']) {
+      for (const k of [
+        'fpir',
+        'fnir',
+        'fnir_step_up',
+        'fpir_step_up',
+        'step_up_rate',
+        'enrolled_as_another',
+      ]) {
         expect(row[k] as number).toBeGreaterThanOrEqual(0);
         expect(row[k] as number).toBeLessThanOrEqual(1);
       }

@@ -30,11 +30,7 @@ export function cachedExtract(extract: Extract, dir: string, key: string): Extra
       return extract(file);
     }
     // the image's bytes and the options: a copy or hard link of an image hits the same entry
-    const id = createHash('sha256')
-      .update(bytes)
-      .update(`\0${key}`)
-      .digest('hex')
-      .slice(0, 32);
+    const id = createHash('sha256').update(bytes).update(`\0${key}`).digest('hex').slice(0, 32);
     const path = join(dir, `${id}.json`);
     try {
       const v = JSON.parse(await readFile(path, 'utf8')) as Stored;
@@ -42,7 +38,9 @@ export function cachedExtract(extract: Extract, dir: string, key: string): Extra
       if (typeof v.template === 'string')
         return {
           template: new Uint8Array(Buffer.from(v.template, 'base64')),
-          ...(v.variants ? { variants: v.variants.map((x) => new Uint8Array(Buffer.from(x, 'base64'))) } : {}),
+          ...(v.variants
+            ? { variants: v.variants.map((x) => new Uint8Array(Buffer.from(x, 'base64'))) }
+            : {}),
           ...(v.hand ? { hand: v.hand as never } : {}),
         };
     } catch {

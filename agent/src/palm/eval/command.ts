@@ -6,10 +6,10 @@ import { progressBar } from '../progress.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../roi-rotation.ts';
 import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
 import { baselineDistance } from './baseline.ts';
+import { cachedExtract } from './cache.ts';
 import { listDataset, mergeSameIdentities, type SameIdentity } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
 import { type EvalExtra, type EvalOptions, type EvalReport, type Extract, evaluate } from './evaluate.ts';
-import { cachedExtract } from './cache.ts';
 import { baselineExtract, palmExtract } from './extract.ts';
 import { formatSummary } from './summary.ts';
 
@@ -67,14 +67,17 @@ interface EvalCliOptions {
 function modelArg(v: string): ImpostorModel {
   const [p, dof, extra] = v.split(',').map((x) => Number(x.trim()));
   if (extra !== undefined || !(p! > 0 && p! < 1) || !(dof! > 1) || !Number.isFinite(dof))
-    throw new InvalidArgumentError('--impostor-model and --tail-model take p,dof with 0 < p < 1 and dof > 1, e.g. 0.43,478');
+    throw new InvalidArgumentError(
+      '--impostor-model and --tail-model take p,dof with 0 < p < 1 and dof > 1, e.g. 0.43,478',
+    );
   return { p: p!, dof: dof! };
 }
 
 /** `--target-fpir` value: a rate in (0, 1). */
 function rate(v: string): number {
   const n = Number(v);
-  if (!(n > 0 && n < 1)) throw new InvalidArgumentError('--target-fpir must be a number in (0, 1), e.g. 1e-4');
+  if (!(n > 0 && n < 1))
+    throw new InvalidArgumentError('--target-fpir must be a number in (0, 1), e.g. 1e-4');
   return n;
 }
 
@@ -145,7 +148,7 @@ export function evalCommand(): Command {
     )
     .option(
       '--cache <dir>',
-      'keep each image\'s extraction in <dir> (outside the repository) and reuse it on later runs with the same options',
+      "keep each image's extraction in <dir> (outside the repository) and reuse it on later runs with the same options",
     )
     .option('--no-open-set', 'skip open-set identification (open_set, impostor_model)')
     .option(
@@ -164,7 +167,12 @@ export function evalCommand(): Command {
       modelArg,
     )
     .option('--fusion', 'open-set: also the fusion study (templates per palm, frames per presentation)')
-    .option('--draws <n>', 'open-set: draws of the stranger candidates per genuine presentation', positiveInt('--draws'), 64)
+    .option(
+      '--draws <n>',
+      'open-set: draws of the stranger candidates per genuine presentation',
+      positiveInt('--draws'),
+      64,
+    )
     .option('--json', 'print the JSON report instead of the summary (no progress bar)')
     .option('--plot <png>', 'also write the DET curve to a PNG file')
     .option('--baseline', 'with --roi: evaluate the CompCode baseline on the same set too, and the ratio')
@@ -189,7 +197,11 @@ export function evalCommand(): Command {
         ? cachedExtract(
             palmExtract(o),
             o.cache,
-            JSON.stringify({ roi: o.roi === true, rotations: o.roi ? o.rotations : [], sensor: o.sensor ?? null }),
+            JSON.stringify({
+              roi: o.roi === true,
+              rotations: o.roi ? o.rotations : [],
+              sensor: o.sensor ?? null,
+            }),
           )
         : palmExtract(o);
       const { report, extra } = await run(
@@ -287,13 +299,21 @@ export function evalCommand(): Command {
 }
 
 /** The DET plot's N = 1e6 mark: the open-set bar's distance, the tail model's FMR there and the set's FRR. */
-function identificationPoint(report: EvalReport, genuine: Float64Array): DetCurve['identification'] {
+function identificationPoint(
+  report: EvalReport,
+  genuine: Float64Array,
+): { gallery: number; distance: number; far: number; frr: number } | null {
   const row = report.open_set?.find((r) => r.gallery === 1e6);
   const fit = report.impostor_model;
   if (!row || !fit || genuine.length === 0) return null;
   let above = 0;
   for (const d of genuine) if (d > row.distance) above++;
-  return { gallery: row.gallery, distance: row.distance, far: fmrAt(row.distance, fit.tail), frr: above / genuine.length };
+  return {
+    gallery: row.gallery,
+    distance: row.distance,
+    far: fmrAt(row.distance, fit.tail),
+    frr: above / genuine.length,
+  };
 }
 
 /** PALMID_TARGET_FPIR as the server reads it, else the shared default. */

@@ -1,7 +1,7 @@
 import { seededRandom } from '@palmid/firmware-sim/rng.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { type IdentificationPolicy, resolvePolicy } from '@palmid/shared/palm/decision.ts';
+import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import type { CaptureHand } from '../pipeline.ts';
 import { variantMatcher } from '../roi-rotation.ts';
@@ -208,7 +208,8 @@ export async function evaluate(
     const j = Math.max(a, b);
     if (!probes) return (options.distance ?? packedDistance)(all, i * PACKED_WORDS, all, j * PACKED_WORDS);
     let d = variantMatcher(all, i * PACKED_WORDS)(probes, j * per * PACKED_WORDS, per);
-    for (let k = 1; k < per; k++) d = Math.min(d, probeMatcher(probes, (i * per + k) * PACKED_WORDS)(all, j * PACKED_WORDS));
+    for (let k = 1; k < per; k++)
+      d = Math.min(d, probeMatcher(probes, (i * per + k) * PACKED_WORDS)(all, j * PACKED_WORDS));
     return d;
   };
   const genuine: number[] = [];
@@ -347,7 +348,8 @@ export async function evaluate(
       genuine_evidence_p05: main.genuine_evidence_p05,
       genuine_evidence_p50: main.genuine_evidence_p50,
     };
-    if (o.fusion) report.open_set_fusion = fusionStudy(kept, distance, extra.impostor, truth, policy, draws, random);
+    if (o.fusion)
+      report.open_set_fusion = fusionStudy(kept, distance, extra.impostor, truth, policy, draws, random);
   }
   return { report, extra };
 }
@@ -384,7 +386,8 @@ function fusionStudy(
         for (const [v, other] of palms.entries()) {
           if (other.images.length < enrol) continue;
           let best = Number.POSITIVE_INFINITY;
-          for (const t of other.images.slice(0, enrol)) for (const im of probe) best = Math.min(best, distance(im, t));
+          for (const t of other.images.slice(0, enrol))
+            for (const im of probe) best = Math.min(best, distance(im, t));
           if (other === palm) {
             fnmAll++;
             if (best > at) fnm++;

@@ -6,7 +6,7 @@ import {
   fusedEvidence,
   type ImpostorModel,
 } from '@palmid/shared/palm/decision.ts';
-import { encodeTemplate, GRID, CODE_PLANES, SIGNATURE_WORDS } from '@palmid/shared/palm/template.ts';
+import { CODE_PLANES, encodeTemplate, GRID, SIGNATURE_WORDS } from '@palmid/shared/palm/template.ts';
 import { describe, expect, it } from 'vitest';
 import type { Dataset } from './dataset.ts';
 import { evaluate, personOf } from './evaluate.ts';
@@ -201,7 +201,8 @@ describe('palm eval open_set through evaluate()', () => {
   it('reports open_set rows, the fitted model and the protocol, people counted once over both hands', async () => {
     const subjects: Dataset['subjects'] = [];
     for (let p = 0; p < 8; p++)
-      for (const hand of ['l', 'r']) subjects.push({ name: `${p}/${hand}`, files: [0, 1, 2].map((i) => `${p}-${hand}-${i}`) });
+      for (const hand of ['l', 'r'])
+        subjects.push({ name: `${p}/${hand}`, files: [0, 1, 2].map((i) => `${p}-${hand}-${i}`) });
     const files = subjects.flatMap((s) => s.files);
     const subjectOfImage = files.map((f) => f.split('-').slice(0, 2).join('-'));
     const random = seededRandom(7);
@@ -222,7 +223,11 @@ describe('palm eval open_set through evaluate()', () => {
     expect(personOf('0051/l')).toBe('0051');
     expect(personOf('055')).toBe('055');
     expect(report.open_set?.map((r) => r.gallery)).toEqual([1e3, 1e4, 1e5, 1e6]);
-    expect(report.open_set_protocol).toMatchObject({ presentations: 32, second_capture: 'other hand', target_fpir: 1e-4 });
+    expect(report.open_set_protocol).toMatchObject({
+      presentations: 32,
+      second_capture: 'other hand',
+      target_fpir: 1e-4,
+    });
     expect(report.impostor_model?.impostor_pairs).toBe(report.impostor_pairs);
     for (const row of report.open_set!) {
       expect(row.fnir).toBe(0);

@@ -279,15 +279,16 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
     for (const g of gallery)
       if (g.side === side)
         for (const t of g.templates)
-        for (const im of images) {
-          const d = input.distance(im, t);
-          if (d < best[g.user]!) best[g.user] = d;
-        }
+          for (const im of images) {
+            const d = input.distance(im, t);
+            if (d < best[g.user]!) best[g.user] = d;
+          }
     return best;
   };
   const groups = (palm: OpenSetPalm): number[][] => {
     const out: number[][] = [];
-    for (let i = start; i + frames <= palm.images.length; i += frames) out.push(palm.images.slice(i, i + frames));
+    for (let i = start; i + frames <= palm.images.length; i += frames)
+      out.push(palm.images.slice(i, i + frames));
     return out;
   };
   const presentations: Array<Presentation & { otherHand: boolean }> = [];
@@ -338,7 +339,9 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
   });
   const gEvidence = prepared.map((p) => p.g1).sort((a, b) => a - b);
   const quantile = (q: number) =>
-    gEvidence.length === 0 ? null : round(gEvidence[Math.min(gEvidence.length - 1, Math.floor(q * gEvidence.length))]!);
+    gEvidence.length === 0
+      ? null
+      : round(gEvidence[Math.min(gEvidence.length - 1, Math.floor(q * gEvidence.length))]!);
 
   const impostorSorted = Float64Array.from(input.impostor as ArrayLike<number>).sort();
   const rows: OpenSetRow[] = [];
@@ -398,7 +401,9 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       const realOnly = decideIdentification({ gallery: templates, candidates: real1, policy });
       const realWrong = realOnly.kind === 'match' && realOnly.userId !== `u${p.user}`;
       const topReal = Math.max(p.g1, p.rivals1[0]?.v ?? 0);
-      const pWrong1 = realWrong ? 1 : users.anyOf(strangersPalms, users.at(Math.max(bar, topReal + policy.margin)));
+      const pWrong1 = realWrong
+        ? 1
+        : users.anyOf(strangersPalms, users.at(Math.max(bar, topReal + policy.margin)));
       let stepped = 0;
       for (let r = 0; r < draws; r++) {
         const cands = [...real1];
@@ -416,8 +421,14 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
             fused.push(
               { userId: 's1', evidence: join(ea1, users.evidenceOfUser(options.random())) },
               { userId: 's2', evidence: join(ea2, users.evidenceOfUser(options.random())) },
-              { userId: 's3', evidence: join(users.evidenceOfUser(b1), users.evidenceOfUser(options.random())) },
-              { userId: 's4', evidence: join(users.evidenceOfUser(b2), users.evidenceOfUser(options.random())) },
+              {
+                userId: 's3',
+                evidence: join(users.evidenceOfUser(b1), users.evidenceOfUser(options.random())),
+              },
+              {
+                userId: 's4',
+                evidence: join(users.evidenceOfUser(b2), users.evidenceOfUser(options.random())),
+              },
             );
           }
         }
