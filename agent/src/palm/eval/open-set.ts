@@ -263,7 +263,6 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
   // the gallery counts templates; a user's best over `enrol` templates and `frames` frames (as
   // independent as the set's captures) has the tail of the best of enrol × frames comparisons
   const users = new UserTail(tail, enrol * frames);
-  const single = new UserTail(tail, 1);
 
   const persons = [...new Set(input.palms.map((p) => p.person))];
   const personIndex = new Map(persons.map((p, i) => [p, i]));
@@ -484,7 +483,6 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       enrolled_as_another_step_up: m === 0 ? 0 : round(wrongFlow / m),
     });
   }
-  void single;
   return {
     rows,
     presentations: prepared.length,
