@@ -304,14 +304,14 @@ function identificationPoint(
   genuine: Float64Array,
 ): { gallery: number; distance: number; far: number; frr: number } | null {
   const row = report.open_set?.find((r) => r.gallery === 1e6);
-  const fit = report.impostor_model;
-  if (!row || !fit || genuine.length === 0) return null;
+  const truth = report.open_set_protocol?.truth;
+  if (!row || !truth || genuine.length === 0) return null;
   let above = 0;
   for (const d of genuine) if (d > row.distance) above++;
   return {
     gallery: row.gallery,
     distance: row.distance,
-    far: fmrAt(row.distance, fit.tail),
+    far: fmrAt(row.distance, truth),
     frr: above / genuine.length,
   };
 }

@@ -10,9 +10,9 @@ export interface DetCurve {
   /** FAR and FRR at the deployed decision threshold (a similarity score). */
   operating?: { threshold: number; far: number; frr: number } | null;
   /**
-   * The open-set bar at a gallery size (N = 1e6): the per-comparison FMR there (extrapolated from
-   * the set's tail model, usually below what the axis shows: then drawn on the axis's left end
-   * with an arrow) and the FRR of the set's genuine pairs at that distance.
+   * The open-set bar at a gallery size (N = 1e6): the per-comparison FMR there under the tail
+   * model strangers are drawn from (usually below what the axis shows: then drawn on the axis's
+   * left end with an arrow) and the FRR of the set's genuine pairs at that distance.
    */
   identification?: { gallery: number; distance: number; far: number; frr: number } | null;
 }
@@ -124,7 +124,7 @@ export function detSvg(curves: DetCurve[], title = 'DET curve'): string {
           `<text x="${ix + 9}" y="${iy + 4}" font-size="11" fill="${colour}" ${FONT}>← FMR ${id.far.toExponential(1)}</text>`,
         );
       legend(
-        `▲ N = ${id.gallery.toExponential(0)} bar (distance ${id.distance.toFixed(3)}): FMR ${id.far.toExponential(1)}${off ? ' (extrapolated)' : ''}, FRR ${id.frr === 0 ? '0' : pct(id.frr)}`,
+        `▲ N = ${id.gallery.toExponential(0)} bar (distance ${id.distance.toFixed(3)}): FMR ${id.far.toExponential(1)} (tail model${off ? ', off the axis' : ''}), FRR ${id.frr === 0 ? '0' : pct(id.frr)}`,
         colour,
       );
     }
