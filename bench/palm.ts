@@ -4,13 +4,29 @@
  * side by side, rank-1 recall per ROI style (two-stage vs exhaustive), and memory per template. One core (single thread); times are
  * CPU time of the process, so neighbours on a shared machine do not inflate them.
  *
- *   npm run bench -- palm [--max 1000000] [--probes 20]
+ * Open-set rows (issue #24): at each gallery size, strangers (palms never enrolled) and enrolled
+ * two-hand users go through the server's own decision (matching/identify.ts `identifyProbes`,
+ * PALMID_TARGET_FPIR's default): FPIR and FNIR at the policy's bar for one capture and with the
+ * step-up to the other hand, latency p50/p99 of one capture and of the fused two-hand decision.
+ * The fillers' impostor statistics against the probes are fitted like a real set's
+ * (`fitImpostorModel`) and printed beside the shared model fitted on real palms: a filler easier
+ * to reject than a real stranger would hide false matches.
+ *
+ *   npm run bench -- palm [--max 1000000] [--probes 20] [--strangers 200]
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
+import {
+  DEFAULT_IMPOSTOR_MODEL,
+  DEFAULT_POLICY,
+  distanceForEvidence,
+  evidenceBar,
+  fmrAt,
+  type ImpostorModel,
+} from '@palmid/shared/palm/decision.ts';
 import {
   compareTemplates,
   PACKED_WORDS,
@@ -21,10 +37,12 @@ import {
 } from '@palmid/shared/palm/match.ts';
 import { simdAvailable } from '@palmid/shared/palm/match-simd.ts';
 import { decodeTemplate, encodeTemplate, TEMPLATE_BYTES } from '@palmid/shared/palm/template.ts';
+import { fitImpostorModel } from '../agent/src/palm/eval/impostor-model.ts';
 import { processCapture } from '../agent/src/palm/pipeline.ts';
 import { extractRoiTemplate, extractRoiTemplates } from '../agent/src/palm/roi-template.ts';
 import { createExhaustiveGallery } from '../server/src/modules/matching/exhaustive.ts';
 import { DEFAULT_CANDIDATES, MemoryGallery } from '../server/src/modules/matching/gallery.ts';
+import { identifyProbes, type Probe } from '../server/src/modules/matching/identify.ts';
 import { DESCRIPTOR_BYTES, stage1SimdAvailable } from '../server/src/modules/matching/stage1.ts';
 
 const args = process.argv.slice(2);
@@ -35,6 +53,7 @@ const flag = (name: string, def: number) => {
 const MAX = flag('max', 1_000_000);
 const PROBES = flag('probes', 20);
 const IDENTITIES = flag('identities', 100);
+const STRANGERS = flag('strangers', 200);
 
 /**
  * CPU time of this process in ms: the bench machine is shared, and wall time under contention
@@ -167,8 +186,77 @@ for (const style of STYLES) {
       ),
     );
 }
+// open set: a left palm for each contactless user (the step-up's other hand), and strangers with
+// both hands, never enrolled
+const leftEnrol: Uint8Array[] = [];
+const leftProbes: Uint8Array[] = [];
+for (let i = 0; i < IDENTITIES; i++) {
+  leftEnrol.push(
+    await extractRoiTemplate(
+      renderRoi({ identity: `bench-${i}-left`, style: 'contactless', session: 1, sample: 0 }),
+    ),
+  );
+  leftProbes.push(
+    await extractRoiTemplate(
+      renderRoi({ identity: `bench-${i}-left`, style: 'contactless', session: 2, sample: 0 }),
+    ),
+  );
+}
+const strangers: Array<{ right: Uint8Array; left: Uint8Array }> = [];
+for (let i = 0; i < STRANGERS; i++)
+  strangers.push({
+    right: await extractRoiTemplate(
+      renderRoi({ identity: `bench-stranger-${i}`, style: 'contactless', session: 2, sample: 0 }),
+    ),
+    left: await extractRoiTemplate(
+      renderRoi({ identity: `bench-stranger-${i}-left`, style: 'contactless', session: 2, sample: 0 }),
+    ),
+  });
+
 let fillerSeed = 0x9e3779b9;
+const FILLER = args.includes('--mosaic-fillers') ? 'mosaic' : 'palm';
+const nextSeed = () => {
+  fillerSeed ^= fillerSeed << 13;
+  fillerSeed ^= fillerSeed >>> 17;
+  fillerSeed ^= fillerSeed << 5;
+  return fillerSeed >>> 0;
+};
+const reverseBits = (x: number) => {
+  let r = 0;
+  for (let i = 0; i < 32; i++) r = (r << 1) | ((x >>> i) & 1);
+  return r >>> 0;
+};
+/**
+ * A whole pool palm moved to a new identity: cyclic shifts of rows and columns beyond the matcher's
+ * alignment search (4–28 cells) and optional flips of either axis, code and mask alike. It keeps a
+ * palm's own structure (its lines' correlations across the grid), which mosaics of tiles from
+ * several palms break: those are far easier to reject than a real stranger (see `filler_match`).
+ */
+function palmFiller(): Uint8Array {
+  const src = pool[nextSeed() % pool.length]!;
+  const t = nextSeed();
+  const dy = 4 + (t % 25);
+  const dx = 4 + ((t >>> 5) % 25);
+  const flipRows = (t >>> 10) & 1;
+  const flipCols = (t >>> 11) & 1;
+  const move = (w: number) => {
+    const v = flipCols ? reverseBits(w) : w >>> 0;
+    return ((v << dx) | (v >>> (32 - dx))) >>> 0;
+  };
+  const code = new Uint32Array(6 * 32);
+  const mask = new Uint32Array(32);
+  for (let r = 0; r < 32; r++) {
+    const from = flipRows ? 31 - r : r;
+    const to = (from + dy) % 32;
+    mask[to] = move(src.mask[r]!);
+    for (let p = 0; p < 6; p++) code[p * 32 + to] = move(src.code[p * 32 + r]!);
+  }
+  return encodeTemplate({ ...src, code, mask });
+}
 function filler(): Uint8Array {
+  return FILLER === 'palm' ? palmFiller() : mosaicFiller();
+}
+function mosaicFiller(): Uint8Array {
   const code = new Uint32Array(6 * 32);
   const mask = new Uint32Array(32);
   for (let tile = 0; tile < 16; tile++) {
@@ -184,6 +272,136 @@ function filler(): Uint8Array {
     }
   }
   return encodeTemplate({ ...pool[0]!, code, mask });
+}
+
+/** nearest-rank percentile of ms values */
+const pctl = (xs: number[], q: number) =>
+  xs.length === 0 ? 0 : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+
+/**
+ * Fillers against real palms: the distances of the probes (genuine users' and strangers') to 1 000
+ * fillers, and to the other enrolled synthetic palms, fitted as a set's impostors are (mean = p,
+ * dof, tail fit), beside the shared model fitted on real palms. FMR at the N = 1e6 bar under each
+ * says what a filler does to the open-set rows.
+ */
+function fillerMatch(): Record<string, unknown> {
+  const probesAll = [...genuine.map((g) => g.probe), ...strangers.map((x) => x.right)];
+  const fillers = Array.from({ length: 1000 }, () => packTemplate(decodeTemplate(filler())));
+  const other = Array.from({ length: 300 }, () =>
+    packTemplate(decodeTemplate(FILLER === 'palm' ? mosaicFiller() : palmFiller())),
+  );
+  const dOther: number[] = [];
+  const dFill: number[] = [];
+  const dSynth: number[] = [];
+  const enrolPacked = [...styleSets.values()].flatMap((st) =>
+    st.enrol.map((t) => packTemplate(decodeTemplate(t))),
+  );
+  for (const [pi, t] of probesAll.entries()) {
+    const m = probeMatcher(packTemplate(decodeTemplate(t)));
+    for (const f of fillers) dFill.push(m(f, 0));
+    for (const f of other) dOther.push(m(f, 0));
+    for (const [ei, e] of enrolPacked.entries()) if (ei !== pi) dSynth.push(m(e, 0));
+  }
+  const fill = fitImpostorModel(dFill);
+  const synth = fitImpostorModel(dSynth);
+  const alt = fitImpostorModel(dOther);
+  const bar = distanceForEvidence(evidenceBar(1e6, DEFAULT_POLICY.targetFpir), DEFAULT_IMPOSTOR_MODEL);
+  const at = (m: ImpostorModel) => Number(fmrAt(bar, m).toPrecision(3));
+  return {
+    filler: FILLER,
+    pairs_filler: dFill.length,
+    filler_moments: fill.moments,
+    filler_tail: fill.tail,
+    [`${FILLER === 'palm' ? 'mosaic' : 'palm'}_filler_tail (not used)`]: alt.tail,
+    synthetic_palms_moments: synth.moments,
+    synthetic_palms_tail: synth.tail,
+    real_model: DEFAULT_IMPOSTOR_MODEL,
+    bar_distance_1e6: Number(bar.toFixed(4)),
+    fmr_at_bar_filler: at(fill.tail),
+    [`fmr_at_bar_${FILLER === 'palm' ? 'mosaic' : 'palm'}_filler`]: at(alt.tail),
+    fmr_at_bar_synthetic_palms: at(synth.tail),
+    fmr_at_bar_real_model: at(DEFAULT_IMPOSTOR_MODEL),
+    filler_as_hard_as_real: fmrAt(bar, fill.tail) >= fmrAt(bar, DEFAULT_IMPOSTOR_MODEL),
+  };
+}
+
+/** FPIR and FNIR through the server's decision at gallery size n, one capture and with the step-up. */
+function openSetRow(n: number): Record<string, number | string> {
+  const one: number[] = [];
+  const fused: number[] = [];
+  let sMatch = 0;
+  let sFlow = 0;
+  let sStep = 0;
+  for (const st of strangers) {
+    const right: Probe = { template: st.right, hand: 'right' };
+    const t0 = cpuMs();
+    const o = identifyProbes(gallery, [right], { canStepUp: true });
+    one.push(cpuMs() - t0);
+    if (o.decision.kind === 'match') {
+      sMatch++;
+      sFlow++;
+    } else if (o.decision.kind === 'step_up') {
+      sStep++;
+      const t1 = cpuMs();
+      const o2 = identifyProbes(gallery, [right, { template: st.left, hand: 'left' }]);
+      fused.push(cpuMs() - t1);
+      if (o2.decision.kind === 'match') sFlow++;
+    }
+  }
+  let gOne = 0;
+  let gFlow = 0;
+  let gStep = 0;
+  let gWrong = 0;
+  for (let i = 0; i < IDENTITIES; i++) {
+    const user = `u-contactless-${i}`;
+    const right: Probe = { template: probes[i]!, hand: 'right' };
+    const t0 = cpuMs();
+    const o = identifyProbes(gallery, [right], { canStepUp: true });
+    one.push(cpuMs() - t0);
+    const d = o.decision;
+    if (d.kind === 'match') {
+      if (d.userId === user) {
+        gOne++;
+        gFlow++;
+      } else gWrong++;
+    } else if (d.kind === 'step_up') {
+      gStep++;
+      const t1 = cpuMs();
+      const o2 = identifyProbes(gallery, [right, { template: leftProbes[i]!, hand: 'left' }]);
+      fused.push(cpuMs() - t1);
+      if (o2.decision.kind === 'match') {
+        if (o2.decision.userId === user) gFlow++;
+        else gWrong++;
+      }
+    }
+  }
+  // the fused path's latency on every genuine user, not only those asked
+  for (let i = 0; i < Math.min(IDENTITIES, 40); i++) {
+    const t1 = cpuMs();
+    identifyProbes(gallery, [
+      { template: probes[i]!, hand: 'right' },
+      { template: leftProbes[i]!, hand: 'left' },
+    ]);
+    fused.push(cpuMs() - t1);
+  }
+  const bar = evidenceBar(gallery.handCount('right'), DEFAULT_POLICY.targetFpir);
+  return {
+    templates: n,
+    gallery_right: gallery.handCount('right'),
+    bar_decades: Number(bar.toFixed(2)),
+    bar_distance: Number(distanceForEvidence(bar, DEFAULT_IMPOSTOR_MODEL).toFixed(4)),
+    fpir: `${sMatch}/${strangers.length}`,
+    fpir_step_up: `${sFlow}/${strangers.length}`,
+    stranger_step_ups: `${sStep}/${strangers.length}`,
+    fnir: Number((1 - gOne / IDENTITIES).toFixed(3)),
+    fnir_step_up: Number((1 - gFlow / IDENTITIES).toFixed(3)),
+    step_up_rate: Number((gStep / IDENTITIES).toFixed(3)),
+    wrong_user: gWrong,
+    one_capture_ms_p50: Number(pctl(one, 0.5).toFixed(2)),
+    one_capture_ms_p99: Number(pctl(one, 0.99).toFixed(2)),
+    two_hands_ms_p50: Number(pctl(fused, 0.5).toFixed(2)),
+    two_hands_ms_p99: Number(pctl(fused, 0.99).toFixed(2)),
+  };
 }
 
 const sizes = [10_000, 100_000, 1_000_000].filter((n) => n <= MAX);
@@ -202,7 +420,11 @@ for (const [style, set] of styleSets)
     exhaustive.add(entry);
     genuine.push({ style, userId: entry.userId, probe: set.probes[i]! });
   }
+for (const [i, t] of leftEnrol.entries())
+  gallery.add({ palmId: `p-left-${i}`, userId: `u-contactless-${i}`, hand: 'left', template: t });
+let leftFilled = 0;
 const rows: Array<Record<string, number | string>> = [];
+const openRows: Array<Record<string, number | string>> = [];
 const recallRows: Array<Record<string, number | string>> = [];
 let filled = gallery.size;
 const heapBefore = process.memoryUsage();
@@ -214,6 +436,14 @@ for (const n of sizes) {
       exhaustive.add({ palmId: `f${filled}`, userId: `fu${filled}`, hand: 'right', template: t });
     filled++;
   }
+  // the left side holds a tenth as many fillers (memory): the step-up's search is the smaller one,
+  // and the fused decision's gallery is the larger search (the right side's N)
+  while (leftFilled < n / 10) {
+    gallery.add({ palmId: `fl${leftFilled}`, userId: `flu${leftFilled}`, hand: 'left', template: filler() });
+    leftFilled++;
+  }
+  if (n === sizes[0]) results.filler_match = fillerMatch();
+  openRows.push(openSetRow(n));
   // two-stage: every genuine probe of every style (timed); exhaustive: all at 10k, PROBES per style
   // at 100k, none at 1M (too slow; its per-template cost is extrapolated below)
   const times: number[] = [];
@@ -266,6 +496,7 @@ for (const n of sizes) {
     });
 }
 const heapAfter = process.memoryUsage();
+results.open_set = openRows;
 results.identify = rows;
 results.identify_recall = recallRows;
 results.identify_candidates = DEFAULT_CANDIDATES;
@@ -280,6 +511,8 @@ results.sink = sink > 0;
 
 console.table(rows);
 console.table(recallRows);
+console.table(openRows);
+console.table(results.filler_match as Record<string, unknown>);
 console.table({
   'extract ROI ms p50': results.extract_roi_ms_p50,
   'extract ROI with eval --roi variants ms p50': results.extract_roi_variants_ms_p50,

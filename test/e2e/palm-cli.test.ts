@@ -50,6 +50,55 @@ describe('npm run palm -- eval (ROI databases)', () => {
     // over the 24 that enrolled: every within-subject pair is genuine, every cross-subject pair an impostor
     expect(report).toMatchObject({ subjects: 6, images: 26, genuine_pairs: 36, impostor_pairs: 240 });
     expect(report.eer).toBeLessThan(0.05);
+    // open-set identification (issue #24): one row per gallery size through the shared decision, the
+    // bar rising with the gallery (evidence in decades) and falling on the raw distance
+    const open = JSON.parse(r.stdout) as {
+      open_set: Array<Record<string, unknown>>;
+      impostor_model: {
+        moments: { p: number; dof: number };
+        tail: { p: number; dof: number };
+        check: unknown[];
+      };
+      open_set_protocol: { target_fpir: number; presentations: number };
+    };
+    expect(open.open_set.map((row) => row.gallery)).toEqual([1e3, 1e4, 1e5, 1e6]);
+    for (const row of open.open_set) {
+      expect(Object.keys(row)).toEqual(
+        expect.arrayContaining([
+          'gallery',
+          'threshold',
+          'distance',
+          'fpir',
+          'fpir_method',
+          'fnir',
+          'fnir_step_up',
+        ]),
+      );
+      expect(['measured', 'extrapolated']).toContain(row.fpir_method);
+      for (const k of [
+        'fpir',
+        'fnir',
+        'fnir_step_up',
+        'fpir_step_up',
+        'step_up_rate',
+        'enrolled_as_another',
+      ]) {
+        expect(row[k] as number).toBeGreaterThanOrEqual(0);
+        expect(row[k] as number).toBeLessThanOrEqual(1);
+      }
+      expect(row.fnir_step_up as number).toBeLessThanOrEqual(row.fnir as number);
+      expect(row.distance as number).toBeGreaterThan(0);
+      expect(row.distance as number).toBeLessThan(0.5);
+    }
+    const bars = open.open_set.map((row) => row.threshold as number);
+    const dists = open.open_set.map((row) => row.distance as number);
+    for (let i = 1; i < bars.length; i++) {
+      expect(bars[i]!).toBeGreaterThan(bars[i - 1]!);
+      expect(dists[i]!).toBeLessThan(dists[i - 1]!);
+    }
+    expect(open.open_set_protocol).toMatchObject({ target_fpir: 1e-4, presentations: 18 }); // 6 palms × 3 probes
+    expect(open.impostor_model.tail.p).toBeGreaterThan(0);
+    expect(open.impostor_model.tail.dof).toBeGreaterThan(1);
     // failure to acquire: the 2 unreadable images, counted by reason
     const full = JSON.parse(r.stdout) as {
       enrolled: number;

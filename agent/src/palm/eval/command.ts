@@ -1,10 +1,12 @@
 import { AppError } from '@palmid/shared/errors.ts';
+import { DEFAULT_TARGET_FPIR, fmrAt, type ImpostorModel } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { progressBar } from '../progress.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../roi-rotation.ts';
 import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
 import { baselineDistance } from './baseline.ts';
+import { cachedExtract } from './cache.ts';
 import { listDataset, mergeSameIdentities, type SameIdentity } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
 import { type EvalExtra, type EvalOptions, type EvalReport, type Extract, evaluate } from './evaluate.ts';
@@ -52,6 +54,31 @@ interface EvalCliOptions {
   maxImpostors: number;
   sensor?: SensorName;
   same?: SameIdentity[];
+  cache?: string;
+  openSet: boolean;
+  fusion?: boolean;
+  targetFpir?: number;
+  draws: number;
+  impostorModel?: ImpostorModel;
+  tailModel?: ImpostorModel;
+}
+
+/** `--impostor-model p,dof`: the model the decision reads evidence with (default: the shared one). */
+function modelArg(v: string): ImpostorModel {
+  const [p, dof, extra] = v.split(',').map((x) => Number(x.trim()));
+  if (extra !== undefined || !(p! > 0 && p! < 1) || !(dof! > 1) || !Number.isFinite(dof))
+    throw new InvalidArgumentError(
+      '--impostor-model and --tail-model take p,dof with 0 < p < 1 and dof > 1, e.g. 0.43,478',
+    );
+  return { p: p!, dof: dof! };
+}
+
+/** `--target-fpir` value: a rate in (0, 1). */
+function rate(v: string): number {
+  const n = Number(v);
+  if (!(n > 0 && n < 1))
+    throw new InvalidArgumentError('--target-fpir must be a number in (0, 1), e.g. 1e-4');
+  return n;
 }
 
 async function run(
@@ -119,6 +146,33 @@ export function evalCommand(): Command {
         'so their cross pairs count as genuine pairs; the report names the merges (same_person)',
       (v: string, previous: SameIdentity[] = []) => [...previous, ...sameList(v)],
     )
+    .option(
+      '--cache <dir>',
+      "keep each image's extraction in <dir> (outside the repository) and reuse it on later runs with the same options",
+    )
+    .option('--no-open-set', 'skip open-set identification (open_set, impostor_model)')
+    .option(
+      '--target-fpir <rate>',
+      'open-set: the target FPIR the decision keeps (default PALMID_TARGET_FPIR, else the shared default)',
+      rate,
+    )
+    .option(
+      '--impostor-model <p,dof>',
+      'open-set: read evidence with this impostor model instead of the shared DEFAULT_IMPOSTOR_MODEL (to try a refit)',
+      modelArg,
+    )
+    .option(
+      '--tail-model <p,dof>',
+      "open-set: draw strangers beyond the set from this model instead of the set's own tail fit (a sensitivity check)",
+      modelArg,
+    )
+    .option('--fusion', 'open-set: also the fusion study (templates per palm, frames per presentation)')
+    .option(
+      '--draws <n>',
+      'open-set: draws of the stranger candidates per genuine presentation',
+      positiveInt('--draws'),
+      64,
+    )
     .option('--json', 'print the JSON report instead of the summary (no progress bar)')
     .option('--plot <png>', 'also write the DET curve to a PNG file')
     .option('--baseline', 'with --roi: evaluate the CompCode baseline on the same set too, and the ratio')
@@ -139,14 +193,38 @@ export function evalCommand(): Command {
           '--baseline needs --roi: the CompCode baseline codes already-cropped palms only',
         );
       const quiet = o.json === true;
+      const extractPalm = o.cache
+        ? cachedExtract(
+            palmExtract(o),
+            o.cache,
+            JSON.stringify({
+              roi: o.roi === true,
+              rotations: o.roi ? o.rotations : [],
+              sensor: o.sensor ?? null,
+            }),
+          )
+        : palmExtract(o);
       const { report, extra } = await run(
         dir,
         'palmid',
-        palmExtract(o),
+        extractPalm,
         {
           maxImpostorPairs: o.maxImpostors,
           operatingThreshold: o.roi ? ROI_MATCH_THRESHOLD : MATCH_THRESHOLD,
           sides: !o.roi,
+          ...(o.openSet
+            ? {
+                openSet: {
+                  policy: {
+                    targetFpir: o.targetFpir ?? envTargetFpir(),
+                    ...(o.impostorModel ? { model: o.impostorModel } : {}),
+                  },
+                  draws: o.draws,
+                  ...(o.tailModel ? { truth: o.tailModel } : {}),
+                  fusion: o.fusion === true,
+                },
+              }
+            : {}),
         },
         quiet,
         o.same,
@@ -197,6 +275,7 @@ export function evalCommand(): Command {
             impostorPairs: report.impostor_pairs,
             eer: report.eer,
             operating: report.operating_point,
+            identification: identificationPoint(report, extra.genuine),
           },
         ];
         if (base)
@@ -217,6 +296,35 @@ export function evalCommand(): Command {
         }
       }
     });
+}
+
+/** The DET plot's N = 1e6 mark: the open-set bar's distance, the tail model's FMR there and the set's FRR. */
+function identificationPoint(
+  report: EvalReport,
+  genuine: Float64Array,
+): { gallery: number; distance: number; far: number; frr: number } | null {
+  const row = report.open_set?.find((r) => r.gallery === 1e6);
+  const truth = report.open_set_protocol?.truth;
+  if (!row || !truth || genuine.length === 0) return null;
+  let above = 0;
+  for (const d of genuine) if (d > row.distance) above++;
+  return {
+    gallery: row.gallery,
+    distance: row.distance,
+    far: fmrAt(row.distance, truth),
+    frr: above / genuine.length,
+  };
+}
+
+/** PALMID_TARGET_FPIR as the server reads it, else the shared default. */
+function envTargetFpir(): number {
+  const v = process.env.PALMID_TARGET_FPIR;
+  if (v === undefined || v === '') return DEFAULT_TARGET_FPIR;
+  try {
+    return rate(v);
+  } catch {
+    throw new InvalidArgumentError(`PALMID_TARGET_FPIR must be a number in (0, 1), got "${v}"`);
+  }
 }
 
 function plotProblem(err: unknown): string {

@@ -37,4 +37,24 @@ describe('DET plot', () => {
     expect(svg).not.toContain('FRR = 0 at every');
     expect(svg).toContain('b: not measurable (0 genuine, 0 impostor pairs)');
   });
+
+  it('marks the N = 1e6 bar, on the left end with its FMR when that lies below the measured range', () => {
+    const impostor = Array.from({ length: 1000 }, (_, i) => 0.3 + i / 5000);
+    const genuine = Array.from({ length: 200 }, (_, i) => 0.1 + i / 800);
+    const r = errorRates(genuine, impostor);
+    const svg = detSvg([
+      {
+        label: 'palmid',
+        points: r.det,
+        genuinePairs: 200,
+        impostorPairs: 1000,
+        eer: r.eer,
+        identification: { gallery: 1e6, distance: 0.2774, far: 1e-10, frr: 0.05 },
+      },
+    ]);
+    expect(svg).toContain(
+      '▲ N = 1e+6 bar (distance 0.277): FMR 1.0e-10 (tail model, off the axis), FRR 5.00 %',
+    );
+    expect(svg).toContain('← FMR 1.0e-10');
+  });
 });

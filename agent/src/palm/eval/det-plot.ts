@@ -9,6 +9,12 @@ export interface DetCurve {
   eer?: number | null;
   /** FAR and FRR at the deployed decision threshold (a similarity score). */
   operating?: { threshold: number; far: number; frr: number } | null;
+  /**
+   * The open-set bar at a gallery size (N = 1e6): the per-comparison FMR there under the tail
+   * model strangers are drawn from (usually below what the axis shows: then drawn on the axis's
+   * left end with an arrow) and the FRR of the set's genuine pairs at that distance.
+   */
+  identification?: { gallery: number; distance: number; far: number; frr: number } | null;
 }
 
 const W = 680;
@@ -102,6 +108,23 @@ export function detSvg(curves: DetCurve[], title = 'DET curve'): string {
         c.operating.far === 0 ? `< ${(1 / c.impostorPairs).toExponential(1)}` : pct(c.operating.far);
       legend(
         `◆ threshold ${c.operating.threshold}: FAR ${farText}, FRR ${c.operating.frr === 0 ? '0' : pct(c.operating.frr)}`,
+        colour,
+      );
+    }
+    if (c.identification) {
+      const id = c.identification;
+      const off = id.far < 10 ** xMinExp;
+      const ix = x(id.far);
+      const iy = y(id.frr);
+      parts.push(
+        `<path d="M${ix} ${iy - 8} L${ix + 7} ${iy + 5} L${ix - 7} ${iy + 5} Z" fill="${colour}" fill-opacity="0.8"/>`,
+      );
+      if (off)
+        parts.push(
+          `<text x="${ix + 9}" y="${iy + 4}" font-size="11" fill="${colour}" ${FONT}>← FMR ${id.far.toExponential(1)}</text>`,
+        );
+      legend(
+        `▲ N = ${id.gallery.toExponential(0)} bar (distance ${id.distance.toFixed(3)}): FMR ${id.far.toExponential(1)} (tail model${off ? ', off the axis' : ''}), FRR ${id.frr === 0 ? '0' : pct(id.frr)}`,
         colour,
       );
     }

@@ -1,11 +1,14 @@
 import { seededRandom } from '@palmid/firmware-sim/rng.ts';
 import { AppError } from '@palmid/shared/errors.ts';
+import { type IdentificationPolicy, resolvePolicy } from '@palmid/shared/palm/decision.ts';
 import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate } from '@palmid/shared/palm/template.ts';
 import type { CaptureHand } from '../pipeline.ts';
 import { variantMatcher } from '../roi-rotation.ts';
 import type { Dataset } from './dataset.ts';
+import { fitImpostorModel, type ImpostorFit } from './impostor-model.ts';
 import { errorRates, percentile, subjectBootstrap } from './metrics.ts';
+import { OPEN_SET_GALLERIES, type OpenSetPalm, type OpenSetRow, openSet } from './open-set.ts';
 
 /**
  * The `palm eval --json` report. Rates are fractions; a rate is null when the set gives no
@@ -41,6 +44,53 @@ export interface EvalReport {
   operating_point: { threshold: number; far: number; frr: number } | null;
   extract_ms_p50: number;
   match_us_p50: number;
+  /**
+   * With `EvalOptions.openSet`: the impostor model fitted on the set (moments and tail, with the
+   * check against the measured FMR), open-set identification per gallery size through the shared
+   * decision, and the fusion study (open-set.ts). Absent otherwise.
+   */
+  impostor_model?: ImpostorFit;
+  open_set?: OpenSetRow[];
+  open_set_protocol?: OpenSetProtocol;
+  open_set_fusion?: FusionRow[];
+}
+
+export interface OpenSetProtocol {
+  target_fpir: number;
+  margin: number;
+  step_up_window: number;
+  /** the deployed model the decision reads evidence with */
+  model: { p: number; dof: number };
+  /** the model strangers beyond the set are drawn from: the set's tail fit */
+  truth: { p: number; dof: number };
+  presentations: number;
+  with_second_capture: number;
+  second_capture: string;
+  draws: number;
+  genuine_evidence_p05: number | null;
+  genuine_evidence_p50: number | null;
+}
+
+/**
+ * Fusion study at N = 1e6 on one probe set (presentations from image `probe_start` on): `enrol`
+ * templates per palm, `frames` images per presentation fused by the best distance per user.
+ * `fmr_at` / `fnmr_at` are measured per palm (best over templates and frames) at the distance
+ * where one comparison's FMR is 1e-3 on the set: does fusion lower the genuine misses more than it
+ * raises the impostor matches?
+ */
+export interface FusionRow {
+  enrol: number;
+  frames: number;
+  probe_start: number;
+  presentations: number;
+  at_distance: number;
+  fmr_at: number;
+  fnmr_at: number;
+  genuine_evidence_p05: number | null;
+  fnir: number;
+  fnir_step_up: number;
+  step_up_rate: number;
+  fpir: number;
 }
 
 export interface EvalExtra {
@@ -79,6 +129,29 @@ export interface EvalOptions {
   sides?: boolean;
   /** Seeds the bootstrap of the confidence intervals (deterministic reports). */
   seed?: number;
+  /** Open-set identification through the shared decision (open-set.ts); off by default. */
+  openSet?: {
+    policy?: Partial<IdentificationPolicy>;
+    galleries?: number[];
+    /** draws of the stranger candidates per genuine presentation (default 64) */
+    draws?: number;
+    /** also the fusion study (more templates per palm, more frames per presentation) */
+    fusion?: boolean;
+    /** strangers beyond the set from this model instead of the set's tail fit (sensitivity) */
+    truth?: { p: number; dof: number };
+  };
+}
+
+/** The hand of a palm folder (`0051/l` → `l`), undefined where the set does not file hands apart. */
+export function sideOf(subject: string): string | undefined {
+  const m = /\/(l|r|left|right)([ _-]?(hand|palm))?$/i.exec(subject);
+  return m ? m[1]!.toLowerCase()[0] : undefined;
+}
+
+/** The user a palm folder belongs to: `0051/l` and `0051/r` are one person's two hands. */
+export function personOf(subject: string): string {
+  const m = /^(.*)\/(l|r|left|right)([ _-]?(hand|palm))?$/i.exec(subject);
+  return m ? m[1]! : subject;
 }
 
 /**
@@ -129,6 +202,16 @@ export async function evaluate(
     for (const [i, p] of packed.entries())
       for (let k = 0; k < per; k++)
         probes.set(k === 0 ? p.words : (p.variants[k - 1] ?? p.words), (i * per + k) * PACKED_WORDS);
+  /** the pair's distance exactly as the loop below computes it (earlier image first) */
+  const pairDistance = (a: number, b: number): number => {
+    const i = Math.min(a, b);
+    const j = Math.max(a, b);
+    if (!probes) return (options.distance ?? packedDistance)(all, i * PACKED_WORDS, all, j * PACKED_WORDS);
+    let d = variantMatcher(all, i * PACKED_WORDS)(probes, j * per * PACKED_WORDS, per);
+    for (let k = 1; k < per; k++)
+      d = Math.min(d, probeMatcher(probes, (i * per + k) * PACKED_WORDS)(all, j * PACKED_WORDS));
+    return d;
+  };
   const genuine: number[] = [];
   const impostor: number[] = [];
   const genuineSubject: number[] = [];
@@ -219,5 +302,120 @@ export async function evaluate(
   }
   extra.det = rates.det;
   extra.thresholdAtFar1e4 = rates.thresholdAtFar(1e-4);
+  if (options.openSet) {
+    const o = options.openSet;
+    const fit = fitImpostorModel(impostor);
+    report.impostor_model = fit;
+    // the set's enrolled images per palm, in capture order, and a cache of the distances the
+    // open-set protocol reads (probe images against the first templates of each palm)
+    const palms: OpenSetPalm[] = dataset.subjects.map((s) => ({
+      person: personOf(s.name),
+      images: [],
+      side: sideOf(s.name),
+    }));
+    for (const [i, p] of packed.entries()) palms[p.subject]!.images.push(i);
+    const kept = palms.filter((p) => p.images.length > 0);
+    const memo = new Map<number, Float32Array>();
+    const distance = (probe: number, enrolled: number) => {
+      let col = memo.get(enrolled);
+      if (!col) {
+        col = new Float32Array(n).fill(Number.NaN);
+        memo.set(enrolled, col);
+      }
+      let d = col[probe]!;
+      if (Number.isNaN(d)) {
+        d = pairDistance(probe, enrolled);
+        col[probe] = d;
+      }
+      return d;
+    };
+    const policy = resolvePolicy(o.policy);
+    const draws = o.draws ?? 64;
+    const truth = o.truth ?? fit.tail;
+    const input = { palms: kept, distance, impostor: extra.impostor, truth };
+    const main = openSet(input, { policy, galleries: o.galleries ?? OPEN_SET_GALLERIES, draws, random });
+    report.open_set = main.rows;
+    report.open_set_protocol = {
+      target_fpir: policy.targetFpir,
+      margin: policy.margin,
+      step_up_window: policy.stepUpWindow,
+      model: policy.model,
+      truth,
+      presentations: main.presentations,
+      with_second_capture: main.with_second_capture,
+      second_capture: main.second_capture,
+      draws,
+      genuine_evidence_p05: main.genuine_evidence_p05,
+      genuine_evidence_p50: main.genuine_evidence_p50,
+    };
+    if (o.fusion)
+      report.open_set_fusion = fusionStudy(kept, distance, extra.impostor, truth, policy, draws, random);
+  }
   return { report, extra };
+}
+
+/** The fusion study of `FusionRow`: one probe set, more templates per palm or more frames per presentation. */
+function fusionStudy(
+  palms: OpenSetPalm[],
+  distance: (probe: number, enrolled: number) => number,
+  impostor: Float64Array,
+  truth: { p: number; dof: number },
+  policy: IdentificationPolicy,
+  draws: number,
+  random: () => number,
+): FusionRow[] {
+  const sizes = palms.map((p) => p.images.length).sort((a, b) => a - b);
+  const median = sizes[Math.floor(sizes.length / 2)] ?? 0;
+  const start = median >= 7 ? 3 : 2;
+  const sorted = Float64Array.from(impostor).sort();
+  const at = sorted[Math.max(0, Math.round(1e-3 * sorted.length) - 1)] ?? 0;
+  const configs: Array<[number, number]> = [[1, 1]];
+  for (let k = 2; k <= start; k++) configs.push([k, 1]);
+  for (let f = 2; f <= start; f++) configs.push([1, f]);
+  configs.push([start, start]);
+  const persons = palms.map((p) => p.person);
+  return configs.map(([enrol, frames]) => {
+    // per palm: best over its templates and the presentation's frames, genuine and impostor
+    let fm = 0;
+    let fmAll = 0;
+    let fnm = 0;
+    let fnmAll = 0;
+    for (const palm of palms) {
+      for (let i = start; i + frames <= palm.images.length; i += frames) {
+        const probe = palm.images.slice(i, i + frames);
+        for (const [v, other] of palms.entries()) {
+          if (other.images.length < enrol) continue;
+          let best = Number.POSITIVE_INFINITY;
+          for (const t of other.images.slice(0, enrol))
+            for (const im of probe) best = Math.min(best, distance(im, t));
+          if (other === palm) {
+            fnmAll++;
+            if (best > at) fnm++;
+          } else if (persons[v] !== palm.person) {
+            fmAll++;
+            if (best <= at) fm++;
+          }
+        }
+      }
+    }
+    const r = openSet(
+      { palms, distance, impostor, truth },
+      { policy, galleries: [1e6], enrol, frames, probeStart: start, draws, random },
+    );
+    const row = r.rows[0]!;
+    return {
+      enrol,
+      frames,
+      probe_start: start,
+      presentations: r.presentations,
+      at_distance: Number(at.toFixed(5)),
+      fmr_at: fmAll === 0 ? 0 : Number((fm / fmAll).toPrecision(4)),
+      fnmr_at: fnmAll === 0 ? 0 : Number((fnm / fnmAll).toPrecision(4)),
+      genuine_evidence_p05: r.genuine_evidence_p05,
+      fnir: row.fnir,
+      fnir_step_up: row.fnir_step_up,
+      step_up_rate: row.step_up_rate,
+      fpir: row.fpir,
+    };
+  });
 }

@@ -53,6 +53,7 @@ export function formatSummary(
       );
     }
   }
+  if (r.impostor_model) lines.push(...openSetLines(r));
   const match = r.genuine_pairs + r.impostor_pairs > 0 ? `, match ${r.match_us_p50} µs per pair` : '';
   lines.push(`timing            extraction ${r.extract_ms_p50} ms p50 (CPU)${match}`);
   if (baseline) {
@@ -70,4 +71,36 @@ export function formatSummary(
       );
   }
   return `${lines.join('\n')}\n`;
+}
+
+const sci = (x: number) => (x === 0 ? '0' : x >= 0.01 ? pct(x) : x.toExponential(1));
+
+/** The impostor model, its check against the measured tail, and the open-set table. */
+function openSetLines(r: EvalReport): string[] {
+  const m = r.impostor_model!;
+  const out = [
+    `impostor model    tail fit p ${m.tail.p}, dof ${m.tail.dof} (log10 FMR off by ${m.tail_rms_decades.tail} decades rms in the measured tail); moments p ${m.moments.p}, dof ${m.moments.dof} (off by ${m.tail_rms_decades.moments})`,
+  ];
+  const check = m.check.filter((c) => c.fmr_measured <= 0.011);
+  if (check.length > 0)
+    out.push(
+      `model check       FMR measured ${check.map((c) => sci(c.fmr_measured)).join(' / ')} at distance ${check.map((c) => c.distance.toFixed(3)).join(' / ')}`,
+      `                  tail model   ${check.map((c) => sci(c.fmr_tail)).join(' / ')}; moments ${check.map((c) => sci(c.fmr_moments)).join(' / ')}`,
+    );
+  const o = r.open_set_protocol;
+  if (!o || !r.open_set) return out;
+  out.push(
+    `open set          target FPIR ${o.target_fpir}, margin ${o.margin} and step-up window ${o.step_up_window} decades, evidence read with p ${o.model.p}, dof ${o.model.dof}, strangers beyond the set drawn from p ${o.truth.p}, dof ${o.truth.dof}; ${o.presentations} genuine presentations (${o.with_second_capture} with a step-up capture: ${o.second_capture})`,
+    '  gallery  bar (decades)  distance  FPIR (method)         FPIR with step-up  FNIR     FNIR with step-up  step-ups  enrolled as another (with step-up)',
+  );
+  for (const row of r.open_set)
+    out.push(
+      `  ${row.gallery.toExponential(0).padEnd(7)}  ${row.threshold.toFixed(2).padStart(13)}  ${row.distance.toFixed(4).padStart(8)}  ${`${sci(row.fpir)} (${row.fpir_method})`.padEnd(20)}  ${sci(row.fpir_step_up).padEnd(17)}  ${pct(row.fnir).padEnd(7)}  ${pct(row.fnir_step_up).padEnd(17)}  ${pct(row.step_up_rate).padEnd(8)}  ${sci(row.enrolled_as_another)} (${sci(row.enrolled_as_another_step_up)})`,
+    );
+  if (r.open_set_fusion)
+    for (const f of r.open_set_fusion)
+      out.push(
+        `fusion            ${f.enrol} template(s) per palm, ${f.frames} frame(s): at distance ${f.at_distance} FMR ${sci(f.fmr_at)}, FNMR ${pct(f.fnmr_at)}; at N = 1e6 FNIR ${pct(f.fnir)}, with step-up ${pct(f.fnir_step_up)} (${f.presentations} presentations)`,
+      );
+  return out;
 }
