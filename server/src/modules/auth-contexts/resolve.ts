@@ -131,7 +131,7 @@ async function decide(
   const consents = await activeConsents(db, user.id, vendor.id, now);
   const predicates = await loadPredicates(db, c.id);
   const lookup = attributesToRead(c, consents, predicates);
-  const values = await readAttributeValues(ctx, db, user.id, lookup, now);
+  const values = await readAttributeValues(ctx, db, user.id, lookup, now, vendor.id);
   const pseudo = pseudonym(user.id, vendor.id);
   const birthDateSource =
     c.minimumAge === null ? undefined : ((await verifierOf(db, user.id, 'date_of_birth')) ?? 'self_asserted');

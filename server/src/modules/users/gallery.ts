@@ -3,7 +3,7 @@ import { open } from '../../crypto/keyring.ts';
 
 /**
  * The users' palms in the in-memory gallery (modules/matching): loaded at start-up, kept in step with
- * enrolments and erasures on other instances. Templates are decrypted only here.
+ * enrolments, palm removals and erasures on other instances. Templates are decrypted only here.
  */
 
 /** Loads every enrolled palm into the in-memory gallery (at start-up). Templates are decrypted only here. */
