@@ -27,7 +27,9 @@ export const palmItemSchema = z.object({
       id: z.string().nullable(),
       name: z.string().nullable(),
     })
-    .describe('where the palm was enrolled: a kiosk, a vendor (its capture host), or unknown (before this was recorded)'),
+    .describe(
+      'where the palm was enrolled: a kiosk, a vendor (its capture host), or unknown (before this was recorded)',
+    ),
 });
 export type PalmItem = z.infer<typeof palmItemSchema>;
 

@@ -83,7 +83,9 @@ const everyColumnHashed: [Exclude<keyof RowFields, Covered>] extends [never] ? t
 void everyColumnHashed;
 
 export function rowHash(r: RowFields): string {
-  const canonical = JSON.stringify(Number(r.hv) === HASH_VERSION ? HASHED_V2.map((k) => r[k]) : HASHED.map((k) => r[k]));
+  const canonical = JSON.stringify(
+    Number(r.hv) === HASH_VERSION ? HASHED_V2.map((k) => r[k]) : HASHED.map((k) => r[k]),
+  );
   return createHash('sha256').update(canonical, 'utf8').digest('hex');
 }
 
@@ -110,7 +112,11 @@ async function subjectKeys(
   const rows =
     ids.length === 0
       ? []
-      : await db.selectFrom('users').select(['id', 'wrapped_key', 'erased_at']).where('id', 'in', ids).execute();
+      : await db
+          .selectFrom('users')
+          .select(['id', 'wrapped_key', 'erased_at'])
+          .where('id', 'in', ids)
+          .execute();
   for (const id of ids) {
     const row = rows.find((r) => r.id === id);
     if (!row) out.set(id, null);
@@ -164,7 +170,9 @@ export async function appendAudit(
             user_agent: caller.userAgent.slice(0, 256),
           };
     const sealed =
-      key instanceof Buffer ? seal(key, Buffer.from(JSON.stringify(personal), 'utf8'), personalAad(id)) : null;
+      key instanceof Buffer
+        ? seal(key, Buffer.from(JSON.stringify(personal), 'utf8'), personalAad(id))
+        : null;
     const fields: RowFields = {
       seq,
       id,
@@ -201,7 +209,12 @@ export async function appendAudit(
  * The user's own records, newest first. Sealed rows are read from their sealed copy (a row whose sealed
  * copy names someone else is left out: its plain columns were edited).
  */
-export async function listAudit(db: Db, keyring: Keyring, userId: string, limit = 1000): Promise<AuditRecord[]> {
+export async function listAudit(
+  db: Db,
+  keyring: Keyring,
+  userId: string,
+  limit = 1000,
+): Promise<AuditRecord[]> {
   if (userId === ERASED_SUBJECT) return [];
   const rows = await db
     .selectFrom('audit')
@@ -213,7 +226,12 @@ export async function listAudit(db: Db, keyring: Keyring, userId: string, limit 
   let key: Buffer | 'erased' | null | undefined;
   const out: AuditRecord[] = [];
   for (const r of rows) {
-    let p: Personal = { user_id: r.user_id, vendor_id: r.vendor_id, ip_address: r.ip_address, user_agent: r.user_agent };
+    let p: Personal = {
+      user_id: r.user_id,
+      vendor_id: r.vendor_id,
+      ip_address: r.ip_address,
+      user_agent: r.user_agent,
+    };
     if (r.personal_enc) {
       key ??= (await subjectKeys(db, keyring, [userId])).get(userId);
       if (!(key instanceof Buffer)) continue;

@@ -255,7 +255,11 @@ export async function vendorUserId(db: Db, vendorId: string, userId: string, now
 }
 
 /** The internal id behind an id this vendor was given; undefined for any other id (another vendor's too). */
-export async function internalUserId(db: Db, vendorId: string, vendorUser: string): Promise<string | undefined> {
+export async function internalUserId(
+  db: Db,
+  vendorId: string,
+  vendorUser: string,
+): Promise<string | undefined> {
   const row = await db
     .selectFrom('vendor_user_ids')
     .select('user_id')
@@ -319,7 +323,6 @@ export async function eraseUserRecord(db: Db, userId: string, now: number): Prom
     .where('id', '=', userId)
     .execute();
   await db.deleteFrom('vendor_user_ids').where('user_id', '=', userId).execute();
-  await db.deleteFrom('in_set_asks').where('user_id', '=', userId).execute();
   await db.deleteFrom('palms').where('user_id', '=', userId).execute();
   await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
   await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
