@@ -3,6 +3,7 @@ import type { Caller } from '../../context.ts';
 import { type Keyring, open, seal } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import type { AuditTable } from '../../db/schema.ts';
+import { dataKeysOf } from '../users/service.ts';
 
 /**
  * Audit log (docs/user-api.md, "Audit"; docs/reliability.md): append-only and hash-chained. Each row's
@@ -101,30 +102,8 @@ const plainDigest = (p: Personal) =>
   sha256(JSON.stringify([p.user_id, p.vendor_id, p.ip_address, p.user_agent]));
 const personalAad = (rowId: string) => `audit:${rowId}`;
 
-/** The data key of each user named in a batch: a Buffer (live), 'erased', or null (no such user). */
-async function subjectKeys(
-  db: Db,
-  keyring: Keyring,
-  userIds: string[],
-): Promise<Map<string, Buffer | 'erased' | null>> {
-  const out = new Map<string, Buffer | 'erased' | null>();
-  const ids = [...new Set(userIds)];
-  const rows =
-    ids.length === 0
-      ? []
-      : await db
-          .selectFrom('users')
-          .select(['id', 'wrapped_key', 'erased_at'])
-          .where('id', 'in', ids)
-          .execute();
-  for (const id of ids) {
-    const row = rows.find((r) => r.id === id);
-    if (!row) out.set(id, null);
-    else if (row.erased_at !== null || !row.wrapped_key) out.set(id, 'erased');
-    else out.set(id, keyring.unwrap(id, row.wrapped_key));
-  }
-  return out;
-}
+/** The data key of each user named in a batch (the users module's lookup). */
+const subjectKeys = dataKeysOf;
 
 export function headMac(keyring: Keyring, seq: number, hash: string): string {
   return keyring.mac('audit-head', `${seq}:${hash}`);

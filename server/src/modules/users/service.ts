@@ -73,6 +73,34 @@ export async function dataKeyOf(ctx: AppContext, db: Db, userId: string): Promis
 }
 
 /**
+ * The data key of each of several users, for sealing their audit records: a Buffer (live), 'erased', or
+ * null (no such user: a row about a capture device).
+ */
+export async function dataKeysOf(
+  db: Db,
+  keyring: Keyring,
+  userIds: string[],
+): Promise<Map<string, Buffer | 'erased' | null>> {
+  const out = new Map<string, Buffer | 'erased' | null>();
+  const ids = [...new Set(userIds)];
+  const rows =
+    ids.length === 0
+      ? []
+      : await db
+          .selectFrom('users')
+          .select(['id', 'wrapped_key', 'erased_at'])
+          .where('id', 'in', ids)
+          .execute();
+  for (const id of ids) {
+    const row = rows.find((r) => r.id === id);
+    if (!row) out.set(id, null);
+    else if (row.erased_at !== null || !row.wrapped_key) out.set(id, 'erased');
+    else out.set(id, keyring.unwrap(id, row.wrapped_key));
+  }
+  return out;
+}
+
+/**
  * The ledger id one vendor sees for a user (docs/vendor-api.md, "Ledger"): derived from the user's sealed
  * token share per vendor, so vendors cannot link a user by it. `users.ledger_id` stays internal (it groups a
  * user's transactions across vendors for export, erasure and the loyalty tier) and is never disclosed.
