@@ -90,7 +90,15 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
       headers,
       payload: { palms: attestPalms(device, [{ hand: 'left' as const, template: tpl('multi-left') }]) },
     });
-    const userId = created.json().data.user_id as string;
+    // the vendor holds its own id for the user; the gallery and the pseudonym use the internal one
+    const vendorUserId = created.json().data.user_id as string;
+    const userId = (
+      await A().app.inject({
+        method: 'GET',
+        url: '/v1/attributes/user_id',
+        headers: { authorization: `Bearer ${created.json().data.user_token}` },
+      })
+    ).json().data.value as string;
     const identifyOnB = async () => {
       const res = await B().app.inject({
         method: 'POST',
@@ -122,7 +130,7 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
       url: '/api/v1/mpc/users/update',
       headers,
       payload: {
-        user_id: userId,
+        user_id: vendorUserId,
         palms: attestPalms(device, [{ hand: 'right' as const, template: tpl('multi-right') }]),
         confirmation_code: confirm.json().data.confirmation_code,
       },
@@ -135,7 +143,7 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
       method: 'POST',
       url: '/api/v1/mpc/users/delete',
       headers,
-      payload: { user_id: userId },
+      payload: { user_id: vendorUserId },
     });
     await eventually(() => held(1) === 0);
     expect(held(0)).toBe(0);

@@ -53,6 +53,7 @@ export const inSetPredicateSchema = z
       c.addIssue({
         code: 'custom',
         path: ['values', bad.index],
+        params: { reason: 'not_in_domain' },
         message: `'${bad.value}' is not a value of ${p.attribute}'s domain`,
       });
   });

@@ -59,6 +59,7 @@ export const consentAttributeSchema = z
         c.addIssue({
           code: 'custom',
           path: ['values', bad.index],
+          params: { reason: 'not_in_domain' },
           message: `'${bad.value}' is not a value of ${a.name.slice(0, -'_in_set'.length)}'s domain`,
         });
   });
