@@ -139,6 +139,21 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     await eventually(() => held(0) === 2);
     expect(held(1)).toBe(2);
 
+    // The user removes the first palm on A (DELETE /v1/palms/{id}): B stops matching it too.
+    const userAuth = { authorization: `Bearer ${created.json().data.user_token}` };
+    const palms = (await A().app.inject({ method: 'GET', url: '/v1/palms', headers: userAuth })).json().data
+      .palms as { palm_id: string; hand: string }[];
+    const left = palms.find((p) => p.hand === 'left')!;
+    const removed = await A().app.inject({
+      method: 'DELETE',
+      url: `/v1/palms/${left.palm_id}`,
+      headers: userAuth,
+    });
+    expect(removed.statusCode, removed.body).toBe(200);
+    expect(held(0)).toBe(1);
+    await eventually(() => held(1) === 1);
+    expect(await identifyOnB()).toMatchObject({ success: false, reason: 'no_match' });
+
     await A().app.inject({
       method: 'POST',
       url: '/api/v1/mpc/users/delete',
@@ -147,7 +162,6 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     });
     await eventually(() => held(1) === 0);
     expect(held(0)).toBe(0);
-    expect(await identifyOnB()).toMatchObject({ success: false, reason: 'no_match' });
   });
 
   it('changes missed while cut off from Redis are caught up from the store after reconnecting', async () => {
