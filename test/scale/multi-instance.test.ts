@@ -1,7 +1,7 @@
 import { expireOverdue } from '@palmid/server/modules/auth-contexts/state.ts';
 import { eraseUser } from '@palmid/server/modules/gdpr/service.ts';
 import { createPvs } from '@palmid/server/modules/pvs/service.ts';
-import { addPalm, createUser } from '@palmid/server/modules/users/service.ts';
+import { addPalm, createUser, palmsOf, removePalm } from '@palmid/server/modules/users/service.ts';
 import {
   attestBody,
   attestPalms,
@@ -181,6 +181,19 @@ suite(`two instances sharing a store and Redis${skip ? ` (${skip})` : ''}`, () =
     const admin = new Redis(c.redisUrl);
     try {
       await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'); // every instance's subscriber drops and reconnects
+      await eventually(() => held(1, user.id) === 1 && held(0, user.id) === 1);
+      // a second palm, then the first removed, both without events: caught up as one palm
+      const second = await db.transaction().execute((trx) =>
+        addPalm(A().ctx, trx, user.id, user.dataKey, {
+          hand: 'right',
+          template: new Uint8Array(Buffer.from('missed-event-palm-000002')),
+        }),
+      );
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      await eventually(() => held(1, user.id) === 2 && held(0, user.id) === 2);
+      const [first] = (await palmsOf(db, user.id)).filter((p) => p.id !== second);
+      await db.transaction().execute((trx) => removePalm(trx, user.id, first!.id, Date.now()));
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
       await eventually(() => held(1, user.id) === 1 && held(0, user.id) === 1);
       await db.transaction().execute((trx) => eraseUser(A().ctx, trx, user.id));
       await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');

@@ -418,6 +418,13 @@ function migrations(kind: DbKind): Record<string, Migration> {
         await db.schema.alterTable('audit').addColumn('personal_digest', 'text').execute();
       },
     },
+    '0054_palms_changed_at': {
+      // When a user last lost a palm (DELETE /v1/palms/{id}): an instance that missed the event while cut
+      // off from the hub reloads such users when it catches up (modules/users/gallery.ts).
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('users').addColumn('palms_changed_at', 'bigint').execute();
+      },
+    },
   };
 }
 

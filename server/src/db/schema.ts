@@ -29,6 +29,8 @@ export interface UsersTable {
   wrapped_key: Uint8Array | null;
   last_auth: number | null;
   erased_at: number | null;
+  /** when a palm was last removed (migration 0054), for instances catching up on missed events */
+  palms_changed_at: number | null;
 }
 
 export interface UserTokensTable {

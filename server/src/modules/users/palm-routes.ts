@@ -106,7 +106,7 @@ export const palmRoutes: FastifyPluginAsyncZod = async (app) => {
       const u = userOf(request);
       const { palm_id } = request.params;
       await ctx.database.db.transaction().execute(async (trx) => {
-        await removePalm(trx, u.id, palm_id);
+        await removePalm(trx, u.id, palm_id, ctx.now());
         await auditPalm(ctx, trx, callerOf(request), u.id, null, 'SUCCESS', 'DELETE');
       });
       // After the commit: this instance's gallery reloads the user's palms, the others on the event.

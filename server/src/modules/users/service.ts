@@ -44,6 +44,7 @@ export async function createUser(ctx: AppContext, db: Db, createdBy: string | nu
       wrapped_key: wrapped,
       last_auth: null,
       erased_at: null,
+      palms_changed_at: null,
     })
     .execute();
   return { id, dataKey, ledgerId: lid, registrationDate: now };
@@ -220,7 +221,12 @@ export async function palmsOf(db: Db, userId: string) {
  * Removes one of the user's palms (`DELETE /v1/palms/{palm_id}`). Another user's palm is indistinguishable
  * from a missing one (404). The caller audits it, and drops it from the gallery after the commit.
  */
-export async function removePalm(db: Db, userId: string, palmId: string): Promise<{ hand: string }> {
+export async function removePalm(
+  db: Db,
+  userId: string,
+  palmId: string,
+  now: number,
+): Promise<{ hand: string }> {
   const row = await db
     .selectFrom('palms')
     .select(['id', 'hand'])
@@ -229,6 +235,7 @@ export async function removePalm(db: Db, userId: string, palmId: string): Promis
     .executeTakeFirst();
   if (!row) throw new AppError('NOT_FOUND', 'Palm not found', { field: 'palm_id', reason: 'unknown' });
   await db.deleteFrom('palms').where('id', '=', palmId).where('user_id', '=', userId).execute();
+  await db.updateTable('users').set({ palms_changed_at: now }).where('id', '=', userId).execute();
   return { hand: row.hand };
 }
 
@@ -347,6 +354,7 @@ export async function eraseUserRecord(db: Db, userId: string, now: number): Prom
       registration_date: 0,
       ledger_id: `erased:${randomUUID()}`,
       last_auth: null,
+      palms_changed_at: null,
     })
     .where('id', '=', userId)
     .execute();
