@@ -14,7 +14,7 @@ const SRC = dirname(fileURLToPath(import.meta.url));
 /** Module → the tables only its files may name in SQL. `db/` (schema, migrations) names them all. */
 const OWNERS: Record<string, readonly string[]> = {
   vendors: ['vendors', 'api_keys'],
-  users: ['users', 'user_tokens', 'claim_codes', 'palms', 'palm_confirmations'],
+  users: ['users', 'user_tokens', 'claim_codes', 'palms', 'palm_confirmations', 'vendor_user_ids'],
   attributes: ['attributes'],
   consents: ['consents'],
   'auth-contexts': ['auth_contexts'],
@@ -30,6 +30,7 @@ const OWNERS: Record<string, readonly string[]> = {
     'auth_context_predicates',
     'oidc_nonces',
     'oidc_subjects',
+    'in_set_asks',
   ],
 };
 

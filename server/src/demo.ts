@@ -10,6 +10,7 @@ import {
   firstUserCreatedBy,
   issueUserToken,
   palmsOf,
+  vendorUserId,
 } from './modules/users/service.ts';
 import { createVendor, ensureKey, findVendorByName } from './modules/vendors/service.ts';
 
@@ -21,7 +22,10 @@ export const DEMO_IDENTITY = 'demo';
 export interface Demo {
   vendorId: string;
   apiKey: string;
+  /** the demo user's internal id (what the user sees) */
   userId: string;
+  /** the demo vendor's id for the demo user (what `mpc/users/*` take; docs/vendor-api.md "User ids") */
+  vendorUserId: string;
   userToken: string;
   pvsId: string;
   deviceToken: string;
@@ -96,16 +100,22 @@ export async function seedDemo(ctx: AppContext): Promise<Demo> {
     if ((await palmsOf(trx, userId)).length === 0) {
       const key = await dataKeyOf(ctx, trx, userId);
       for (const t of templates)
-        added.push({ ...t, userId, palmId: await addPalm(ctx, trx, userId, key, t) });
+        added.push({
+          ...t,
+          userId,
+          palmId: await addPalm(ctx, trx, userId, key, t, `vendor:${vendor.vendor_id}`),
+        });
     }
     await revokePvsNamed(trx, DEMO_KIOSK, now);
     const kiosk = await createPvs(trx, { name: DEMO_KIOSK });
     const token = await issueUserToken(ctx, trx, userId);
+    const scoped = await vendorUserId(trx, vendor.vendor_id, userId, now);
     return {
       demo: {
         vendorId: vendor.vendor_id,
         apiKey: vendor.api_key,
         userId,
+        vendorUserId: scoped,
         userToken: token.user_token,
         pvsId: kiosk.pvs_id,
         deviceToken: kiosk.device_token,

@@ -22,7 +22,7 @@ function banner(base: string, version: string, demo: Demo): string {
     `  demo vendor:  ${demo.vendorId}`,
     `  vendor key:   ${key}`,
     KEY_NOTES[demo.apiKeyState],
-    `  demo user:    ${demo.userId}`,
+    `  demo user:    ${demo.vendorUserId} (the demo vendor's id for it; the user's own: ${demo.userId})`,
     `  user token:   ${demo.userToken}`,
     '',
     'Try a payment (the simulated kiosk presents the demo palm):',

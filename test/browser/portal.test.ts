@@ -24,6 +24,10 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
       ...(payload ? { payload: payload as object } : {}),
     });
 
+  /** The internal id, as the user sees it; vendors only get their own id for the user. */
+  const internalOf = async (token: string): Promise<string> =>
+    (await api('GET', '/v1/attributes/user_id', { authorization: `Bearer ${token}` })).json().data.value;
+
   beforeAll(async () => {
     hx = await startHarness();
     cafe = await seedVendor(hx.t.ctx, 'Cafe X');
@@ -40,6 +44,7 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
       },
     );
     user = created.json().data;
+    user = { ...user, user_id: await internalOf(user.user_token) };
     await writeAttribute(
       hx.t.ctx,
       hx.t.ctx.database.db,
@@ -232,6 +237,21 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
     );
   });
 
+  it('lists the palm and where it was registered; removing it ends its use and shows in the activity', async () => {
+    await eventually(() => page.locator('#palms').textContent()).toMatch(
+      /Right palm, registered by Cafe X on/,
+    );
+    page.once('dialog', (d) => void d.accept());
+    await page.locator('#palms').getByRole('button', { name: 'Remove right palm' }).click();
+    await eventually(() => page.locator('#palm-status').textContent()).toContain('Right palm removed.');
+    await eventually(() => page.locator('#palms').textContent()).toContain('No palm is registered');
+    const palms = await api('GET', '/v1/palms', { authorization: `Bearer ${user.user_token}` });
+    expect(palms.json().data.palms).toEqual([]);
+    await eventually(() => page.locator('#audit').textContent()).toContain(
+      'You removed a palm from your account',
+    );
+  });
+
   it('looks right on a phone-sized screen', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.evaluate('window.scrollTo(0, 0)');
@@ -263,7 +283,11 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
 
   it('signs in with a kiosk claim code, which then cannot be used again', async () => {
     const created = await api('POST', '/api/v1/mpc/users/create', { 'x-api-key': cafe.api_key }, {});
-    const fresh = await createClaimCode(hx.t.ctx, hx.t.ctx.database.db, created.json().data.user_id);
+    const fresh = await createClaimCode(
+      hx.t.ctx,
+      hx.t.ctx.database.db,
+      await internalOf(created.json().data.user_token),
+    );
     await page.getByLabel('Kiosk code').fill(fresh.claim_code);
     await page.getByRole('button', { name: 'Sign in with code' }).click();
     await page.getByRole('heading', { name: 'Your palm identity', level: 1 }).waitFor({ state: 'visible' });
@@ -274,9 +298,25 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
     await eventually(() => page.locator('#claim-code-error').textContent()).toContain('not valid');
   });
 
+  it('revokes the token of this tab; it stops working at once', async () => {
+    const created = await api('POST', '/api/v1/mpc/users/create', { 'x-api-key': cafe.api_key }, {});
+    const token = created.json().data.user_token as string;
+    await page.getByLabel('User token').fill(token);
+    await page.getByRole('button', { name: 'Sign in with token' }).click();
+    await page.getByRole('heading', { name: 'Your palm identity', level: 1 }).waitFor({ state: 'visible' });
+    await page.getByRole('button', { name: 'Revoke this token' }).click();
+    await eventually(() => page.locator('#notice').textContent()).toContain('This token was revoked');
+    expect(await page.locator('#sign-in').isVisible()).toBe(true);
+    expect((await api('GET', '/v1/attributes', { authorization: `Bearer ${token}` })).statusCode).toBe(401);
+  });
+
   it('works with the keyboard alone, with a visible focus ring', async () => {
     const created = await api('POST', '/api/v1/mpc/users/create', { 'x-api-key': cafe.api_key }, {});
-    const code = await createClaimCode(hx.t.ctx, hx.t.ctx.database.db, created.json().data.user_id);
+    const code = await createClaimCode(
+      hx.t.ctx,
+      hx.t.ctx.database.db,
+      await internalOf(created.json().data.user_token),
+    );
     const kb = await hx.newPage();
     await kb.goto(`${hx.base}/portal`);
     await kb.waitForSelector('html[data-ready="portal"]');

@@ -158,6 +158,15 @@ for (const store of stores) {
       });
       expect(created.statusCode).toBe(201);
       const user = created.json().data as { user_id: string; ledger_id: string; user_token: string };
+      // the vendor's id for the user is not the internal one (docs/vendor-api.md, "User ids")
+      const internal = (
+        await t.app.inject({
+          method: 'GET',
+          url: '/v1/attributes/user_id',
+          headers: { authorization: `Bearer ${user.user_token}` },
+        })
+      ).json().data.value as string;
+      expect(internal).not.toBe(user.user_id);
       const consent = await t.app.inject({
         method: 'POST',
         url: '/v1/consents',
@@ -193,7 +202,7 @@ for (const store of stores) {
       const result = resolved.json().data.auth_result;
       expect(result).toMatchObject({
         success: true,
-        user_id: pseudonym(user.user_id, v.vendor_id),
+        user_id: pseudonym(internal, v.vendor_id),
         attributes: { email: 'flow@example.com' },
       });
 
@@ -230,7 +239,7 @@ for (const store of stores) {
         const n = await db
           .selectFrom(table)
           .select(db.fn.countAll().as('n'))
-          .where('user_id', '=', user.user_id)
+          .where('user_id', '=', internal)
           .executeTakeFirstOrThrow();
         expect(Number(n.n), table).toBe(0);
       }
@@ -251,7 +260,7 @@ for (const store of stores) {
       });
       expect(again.json().data.auth_result).toMatchObject({ success: false, reason: 'no_match' });
       expect((await verifyAuditChain(db, t.ctx.keyring)).ok).toBe(true);
-      await expect(eraseUser(t.ctx, db, user.user_id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(eraseUser(t.ctx, db, internal)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     });
 
     it('concurrent audit writers keep one unbroken chain', async () => {

@@ -74,7 +74,14 @@ describe('npm run admin (operator CLI on the server database)', () => {
         (await admin('--json', 'vendor', 'create', '--name', 'Users')).stdout,
       );
       const u = await api(server.base, 'POST', '/api/v1/mpc/users/create', { key: users.api_key, body: {} });
-      const userId = u.body.data.user_id as string;
+      // operators work with the internal id (the user's own, from the user API), never a vendor's id
+      const userId = (
+        await api<{ data: { value: string } }>(server.base, 'GET', '/v1/attributes/user_id', {
+          token: u.body.data.user_token as string,
+        })
+      ).body.data.value;
+      // a vendor's id for the user names no user here (exit 2, like any unknown id)
+      expect((await admin('--json', 'user', 'token', u.body.data.user_id as string)).code).toBe(2);
       const token = lastJson<{ user_token: string; expires_at: string }>(
         (await admin('--json', 'user', 'token', userId)).stdout,
       );
@@ -101,7 +108,8 @@ describe('npm run admin (operator CLI on the server database)', () => {
     }
     const ok = await admin('--json', 'audit', 'verify');
     expect(ok.code).toBe(0);
-    expect(lastJson<{ ok: boolean; rows: number }>(ok.stdout)).toMatchObject({ ok: true, rows: 2 });
+    // this user's two attribute writes, and the first test's user reading its own user_id
+    expect(lastJson<{ ok: boolean; rows: number }>(ok.stdout)).toMatchObject({ ok: true, rows: 3 });
     const db = new Database(`${tmp.dir}/p.db`);
     db.prepare("UPDATE audit SET attribute_name = 'name' WHERE seq = 1").run();
     db.close();

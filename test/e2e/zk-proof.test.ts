@@ -111,7 +111,12 @@ describe('zero-knowledge proofs across processes', () => {
       },
     );
     expect(user.status).toBe(201);
-    const { user_id, user_token } = user.body.data;
+    const { user_token } = user.body.data;
+    // an attestation names the user as the user knows itself: the internal id (the vendor holds its own id)
+    const user_id = (
+      await api<{ data: { value: string } }>(server.base, 'GET', '/v1/attributes/user_id', { token: user_token })
+    ).body.data.value;
+    expect(user_id).not.toBe(user.body.data.user_id);
 
     const consent = await api(server.base, 'POST', '/v1/consents', {
       token: user_token,

@@ -1,7 +1,7 @@
 import { expireOverdue } from '@palmid/server/modules/auth-contexts/state.ts';
 import { eraseUser } from '@palmid/server/modules/gdpr/service.ts';
 import { createPvs } from '@palmid/server/modules/pvs/service.ts';
-import { addPalm, createUser } from '@palmid/server/modules/users/service.ts';
+import { addPalm, createUser, palmsOf, removePalm } from '@palmid/server/modules/users/service.ts';
 import {
   attestBody,
   attestPalms,
@@ -88,7 +88,15 @@ describeNeeding(clusterUnavailable())('two instances sharing a store and Redis',
       headers,
       payload: { palms: attestPalms(device, [{ hand: 'left' as const, template: tpl('multi-left') }]) },
     });
-    const userId = created.json().data.user_id as string;
+    // the vendor holds its own id for the user; the gallery and the pseudonym use the internal one
+    const vendorUserId = created.json().data.user_id as string;
+    const userId = (
+      await A().app.inject({
+        method: 'GET',
+        url: '/v1/attributes/user_id',
+        headers: { authorization: `Bearer ${created.json().data.user_token}` },
+      })
+    ).json().data.value as string;
     const identifyOnB = async () => {
       const res = await B().app.inject({
         method: 'POST',
@@ -120,7 +128,7 @@ describeNeeding(clusterUnavailable())('two instances sharing a store and Redis',
       url: '/api/v1/mpc/users/update',
       headers,
       payload: {
-        user_id: userId,
+        user_id: vendorUserId,
         palms: attestPalms(device, [{ hand: 'right' as const, template: tpl('multi-right') }]),
         confirmation_code: confirm.json().data.confirmation_code,
       },
@@ -129,15 +137,29 @@ describeNeeding(clusterUnavailable())('two instances sharing a store and Redis',
     await eventually(() => held(0) === 2);
     expect(held(1)).toBe(2);
 
+    // The user removes the first palm on A (DELETE /v1/palms/{id}): B stops matching it too.
+    const userAuth = { authorization: `Bearer ${created.json().data.user_token}` };
+    const palms = (await A().app.inject({ method: 'GET', url: '/v1/palms', headers: userAuth })).json().data
+      .palms as { palm_id: string; hand: string }[];
+    const left = palms.find((p) => p.hand === 'left')!;
+    const removed = await A().app.inject({
+      method: 'DELETE',
+      url: `/v1/palms/${left.palm_id}`,
+      headers: userAuth,
+    });
+    expect(removed.statusCode, removed.body).toBe(200);
+    expect(held(0)).toBe(1);
+    await eventually(() => held(1) === 1);
+    expect(await identifyOnB()).toMatchObject({ success: false, reason: 'no_match' });
+
     await A().app.inject({
       method: 'POST',
       url: '/api/v1/mpc/users/delete',
       headers,
-      payload: { user_id: userId },
+      payload: { user_id: vendorUserId },
     });
     await eventually(() => held(1) === 0);
     expect(held(0)).toBe(0);
-    expect(await identifyOnB()).toMatchObject({ success: false, reason: 'no_match' });
   });
 
   it('changes missed while cut off from Redis are caught up from the store after reconnecting', async () => {
@@ -157,6 +179,19 @@ describeNeeding(clusterUnavailable())('two instances sharing a store and Redis',
     const admin = new Redis(c.redisUrl);
     try {
       await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'); // every instance's subscriber drops and reconnects
+      await eventually(() => held(1, user.id) === 1 && held(0, user.id) === 1);
+      // a second palm, then the first removed, both without events: caught up as one palm
+      const second = await db.transaction().execute((trx) =>
+        addPalm(A().ctx, trx, user.id, user.dataKey, {
+          hand: 'right',
+          template: new Uint8Array(Buffer.from('missed-event-palm-000002')),
+        }),
+      );
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      await eventually(() => held(1, user.id) === 2 && held(0, user.id) === 2);
+      const [first] = (await palmsOf(db, user.id)).filter((p) => p.id !== second);
+      await db.transaction().execute((trx) => removePalm(trx, user.id, first!.id, Date.now()));
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
       await eventually(() => held(1, user.id) === 1 && held(0, user.id) === 1);
       await db.transaction().execute((trx) => eraseUser(A().ctx, trx, user.id));
       await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');

@@ -25,6 +25,7 @@ const PALM = 'palm_registered';
 /** A palm change in words: who registered a palm, or who tried and was refused. */
 function palmSentence(r: AuditRecord): string {
   const who = r.vendor_id ? vendorName(r.vendor_id) : 'A kiosk';
+  if (r.operation === 'DELETE') return 'You removed a palm from your account';
   if (r.result === 'SUCCESS')
     return r.vendor_id
       ? `${who} registered a palm to your account`

@@ -5,6 +5,7 @@ import { ApiError, call } from '../lib/http.ts';
 import { downloadExport, renderAudit, showPalmCode } from './activity.ts';
 import { renderAttributes } from './attributes.ts';
 import { fillGrantForm, renderConsents, wireGrantForm } from './consents.ts';
+import { renderPalms, revokeTokens } from './palms.ts';
 import { onSessionExpired, rememberVendors, signedIn, signIn, signOut, userApi } from './session.ts';
 
 const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -21,7 +22,7 @@ async function refreshAll(): Promise<void> {
   rememberVendors(data.vendors);
   const attributes = await renderAttributes();
   fillGrantForm(attributes);
-  await Promise.all([renderConsents(), renderAudit()]);
+  await Promise.all([renderConsents(), renderAudit(), renderPalms(renderAudit)]);
 }
 
 function showSignedIn(userId: string | null): void {
@@ -38,7 +39,14 @@ function showSignedOut(): void {
   byId('sign-out').hidden = true;
   byId('sign-in').hidden = false;
   byId('who').textContent = '';
-  for (const id of ['user-attributes', 'verified-attributes', 'system-attributes', 'consents', 'audit']) {
+  for (const id of [
+    'user-attributes',
+    'verified-attributes',
+    'system-attributes',
+    'consents',
+    'audit',
+    'palms',
+  ]) {
     replace(byId(id));
   }
   byId<HTMLInputElement>('user-token').value = '';
@@ -138,6 +146,30 @@ function wireData(): void {
       'Refreshing the activity',
     );
   });
+  for (const [id, which] of [
+    ['revoke-current', 'current'],
+    ['revoke-all', 'all'],
+  ] as const) {
+    byId(id).addEventListener('click', async () => {
+      if (
+        which === 'all' &&
+        !window.confirm('Revoke every token? You are signed out on every device, this tab too.')
+      )
+        return;
+      try {
+        const n = await revokeTokens(which);
+        showSignedOut();
+        notice(
+          which === 'all'
+            ? `${n} token(s) revoked: you are signed out on every device. Sign in again with a new code or token.`
+            : 'This token was revoked and no longer works anywhere.',
+        );
+        byId('main').focus();
+      } catch (err) {
+        notice(`Revoking failed: ${err instanceof Error ? err.message : 'unknown error'}`, 'bad');
+      }
+    });
+  }
   const dialog = byId<HTMLDialogElement>('erase-dialog');
   const confirmInput = byId<HTMLInputElement>('erase-confirm');
   byId('erase-open').addEventListener('click', () => {

@@ -16,7 +16,7 @@ import {
 import { verifyAuditChain } from '../modules/audit/service.ts';
 import { createPvs, listPvs, rekeyPvs, revokePvs } from '../modules/pvs/service.ts';
 import { announceRevocation } from '../modules/revocation/watcher.ts';
-import { issueUserToken, requireUser } from '../modules/users/service.ts';
+import { issueUserToken, requireUser, revokeAllTokens } from '../modules/users/service.ts';
 import {
   createVendor,
   listVendors,
@@ -226,12 +226,26 @@ pvs
 const user = program.command('user').description('user support operations');
 user
   .command('token')
-  .description('issue a user bearer token (30 days by default)')
-  .argument('<user_id>')
-  .action(async (id: string) => {
+  .description(
+    'issue a user bearer token (30 days by default): `user token <user_id>`; ' +
+      'revoke every token of the user at once: `user token revoke <user_id>`',
+  )
+  .argument('<user_id|revoke>', "the user's internal id, or `revoke`")
+  .argument('[user_id]', 'with `revoke`: the user whose tokens are revoked')
+  .action(async (first: string, second: string | undefined) => {
+    if (first === 'revoke') {
+      if (second === undefined) throw new AppError('INVALID_REQUEST', 'user token revoke needs a <user_id>');
+      const res = await withStore(async (s) => {
+        await requireUser(s.database.db, second);
+        return { user_id: second, revoked: await revokeAllTokens(s.database.db, second, Date.now()) };
+      });
+      print(res, (r: typeof res) => `revoked ${r.revoked} token(s) of user ${r.user_id}`);
+      return;
+    }
+    if (second !== undefined) throw new AppError('INVALID_REQUEST', `unexpected argument '${second}'`);
     const res = await withStore(async (s) => {
-      await requireUser(s.database.db, id);
-      return issueUserToken({ config: s.config, now: Date.now }, s.database.db, id);
+      await requireUser(s.database.db, first);
+      return issueUserToken({ config: s.config, now: Date.now }, s.database.db, first);
     });
     print(res, (r: typeof res) => `user token: ${r.user_token}\nexpires: ${r.expires_at}`);
   });

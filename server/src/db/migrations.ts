@@ -362,6 +362,69 @@ function migrations(kind: DbKind): Record<string, Migration> {
         await db.schema.createIndex('capture_nonces_pvs').on('capture_nonces').column('pvs_id').execute();
       },
     },
+    '0050_palm_source': {
+      // Users list their palms with where each was enrolled (docs/user-api.md, "Palms"): `kiosk:<pvs_id>`
+      // or `vendor:<vendor_id>`; palms enrolled before this migration have none (shown as unknown).
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('palms').addColumn('source', 'text').execute();
+      },
+    },
+    '0051_vendor_user_ids': {
+      // The internal user id never reaches a vendor (docs/vendor-api.md, "User ids"): each (user, vendor)
+      // pair has its own UUID v4. Migration: the vendor that created a user keeps the id it already holds
+      // (its stored ids keep working); every other pair gets a fresh id the first time one is needed.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('vendor_user_ids')
+          .addColumn('vendor_id', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('vendor_user_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('vendor_user_ids_pk', ['vendor_id', 'user_id'])
+          .addUniqueConstraint('vendor_user_ids_scoped', ['vendor_id', 'vendor_user_id'])
+          .execute();
+        await db.schema.createIndex('vendor_user_ids_user').on('vendor_user_ids').column('user_id').execute();
+        await sql`insert into vendor_user_ids (vendor_id, user_id, vendor_user_id, created_at)
+          select created_by_vendor, id, id, registration_date from users
+          where created_by_vendor is not null and erased_at is null`.execute(db);
+      },
+    },
+    '0052_in_set_asks': {
+      // The distinct sets a vendor asked about one user's attribute (docs/zk-proofs.md, "Set predicates"),
+      // as a digest of the sorted set, to bound how many a vendor may ask. Erased with the user.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('in_set_asks')
+          .addColumn('vendor_id', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('attribute', 'text', (c) => c.notNull())
+          .addColumn('set_digest', 'text', (c) => c.notNull())
+          .addColumn('asked_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('in_set_asks_pk', ['vendor_id', 'user_id', 'attribute', 'set_digest'])
+          .execute();
+        await db.schema.createIndex('in_set_asks_user').on('in_set_asks').column('user_id').execute();
+      },
+    },
+    '0053_audit_sealed': {
+      // Audit rows whose personal fields (user, vendor, IP, User-Agent) are sealed under the user's data key
+      // (modules/audit/service.ts, hash version 2): the chain covers a digest of the sealed fields, so an
+      // erasure can clear them and the chain still verifies. Rows written before keep version 1.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .alterTable('audit')
+          .addColumn('hv', 'integer', (c) => c.notNull().defaultTo(1))
+          .execute();
+        await db.schema.alterTable('audit').addColumn('personal_enc', bin).execute();
+        await db.schema.alterTable('audit').addColumn('personal_digest', 'text').execute();
+      },
+    },
+    '0054_palms_changed_at': {
+      // When a user last lost a palm (DELETE /v1/palms/{id}): an instance that missed the event while cut
+      // off from the hub reloads such users when it catches up (modules/users/gallery.ts).
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('users').addColumn('palms_changed_at', 'bigint').execute();
+      },
+    },
   };
 }
 

@@ -29,6 +29,8 @@ export interface UsersTable {
   wrapped_key: Uint8Array | null;
   last_auth: number | null;
   erased_at: number | null;
+  /** when a palm was last removed (migration 0054), for instances catching up on missed events */
+  palms_changed_at: number | null;
 }
 
 export interface UserTokensTable {
@@ -63,6 +65,25 @@ export interface PalmsTable {
   hand: 'left' | 'right';
   template_enc: Uint8Array;
   created_at: number;
+  /** where it was enrolled: `kiosk:<pvs_id>` or `vendor:<vendor_id>`; null before migration 0050 */
+  source: string | null;
+}
+
+/** The id one vendor sees for a user (migration 0051; docs/vendor-api.md, "User ids"). */
+export interface VendorUserIdsTable {
+  vendor_id: string;
+  user_id: string;
+  vendor_user_id: string;
+  created_at: number;
+}
+
+/** The distinct `in_set` sets a vendor asked about a user's attribute (migration 0052). */
+export interface InSetAsksTable {
+  vendor_id: string;
+  user_id: string;
+  attribute: string;
+  set_digest: string;
+  asked_at: number;
 }
 
 export interface AttributesTable {
@@ -146,6 +167,12 @@ export interface AuditTable {
   result: 'SUCCESS' | 'DENIED' | 'ERROR';
   prev_hash: string;
   hash: string;
+  /** hash version: 1 covers every field; 2 covers `personal_digest` instead of the personal fields */
+  hv: number;
+  /** version 2: `{user_id, vendor_id, ip_address, user_agent}` sealed under the user's data key */
+  personal_enc: Uint8Array | null;
+  /** version 2: SHA-256 of the sealed (or, for a row about no user, the plain) personal fields */
+  personal_digest: string | null;
 }
 
 export interface AuditHeadTable {
@@ -271,6 +298,8 @@ export interface DB {
   attestations: AttestationsTable;
   auth_context_predicates: AuthContextPredicatesTable;
   palm_confirmations: PalmConfirmationsTable;
+  vendor_user_ids: VendorUserIdsTable;
+  in_set_asks: InSetAsksTable;
 }
 
 /** A database handle or an open transaction: services accept either. */

@@ -16,7 +16,8 @@ export interface HubEvents {
   };
   'scan.request': { vendorId: string; pvsId: string | null; authId: string };
   'scan.cancel': { vendorId: string; pvsId: string | null; authId: string };
-  'gallery.changed': { userId: string; action: 'add' | 'remove' };
+  /** `add` and `update` (a palm removed): reload the user's palms from the store; `remove`: the user was erased. */
+  'gallery.changed': { userId: string; action: 'add' | 'update' | 'remove' };
   /** A kiosk (`pvs`, by pvs id) or a vendor's keys (`vendor`, by vendor id) were revoked (admin CLI). */
   'credential.revoked': { kind: 'pvs' | 'vendor'; id: string };
 }

@@ -55,7 +55,14 @@ describe('master key rotation', () => {
         palms: attestPalms(device, [{ hand: 'left' as const, template: tpl('rot-left') }]),
       },
     });
-    user = created.json().data;
+    const made = created.json().data as { user_id: string; user_token: string };
+    // keys are wrapped under the internal id (the user's own, from the user API), not the vendor's id
+    const internal = await before.app.inject({
+      method: 'GET',
+      url: '/v1/attributes/user_id',
+      headers: { authorization: `Bearer ${made.user_token}` },
+    });
+    user = { ...made, user_id: internal.json().data.value };
     await before.app.inject({
       method: 'POST',
       url: '/v1/consents',
@@ -67,7 +74,7 @@ describe('master key rotation', () => {
     });
     const gone = (
       await before.app.inject({ method: 'POST', url: '/api/v1/mpc/users/create', headers, payload: {} })
-    ).json().data;
+    ).json().data as { user_id: string };
     await before.app.inject({
       method: 'POST',
       url: '/api/v1/mpc/users/delete',

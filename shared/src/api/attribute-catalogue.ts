@@ -18,14 +18,18 @@ export interface CatalogueEntry {
 }
 
 export const CATALOGUE = {
-  user_id: { kind: 'system', type: 'text', description: 'unique user identifier (UUID v4)' },
+  user_id: {
+    kind: 'system',
+    type: 'text',
+    description: 'unique user identifier (UUID v4); a vendor receives its own UUID v4 for the user instead',
+  },
   registration_date: { kind: 'system', type: 'date', description: 'when the user joined (YYYY-MM-DD)' },
   palm_registered: { kind: 'system', type: 'any', description: 'registered palms: ["left"|"right"]' },
   last_auth: { kind: 'system', type: 'text', description: 'last authentication (ISO 8601 UTC)' },
   pseudonym: {
     kind: 'system',
     type: 'text',
-    description: 'per-vendor identifier, HMAC-SHA256(key = user_id, message = vendor_id)',
+    description: 'per-vendor identifier, HMAC-SHA256(key = internal user_id, message = vendor_id)',
     contextual: true,
   },
   payment: {

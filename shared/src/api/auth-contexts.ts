@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { captureAttestationSchema } from '../capture/schema.ts';
 import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
+import { invalidSetMembers } from './domains.ts';
 
 export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;
 export const AUTH_STATUSES = ['pending', 'scanning', 'completed', 'failed', 'cancelled', 'expired'] as const;
@@ -56,7 +57,18 @@ export const inSetPredicateSchema = z
       .refine((v) => new Set(v).size === v.length, { message: 'a value is listed twice' }),
     proof: z.boolean().optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((p, c) => {
+    // members must be values the attribute can hold (ISO 3166-1 alpha-2 for country, the catalogue's
+    // enumerations): junk members would pad a set past the minimum size (docs/zk-proofs.md)
+    for (const bad of invalidSetMembers(p.attribute, p.values))
+      c.addIssue({
+        code: 'custom',
+        path: ['values', bad.index],
+        params: { reason: 'not_in_domain' },
+        message: `'${bad.value}' is not a value of ${p.attribute}'s domain`,
+      });
+  });
 export type InSetPredicate = z.infer<typeof inSetPredicateSchema>;
 
 export const authContextInputSchema = z

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { attributeNameSchema } from './attributes.ts';
+import { invalidSetMembers } from './domains.ts';
 
 /** Decided in docs/user-api.md: a consent without expires_at lasts 365 days; none lasts over 730. */
 export const CONSENT_DEFAULT_DAYS = 365;
@@ -52,6 +53,15 @@ export const consentAttributeSchema = z
       });
     if (a.values !== undefined && a.min_set_size !== undefined)
       c.addIssue({ code: 'custom', path: ['min_set_size'], message: 'give either values or min_set_size' });
+    // a named set's members must be values the attribute can hold (docs/zk-proofs.md, "Set predicates")
+    if (a.values !== undefined && a.name.endsWith('_in_set'))
+      for (const bad of invalidSetMembers(a.name.slice(0, -'_in_set'.length), a.values))
+        c.addIssue({
+          code: 'custom',
+          path: ['values', bad.index],
+          params: { reason: 'not_in_domain' },
+          message: `'${bad.value}' is not a value of ${a.name.slice(0, -'_in_set'.length)}'s domain`,
+        });
   });
 
 export const createConsentBodySchema = z

@@ -1,3 +1,4 @@
+import { LOYALTY_TIER_VALUES } from '@palmid/shared/api/domains.ts';
 import type { AuthHistoryItem } from '../auth-contexts/history.ts';
 import type { LedgerTransaction } from '../ledger/service.ts';
 
@@ -23,7 +24,7 @@ export function ageInYears(dateOfBirth: string, now: number): number {
   return ty - y - (hadBirthday ? 0 : 1);
 }
 
-export const LOYALTY_TIERS = ['none', 'bronze', 'silver', 'gold', 'platinum'] as const;
+export const LOYALTY_TIERS = LOYALTY_TIER_VALUES;
 export type LoyaltyTier = (typeof LOYALTY_TIERS)[number];
 
 /** Minimum points for each tier, highest first. */

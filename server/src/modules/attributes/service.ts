@@ -12,7 +12,7 @@ import { openFor, sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import { authHistory } from '../auth-contexts/history.ts';
 import { userTransactions } from '../ledger/service.ts';
-import { dataKeyOf, getUser, palmRegistered } from '../users/service.ts';
+import { dataKeyOf, getUser, palmRegistered, vendorUserId } from '../users/service.ts';
 import { ageInYears, LOYALTY_WINDOW_MS, loyaltyTier, RISK_WINDOW_MS, riskScore } from './computed.ts';
 import { deleteRow, type StoredRow, storedRows, upsertRow } from './store.ts';
 import { isCalendarDate, validateAttributeValue, validateEncryptedValue } from './validate.ts';
@@ -72,10 +72,17 @@ function birthDateOnce(opener: Opener, rows: StoredRow[], now: number): () => Pr
   };
 }
 
-async function systemValue(db: Db, user: UserRow, name: string): Promise<unknown> {
+async function systemValue(
+  db: Db,
+  user: UserRow,
+  name: string,
+  vendorId: string | undefined,
+  now: number,
+): Promise<unknown> {
   switch (name) {
     case 'user_id':
-      return user.id;
+      // to a vendor, the id issued to that vendor; the internal id never leaves the service
+      return vendorId === undefined ? user.id : vendorUserId(db, vendorId, user.id, now);
     case 'registration_date':
       return isoDate(user.registration_date);
     case 'palm_registered':
@@ -117,7 +124,8 @@ async function computedValue(
  * user/verified attributes decrypted (a client-encrypted value is returned as the client's string),
  * system and computed values derived now. Names without a value — unset, expired, not yet valid,
  * contextual (`pseudonym`, `payment`) or malformed — are absent. An unknown or erased user yields an
- * empty map. Writes no audit records: the caller records what it discloses.
+ * empty map. Writes no audit records: the caller records what it discloses. With `vendorId` (disclosure to
+ * that vendor) `user_id` is the id issued to that vendor (docs/vendor-api.md, "User ids").
  */
 export async function readAttributeValues(
   ctx: AppContext,
@@ -125,6 +133,7 @@ export async function readAttributeValues(
   userId: string,
   names: string[],
   now: number,
+  vendorId?: string,
 ): Promise<Map<string, unknown>> {
   const out = new Map<string, unknown>();
   const wanted = [...new Set(names)].filter((n) => ATTRIBUTE_NAME.test(n));
@@ -143,7 +152,7 @@ export async function readAttributeValues(
   for (const name of wanted) {
     const kind = attributeKind(name);
     let value: unknown;
-    if (kind === 'system') value = await systemValue(db, user, name);
+    if (kind === 'system') value = await systemValue(db, user, name, vendorId, now);
     else if (kind === 'computed') value = await computedValue(db, user, name, birthDate, now);
     else {
       const row = rows.find((r) => r.name === name);
@@ -207,7 +216,7 @@ export async function listAttributes(
   const rows = await storedRows(db, userId);
   const items: AttributeItem[] = [];
   for (const name of SYSTEM_NAMES) {
-    const value = await systemValue(db, user, name);
+    const value = await systemValue(db, user, name, undefined, now);
     if (value !== undefined) items.push(derivedItem(name, 'system', value, systemUpdatedAt(user, name)));
   }
   for (const row of rows) items.push(storedItem(row, await opener.open(row), now));
@@ -234,7 +243,7 @@ export async function getAttribute(
   const notSet = () =>
     new AppError('NOT_FOUND', `Attribute '${name}' has no value`, { field: 'name', reason: 'not_set' });
   if (kind === 'system') {
-    const value = await systemValue(db, user, name);
+    const value = await systemValue(db, user, name, undefined, now);
     if (value === undefined) throw notSet();
     return derivedItem(name, kind, value, systemUpdatedAt(user, name));
   }

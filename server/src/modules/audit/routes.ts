@@ -26,7 +26,7 @@ export const auditRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const records = await listAudit(ctx.database.db, user.id, request.query.limit ?? 1000);
+      const records = await listAudit(ctx.database.db, ctx.keyring, user.id, request.query.limit ?? 1000);
       return ok(reply, { records });
     },
   );

@@ -1,14 +1,23 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Caller } from '../../context.ts';
-import type { Keyring } from '../../crypto/keyring.ts';
+import { type Keyring, open, seal } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import type { AuditTable } from '../../db/schema.ts';
+import { dataKeysOf } from '../users/service.ts';
 
 /**
  * Audit log (docs/user-api.md, "Audit"; docs/reliability.md): append-only and hash-chained. Each row's
  * hash covers its fields and the previous hash; the head (last seq and hash) is kept with an HMAC under a key derived from the master key, so an
  * edited, removed, reordered or truncated row is detected by `verifyAuditChain` (`admin audit verify`).
  * Rows never hold attribute values.
+ *
+ * Erasure leaves nothing linkable (docs/security.md): since migration 0053 a row about a user (hash version
+ * 2) keeps its personal fields — user, vendor, IP address, User-Agent — sealed under the user's data key in
+ * `personal_enc`, and the hash covers their digest instead of the fields. The plain `user_id` and `vendor_id`
+ * columns only serve the user's listing (which reads the sealed copy). `delete-me` clears both columns and
+ * the sealed copy (the data key is gone anyway); the chain still verifies, and the rows no longer name the
+ * person, link to each other or to a vendor. Rows about no user (a capture device) keep their fields in the
+ * clear, covered by the digest. Rows written before migration 0053 (version 1) keep what they hold.
  */
 export type AuditOperation = 'READ' | 'UPDATE' | 'DELETE';
 export type AuditResult = 'SUCCESS' | 'DENIED' | 'ERROR';
@@ -34,12 +43,15 @@ export interface AuditRecord {
 }
 
 export const GENESIS = '0'.repeat(64);
+/** The `user_id` of an erased user's rows (and of rows written about an already erased user). */
+export const ERASED_SUBJECT = 'erased';
+const HASH_VERSION = 2;
 export const HEAD_ID = 1;
 
 /** What a row's hash covers: the row as stored, but for the hash itself. */
 type RowFields = Omit<AuditTable, 'hash'>;
 
-/** The hashed fields in hash order. Every stored column but the hash must be one (checked below). */
+/** Version 1: every field in this order. */
 const HASHED = [
   'seq',
   'id',
@@ -53,15 +65,45 @@ const HASHED = [
   'result',
   'prev_hash',
 ] as const satisfies readonly (keyof RowFields)[];
-/** Compile-time: a column added to the audit table without joining HASHED fails to type-check here. */
-const everyColumnHashed: [Exclude<keyof RowFields, (typeof HASHED)[number]>] extends [never] ? true : never =
-  true;
+/** Version 2: the personal fields are covered through `personal_digest`. */
+const HASHED_V2 = [
+  'hv',
+  'seq',
+  'id',
+  'timestamp',
+  'attribute_name',
+  'operation',
+  'result',
+  'personal_digest',
+  'prev_hash',
+] as const satisfies readonly (keyof RowFields)[];
+/** Columns covered by neither list directly: the personal fields and their sealed copy (through the digest). */
+type Covered = (typeof HASHED)[number] | (typeof HASHED_V2)[number] | 'personal_enc';
+/** Compile-time: a column added to the audit table without joining a hashed list fails to type-check here. */
+const everyColumnHashed: [Exclude<keyof RowFields, Covered>] extends [never] ? true : never = true;
 void everyColumnHashed;
 
 export function rowHash(r: RowFields): string {
-  const canonical = JSON.stringify(HASHED.map((k) => r[k]));
+  const canonical = JSON.stringify(
+    Number(r.hv) === HASH_VERSION ? HASHED_V2.map((k) => r[k]) : HASHED.map((k) => r[k]),
+  );
   return createHash('sha256').update(canonical, 'utf8').digest('hex');
 }
+
+interface Personal {
+  user_id: string;
+  vendor_id: string | null;
+  ip_address: string;
+  user_agent: string;
+}
+
+const sha256 = (data: Uint8Array | string) => createHash('sha256').update(data).digest('hex');
+const plainDigest = (p: Personal) =>
+  sha256(JSON.stringify([p.user_id, p.vendor_id, p.ip_address, p.user_agent]));
+const personalAad = (rowId: string) => `audit:${rowId}`;
+
+/** The data key of each user named in a batch (the users module's lookup). */
+const subjectKeys = dataKeysOf;
 
 export function headMac(keyring: Keyring, seq: number, hash: string): string {
   return keyring.mac('audit-head', `${seq}:${hash}`);
@@ -87,20 +129,45 @@ export async function appendAudit(
   const head = await db.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
   let seq = head?.seq ?? 0;
   let prev = head?.hash ?? GENESIS;
+  const keys = await subjectKeys(
+    db,
+    keyring,
+    entries.map((e) => e.userId),
+  );
   for (const e of entries) {
     seq += 1;
+    const id = randomUUID();
+    const key = keys.get(e.userId);
+    const personal: Personal =
+      key === 'erased'
+        ? // about a user already erased (the erasure's own record): nothing that names or locates anyone
+          { user_id: ERASED_SUBJECT, vendor_id: null, ip_address: '', user_agent: '' }
+        : {
+            user_id: e.userId,
+            vendor_id: e.vendorId ?? null,
+            ip_address: caller.ip.slice(0, 64),
+            user_agent: caller.userAgent.slice(0, 256),
+          };
+    const sealed =
+      key instanceof Buffer
+        ? seal(key, Buffer.from(JSON.stringify(personal), 'utf8'), personalAad(id))
+        : null;
     const fields: RowFields = {
       seq,
-      id: randomUUID(),
+      id,
       timestamp: now,
-      user_id: e.userId,
-      vendor_id: e.vendorId ?? null,
+      user_id: personal.user_id,
+      vendor_id: personal.vendor_id,
       attribute_name: e.attributeName,
       operation: e.operation,
-      ip_address: caller.ip.slice(0, 64),
-      user_agent: caller.userAgent.slice(0, 256),
+      // sealed rows keep IP and User-Agent only in the sealed copy
+      ip_address: sealed ? '' : personal.ip_address,
+      user_agent: sealed ? '' : personal.user_agent,
       result: e.result,
       prev_hash: prev,
+      hv: HASH_VERSION,
+      personal_enc: sealed,
+      personal_digest: sealed ? sha256(sealed) : plainDigest(personal),
     };
     const hash = rowHash(fields);
     await db
@@ -117,7 +184,17 @@ export async function appendAudit(
   }
 }
 
-export async function listAudit(db: Db, userId: string, limit = 1000): Promise<AuditRecord[]> {
+/**
+ * The user's own records, newest first. Sealed rows are read from their sealed copy (a row whose sealed
+ * copy names someone else is left out: its plain columns were edited).
+ */
+export async function listAudit(
+  db: Db,
+  keyring: Keyring,
+  userId: string,
+  limit = 1000,
+): Promise<AuditRecord[]> {
+  if (userId === ERASED_SUBJECT) return [];
   const rows = await db
     .selectFrom('audit')
     .selectAll()
@@ -125,17 +202,51 @@ export async function listAudit(db: Db, userId: string, limit = 1000): Promise<A
     .orderBy('seq', 'desc')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({
-    id: r.id,
-    timestamp: new Date(Number(r.timestamp)).toISOString(),
-    user_id: r.user_id,
-    ...(r.vendor_id ? { vendor_id: r.vendor_id } : {}),
-    attribute_name: r.attribute_name,
-    operation: r.operation,
-    ip_address: r.ip_address,
-    user_agent: r.user_agent,
-    result: r.result,
-  }));
+  let key: Buffer | 'erased' | null | undefined;
+  const out: AuditRecord[] = [];
+  for (const r of rows) {
+    let p: Personal = {
+      user_id: r.user_id,
+      vendor_id: r.vendor_id,
+      ip_address: r.ip_address,
+      user_agent: r.user_agent,
+    };
+    if (r.personal_enc) {
+      key ??= (await subjectKeys(db, keyring, [userId])).get(userId);
+      if (!(key instanceof Buffer)) continue;
+      p = JSON.parse(open(key, r.personal_enc, personalAad(r.id)).toString('utf8')) as Personal;
+      if (p.user_id !== userId) continue;
+    }
+    out.push({
+      id: r.id,
+      timestamp: new Date(Number(r.timestamp)).toISOString(),
+      user_id: p.user_id,
+      ...(p.vendor_id ? { vendor_id: p.vendor_id } : {}),
+      attribute_name: r.attribute_name,
+      operation: r.operation,
+      ip_address: p.ip_address,
+      user_agent: p.user_agent,
+      result: r.result,
+    });
+  }
+  return out;
+}
+
+/**
+ * The audit log's part of an erasure (modules/gdpr): the user's sealed rows lose their sealed copy and
+ * their plain `user_id`/`vendor_id`, so nothing links them to each other, to the person or to a vendor; the
+ * chain still verifies (it covers the digest). Rows from before migration 0053 cannot change without
+ * breaking the chain and keep their fields (docs/security.md).
+ */
+export async function shredAuditOf(db: Db, userId: string): Promise<number> {
+  const res = await db
+    .updateTable('audit')
+    .set({ user_id: ERASED_SUBJECT, vendor_id: null, personal_enc: null })
+    .where('user_id', '=', userId)
+    .where('hv', '=', HASH_VERSION)
+    .where('personal_enc', 'is not', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
 }
 
 export interface AuditVerification {
@@ -167,9 +278,18 @@ export async function verifyAuditChain(db: Db, keyring: Keyring): Promise<AuditV
         problems.push({ seq, problem: `expected seq ${expectedSeq} (row missing or reordered)` });
       if (r.prev_hash !== prev)
         problems.push({ seq, problem: 'prev_hash does not link to the previous row' });
-      const fields: RowFields = { ...r, seq, timestamp: Number(r.timestamp) };
+      const fields: RowFields = { ...r, seq, timestamp: Number(r.timestamp), hv: Number(r.hv) };
       if (rowHash(fields) !== r.hash)
         problems.push({ seq, problem: 'row content does not match its hash (edited)' });
+      if (fields.hv === HASH_VERSION) {
+        const digest = r.personal_enc
+          ? sha256(r.personal_enc)
+          : r.user_id === ERASED_SUBJECT && r.vendor_id === null
+            ? r.personal_digest // erased: the sealed copy is gone, the digest alone holds the row's place
+            : plainDigest(r);
+        if (digest !== r.personal_digest)
+          problems.push({ seq, problem: 'personal fields do not match their digest (edited)' });
+      }
       prev = r.hash;
       expectedSeq = seq + 1;
       after = seq;

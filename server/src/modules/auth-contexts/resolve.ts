@@ -1,4 +1,4 @@
-import type { AuthResult, FailureReason } from '@palmid/shared/api/auth-contexts.ts';
+import type { AuthResult, FailureReason, InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
@@ -8,18 +8,21 @@ import type { Hand } from '../matching/types.ts';
 import type { Db } from '../../db/index.ts';
 import { readAttributeValues, verifierOf } from '../attributes/service.ts';
 import { appendAudit } from '../audit/service.ts';
-import { activeConsents } from '../consents/service.ts';
+import { activeConsents, type ConsentGrant } from '../consents/service.ts';
 import { auditAttestationFailure, type CaptureVerdict, settleAttestation } from '../devices/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
 import { getUser, ledgerIdFor, touchLastAuth } from '../users/service.ts';
 import { getVendor } from '../vendors/service.ts';
+import { admitSetAsk } from '../verification/store.ts';
 import {
   ageProofJob,
+  inSetName,
   inSetProofJob,
   keepProof,
   loadPredicates,
   type ProofJob,
   type Proven,
+  predicateConsented,
 } from '../verification/zk.ts';
 import { attributesToRead, type Disclosure, decideDisclosure, type ProofStatement } from './decide.ts';
 import {
@@ -154,6 +157,37 @@ type Decision =
       disclosure: Disclosure;
     };
 
+/**
+ * The consents with the bound on distinct sets applied (docs/zk-proofs.md, "Set predicates"): a set
+ * predicate admitted by an `<attr>_in_set` consent counts against the vendor's distinct sets for this user
+ * and attribute; past the bound, the consent no longer admits it (`consent_missing`). A consent to the
+ * attribute itself discloses the value anyway and is not bounded.
+ */
+async function boundSetAsks(
+  db: Db,
+  input: {
+    consents: Map<string, ConsentGrant>;
+    predicates: readonly InSetPredicate[];
+    vendorId: string;
+    userId: string;
+    now: number;
+  },
+): Promise<Map<string, ConsentGrant>> {
+  const out = new Map(input.consents);
+  for (const p of input.predicates) {
+    if (input.consents.has(p.attribute) || !predicateConsented(input.consents, p)) continue;
+    const admitted = await admitSetAsk(db, {
+      vendorId: input.vendorId,
+      userId: input.userId,
+      attribute: p.attribute,
+      values: p.values,
+      now: input.now,
+    });
+    if (!admitted) out.delete(inSetName(p.attribute));
+  }
+  return out;
+}
+
 /** Gathers what the decision reads (user, vendor, consents, predicates, attribute values) and decides. */
 async function decide(
   ctx: AppContext,
@@ -168,10 +202,16 @@ async function decide(
   if (!user) return { kind: 'fail', reason: 'no_match', ...(seen.ambiguous ? { ambiguous: true } : {}) };
   const vendor = await getVendor(db, c.vendorId);
   if (!vendor) throw new Error(`auth context ${c.id}: vendor ${c.vendorId} is missing`);
-  const consents = await activeConsents(db, user.id, vendor.id, now);
   const predicates = await loadPredicates(db, c.id);
+  const consents = await boundSetAsks(db, {
+    consents: await activeConsents(db, user.id, vendor.id, now),
+    predicates,
+    vendorId: vendor.id,
+    userId: user.id,
+    now,
+  });
   const lookup = attributesToRead(c, consents, predicates);
-  const values = await readAttributeValues(ctx, db, user.id, lookup, now);
+  const values = await readAttributeValues(ctx, db, user.id, lookup, now, vendor.id);
   const pseudo = pseudonym(user.id, vendor.id);
   const birthDateSource =
     c.minimumAge === null ? undefined : ((await verifierOf(db, user.id, 'date_of_birth')) ?? 'self_asserted');

@@ -55,7 +55,7 @@ export interface AuthContextStore {
   listDue(now: number, limit: number): Promise<AuthContext[]>;
   /** Resolved contexts attributed to a user since a time (input of the computed risk_score). */
   history(userId: string, sinceMs: number): Promise<AuthHistoryItem[]>;
-  /** Erasure: sealed results naming the user are dropped. */
+  /** Erasure: sealed results naming the user are dropped, and the contexts no longer name the user. */
   forgetResultsOf(userId: string): Promise<void>;
   /** Sealed results after an id, ordered by id (master-key rotation walks them in batches). */
   sealedResultsAfter(afterId: string, limit: number): Promise<{ id: string; resultEnc: Uint8Array }[]>;
@@ -177,7 +177,7 @@ export class KyselyAuthContextStore implements AuthContextStore {
   async forgetResultsOf(userId: string): Promise<void> {
     await this.db
       .updateTable('auth_contexts')
-      .set({ result_enc: null })
+      .set({ result_enc: null, user_id: null })
       .where('user_id', '=', userId)
       .execute();
   }

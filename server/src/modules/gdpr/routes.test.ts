@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openFor } from '../../crypto/keyring.ts';
 import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
 import { type Call, expectError, userCaller } from '../../user-api-testkit.ts';
+import { verifyAuditChain } from '../audit/service.ts';
 import { appendTransaction } from '../ledger/service.ts';
 import { addPalm, dataKeyOf } from '../users/service.ts';
 
@@ -208,14 +209,22 @@ describe('GDPR export and erasure', () => {
     expect(ledger).toHaveLength(0);
     // The gallery no longer matches the palm.
     expect(t.ctx.gallery.identify(u.template)).toBeNull();
-    // Audit rows stay, with ids and never values; the erasure itself is recorded.
-    const audit = await db
-      .selectFrom('audit')
-      .selectAll()
-      .where('user_id', '=', u.userId)
-      .orderBy('seq', 'desc')
-      .execute();
-    expect(audit[0]).toMatchObject({ operation: 'DELETE', attribute_name: '*', result: 'SUCCESS' });
+    // Audit rows stay in the chain, never with values; none still names the user (their personal fields
+    // were sealed under the shredded key); the erasure itself is recorded, naming no one.
+    const named = await db.selectFrom('audit').select('seq').where('user_id', '=', u.userId).execute();
+    expect(named).toHaveLength(0);
+    const audit = await db.selectFrom('audit').selectAll().orderBy('seq', 'desc').execute();
+    expect(audit[0]).toMatchObject({
+      operation: 'DELETE',
+      attribute_name: '*',
+      result: 'SUCCESS',
+      user_id: 'erased',
+      vendor_id: null,
+      ip_address: '',
+      user_agent: '',
+    });
     expect(JSON.stringify(audit)).not.toContain('gdpr@example.org');
+    expect(JSON.stringify(audit)).not.toContain(u.userId);
+    expect((await verifyAuditChain(db, t.ctx.keyring)).ok).toBe(true);
   });
 });

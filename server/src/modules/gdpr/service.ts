@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { listAttributes } from '../attributes/service.ts';
 import { eraseUserAttributes } from '../attributes/store.ts';
-import { listAudit } from '../audit/service.ts';
+import { listAudit, shredAuditOf } from '../audit/service.ts';
 import { forgetResultsOf } from '../auth-contexts/state.ts';
 import { eraseUserConsents, listConsents } from '../consents/service.ts';
 import { eraseAnswersOf } from '../kiosk-link/idempotency.ts';
@@ -43,7 +43,7 @@ export async function exportUserData(
     },
     attributes: await listAttributes(ctx, db, userId, now),
     consents: await listConsents(db, userId, now, true),
-    audit: await listAudit(db, userId, EXPORT_AUDIT_LIMIT),
+    audit: await listAudit(db, ctx.keyring, userId, EXPORT_AUDIT_LIMIT),
     ledger: { transactions: await userTransactions(db, user.ledger_id) },
   };
 }
@@ -52,7 +52,10 @@ export async function exportUserData(
  * Erasure (GDPR art. 17), asked of each module that holds a part of the user: the users module destroys
  * the wrapped data key first (crypto-shredding) and deletes templates, tokens and claim codes; then
  * attributes, consents, ledger entries, proof openings and attestations go, and sealed auth results naming
- * the user are dropped. Audit rows stay (ids only). Run it in one transaction.
+ * the user are dropped. Audit rows keep their place in the hash chain, but their personal fields (sealed
+ * under the user's key) are shredded: nothing links them to the person, to each other or to a vendor. The
+ * users row stays as a tombstone without its vendor, date or ledger links (docs/security.md). Run it in
+ * one transaction.
  */
 export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
   const now = ctx.now();
@@ -63,5 +66,6 @@ export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
   await eraseUserVerificationData(db, userId);
   await forgetResultsOf(db, userId);
   await eraseAnswersOf(db, userId);
+  await shredAuditOf(db, userId);
   return { deleted: true as const, deleted_at: new Date(now).toISOString() };
 }

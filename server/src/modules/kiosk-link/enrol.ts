@@ -107,7 +107,11 @@ export async function enrolAtKiosk(
         }
         const palms = [];
         for (const t of templates)
-          palms.push({ ...t, userId, palmId: await addPalm(ctx, trx, userId, dataKey, t) });
+          palms.push({
+            ...t,
+            userId,
+            palmId: await addPalm(ctx, trx, userId, dataKey, t, `kiosk:${pvs.id}`),
+          });
         await auditPalm(ctx, trx, caller, userId, pvs.vendorId, 'SUCCESS');
         await rememberAnswer(ctx, trx, key, answer, { userId, dataKey });
         return { answer, userId, added: palms };

@@ -26,6 +26,15 @@ describe('/api/v1/mpc/users', () => {
     });
 
   let devA: TestDevice;
+  /** The internal id, as the user sees it (user API); vendors only ever see their own id for the user. */
+  const internalId = async (token: string): Promise<string> =>
+    (
+      await t.app.inject({
+        method: 'GET',
+        url: '/v1/attributes/user_id',
+        headers: { authorization: `Bearer ${token}` },
+      })
+    ).json().data.value;
 
   beforeAll(async () => {
     t = await createTestApp();
@@ -42,7 +51,12 @@ describe('/api/v1/mpc/users', () => {
     });
     expect(res.statusCode).toBe(201);
     const d = res.json().data;
-    expect(d.pseudonym).toBe(pseudonym(d.user_id, a.vendor_id));
+    // the vendor-scoped id is not the internal id; the pseudonym is keyed by the internal one
+    const internal = await internalId(d.user_token);
+    expect(d.user_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(d.user_id).not.toBe(internal);
+    expect(d.pseudonym).toBe(pseudonym(internal, a.vendor_id));
+    expect(d.pseudonym).not.toBe(pseudonym(d.user_id, a.vendor_id));
     expect(d.ledger_id).toMatch(/^[0-9a-f]{64}$/);
     expect(d.user_token).toMatch(/^ut_/);
     // the palm is identifiable at once
@@ -68,20 +82,33 @@ describe('/api/v1/mpc/users', () => {
     ).json().data;
     let read = (await call('read', { user_id })).json().data;
     expect(read).toMatchObject({ user_id, palm_registered: [], attributes: {} });
+    const internal = await internalId(user_token);
     await grantConsent(
       t.ctx.database.db,
-      user_id,
-      { vendor_id: a.vendor_id, attributes: [{ name: 'email', purpose: 'receipts', retention_days: 0 }] },
+      internal,
+      {
+        vendor_id: a.vendor_id,
+        attributes: [
+          { name: 'email', purpose: 'receipts', retention_days: 0 },
+          { name: 'user_id', purpose: 'support', retention_days: 0 },
+        ],
+      },
       Date.now(),
     );
     read = (await call('read', { user_id })).json().data;
-    expect(read.attributes).toEqual({ email: 'carol@example.com' });
+    // the user_id attribute, disclosed to the vendor, is the vendor's own id for the user
+    expect(read.attributes).toEqual({ email: 'carol@example.com', user_id });
 
-    expect((await call('read', { user_id }, b.api_key)).statusCode).toBe(403);
-    expect(
-      (await call('update', { user_id, attributes: { email: 'x@example.com' } }, b.api_key)).statusCode,
-    ).toBe(403);
-    expect((await call('delete', { user_id }, b.api_key)).statusCode).toBe(403);
+    // another vendor, with this vendor's id or the internal one: the same 404 as an unknown id
+    for (const id of [user_id, internal]) {
+      expect((await call('read', { user_id: id }, b.api_key)).statusCode).toBe(404);
+      expect(
+        (await call('update', { user_id: id, attributes: { email: 'x@example.com' } }, b.api_key)).statusCode,
+      ).toBe(404);
+      expect((await call('delete', { user_id: id }, b.api_key)).statusCode).toBe(404);
+    }
+    // nor does the internal id work for the vendor that created the user
+    expect((await call('read', { user_id: internal })).statusCode).toBe(404);
 
     const change = {
       user_id,

@@ -35,17 +35,29 @@ import {
   addPalm,
   createUser,
   dataKeyOf,
+  internalUserId,
   issueUserToken,
   ledgerIdFor,
   palmRegistered,
   requireUser,
+  vendorUserId,
 } from '../users/service.ts';
 
 const vendorRoute = { auth: 'vendor', scope: 'users', rate: 'users' } as const;
 const security = [{ apiKey: [] }];
 
-/** Only the vendor that created a user may manage it; others learn about users only through auth contexts. */
-async function ownedUser(db: Db, vendor: VendorPrincipal, userId: string) {
+function unknownUser(): AppError {
+  return new AppError('NOT_FOUND', 'User not found', { field: 'user_id', reason: 'unknown' });
+}
+
+/**
+ * The user behind a vendor-scoped id (docs/vendor-api.md, "User ids"). Only ids issued to this vendor
+ * resolve: an internal id or an id issued to another vendor is the same 404 as an unknown one. Only the
+ * vendor that created a user may manage it (else 403); others learn about users only through auth contexts.
+ */
+async function ownedUser(db: Db, vendor: VendorPrincipal, vendorUser: string) {
+  const userId = await internalUserId(db, vendor.id, vendorUser);
+  if (userId === undefined) throw unknownUser();
   const user = await requireUser(db, userId);
   if (user.created_by_vendor !== vendor.id) {
     throw new AppError('FORBIDDEN', 'This user was not created by your vendor account', {
@@ -87,7 +99,7 @@ async function applyChanges(
     for (const p of palms) {
       const template = templateBytesFromBase64(p.template);
       palmIds.push({
-        palmId: await addPalm(ctx, db, userId, key, { hand: p.hand, template }),
+        palmId: await addPalm(ctx, db, userId, key, { hand: p.hand, template }, `vendor:${vendor.id}`),
         hand: p.hand,
         template,
       });
@@ -159,7 +171,8 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
           const changes = await applyChanges(ctx, trx, vendor, callerOf(request), user.id, attributes, palms);
           const token = vendor.mode === 'test' ? await issueUserToken(ctx, trx, user.id) : undefined;
           const ledgerId = ledgerIdFor(ctx, await requireUser(trx, user.id), vendor.id);
-          return { user, changes, token, ledgerId };
+          const scopedId = await vendorUserId(trx, vendor.id, user.id, ctx.now());
+          return { user, changes, token, ledgerId, scopedId };
         });
         publishPalms(ctx, out.user.id, out.changes.palmIds);
         return out;
@@ -168,7 +181,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
       return ok(
         reply,
         {
-          user_id: out.user.id,
+          user_id: out.scopedId,
           pseudonym: pseudonym(out.user.id, vendor.id),
           ledger_id: out.ledgerId,
           ...(out.token ? { user_token: out.token.user_token, expires_at: out.token.expires_at } : {}),
@@ -196,29 +209,32 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
       const caller = callerOf(request);
       // Palms are added to an existing user only with the user's one-time code (docs/security.md).
       if (palms?.length && confirmation_code === undefined) {
-        await ownedUser(ctx.database.db, vendor, user_id);
-        await auditRefusedPalm(ctx, caller, user_id, vendor.id);
+        const owned = await ownedUser(ctx.database.db, vendor, user_id);
+        await auditRefusedPalm(ctx, caller, owned.id, vendor.id);
         throw confirmationRequired();
       }
       const update = async () => {
         if (palms?.length) {
-          await ownedUser(ctx.database.db, vendor, user_id);
+          const owned = await ownedUser(ctx.database.db, vendor, user_id);
           await gateVendorPalms(ctx, {
             vendorId: vendor.id,
             caller,
             palms: attested(palms),
-            owner: user_id,
+            owner: owned.id,
             device: (id) => findPvs(ctx.database.db, id),
           });
         }
-        const changes = await ctx.database.db.transaction().execute(async (trx) => {
-          await ownedUser(trx, vendor, user_id);
+        const out = await ctx.database.db.transaction().execute(async (trx) => {
+          const owned = await ownedUser(trx, vendor, user_id);
           if (palms?.length && confirmation_code !== undefined)
-            await consumePalmConfirmation(ctx, trx, confirmation_code, user_id);
-          return applyChanges(ctx, trx, vendor, caller, user_id, attributes, palms);
+            await consumePalmConfirmation(ctx, trx, confirmation_code, owned.id);
+          return {
+            userId: owned.id,
+            changes: await applyChanges(ctx, trx, vendor, caller, owned.id, attributes, palms),
+          };
         });
-        publishPalms(ctx, user_id, changes.palmIds);
-        return changes;
+        publishPalms(ctx, out.userId, out.changes.palmIds);
+        return out.changes;
       };
       const changes = palms?.length ? await serialiseEnrolment(ctx, update) : await update();
       return ok(reply, { user_id, updated: changes.updated });
@@ -243,15 +259,15 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
       const data = await ctx.database.db.transaction().execute(async (trx) => {
         const user = await ownedUser(trx, vendor, user_id);
         const now = ctx.now();
-        const consents = await activeConsents(trx, user_id, vendor.id, now);
-        const values = await readAttributeValues(ctx, trx, user_id, [...consents.keys()], now);
+        const consents = await activeConsents(trx, user.id, vendor.id, now);
+        const values = await readAttributeValues(ctx, trx, user.id, [...consents.keys()], now, vendor.id);
         const attributes = Object.fromEntries(values);
         await appendAudit(
           trx,
           ctx.keyring,
           callerOf(request),
           [...values.keys()].map((name) => ({
-            userId: user_id,
+            userId: user.id,
             vendorId: vendor.id,
             attributeName: name,
             operation: 'READ' as const,
@@ -261,9 +277,9 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
         );
         return {
           user_id,
-          pseudonym: pseudonym(user_id, vendor.id),
+          pseudonym: pseudonym(user.id, vendor.id),
           ledger_id: ledgerIdFor(ctx, user, vendor.id),
-          palm_registered: await palmRegistered(trx, user_id),
+          palm_registered: await palmRegistered(trx, user.id),
           registration_date: new Date(Number(user.registration_date)).toISOString(),
           attributes,
         };
@@ -287,16 +303,16 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const vendor = vendorOf(request);
       const { user_id } = request.body;
-      await ctx.database.db.transaction().execute(async (trx) => {
-        await ownedUser(trx, vendor, user_id);
-        await eraseUser(ctx, trx, user_id);
+      const erased = await ctx.database.db.transaction().execute(async (trx) => {
+        const owned = await ownedUser(trx, vendor, user_id);
+        // the record first: the erasure then shreds its personal fields with the user's others
         await appendAudit(
           trx,
           ctx.keyring,
           callerOf(request),
           [
             {
-              userId: user_id,
+              userId: owned.id,
               vendorId: vendor.id,
               attributeName: '*',
               operation: 'DELETE',
@@ -305,8 +321,10 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
           ],
           ctx.now(),
         );
+        await eraseUser(ctx, trx, owned.id);
+        return owned.id;
       });
-      forgetPalms(ctx, user_id);
+      forgetPalms(ctx, erased);
       return ok(reply, { user_id, deleted: true as const });
     },
   );

@@ -58,13 +58,13 @@ export async function rekeyPvs(db: Db, id: string, now = Date.now()) {
 export async function findPvs(
   db: Db,
   id: string,
-): Promise<{ vendorId: string | null; revoked: boolean } | undefined> {
+): Promise<{ vendorId: string | null; revoked: boolean; name: string } | undefined> {
   const row = await db
     .selectFrom('pvs')
-    .select(['vendor_id', 'revoked_at'])
+    .select(['vendor_id', 'revoked_at', 'name'])
     .where('id', '=', id)
     .executeTakeFirst();
-  return row ? { vendorId: row.vendor_id, revoked: row.revoked_at !== null } : undefined;
+  return row ? { vendorId: row.vendor_id, revoked: row.revoked_at !== null, name: row.name } : undefined;
 }
 
 export async function listPvs(db: Db) {

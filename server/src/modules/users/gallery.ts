@@ -3,7 +3,7 @@ import { open } from '../../crypto/keyring.ts';
 
 /**
  * The users' palms in the in-memory gallery (modules/matching): loaded at start-up, kept in step with
- * enrolments and erasures on other instances. Templates are decrypted only here.
+ * enrolments, palm removals and erasures on other instances. Templates are decrypted only here.
  */
 
 /** Loads every enrolled palm into the in-memory gallery (at start-up). Templates are decrypted only here. */
@@ -96,7 +96,7 @@ export function syncGalleryWithPeers(
 const CLOCK_SKEW_MS = 60_000;
 
 /**
- * Applies to this instance's gallery every enrolment and erasure the database recorded since `since`
+ * Applies to this instance's gallery every enrolment, palm removal and erasure the database recorded since `since`
  * (Unix ms): used when events from other instances may have been missed. Idempotent.
  */
 export async function catchUpGallery(
@@ -112,6 +112,9 @@ export async function catchUpGallery(
     .distinct()
     .where('created_at', '>=', since)
     .execute();
-  for (const p of changed) await loadUserPalms(ctx, p.user_id);
-  return { removed: erased.length, loaded: changed.length };
+  // palms removed since (no palm row is left to find): reload those users
+  const lost = await db.selectFrom('users').select('id').where('palms_changed_at', '>=', since).execute();
+  const reload = new Set([...changed.map((p) => p.user_id), ...lost.map((u) => u.id)]);
+  for (const id of reload) await loadUserPalms(ctx, id);
+  return { removed: erased.length, loaded: reload.size };
 }

@@ -136,12 +136,13 @@ export async function auditPalm(
   userId: string,
   vendorId: string | null,
   result: 'SUCCESS' | 'DENIED',
+  operation: 'UPDATE' | 'DELETE' = 'UPDATE',
 ): Promise<void> {
   await appendAudit(
     db,
     ctx.keyring,
     caller,
-    [{ userId, vendorId, attributeName: PALM_AUDIT_NAME, operation: 'UPDATE', result }],
+    [{ userId, vendorId, attributeName: PALM_AUDIT_NAME, operation, result }],
     ctx.now(),
   );
 }

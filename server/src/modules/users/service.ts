@@ -44,6 +44,7 @@ export async function createUser(ctx: AppContext, db: Db, createdBy: string | nu
       wrapped_key: wrapped,
       last_auth: null,
       erased_at: null,
+      palms_changed_at: null,
     })
     .execute();
   return { id, dataKey, ledgerId: lid, registrationDate: now };
@@ -70,6 +71,34 @@ export async function dataKeyOf(ctx: AppContext, db: Db, userId: string): Promis
   if (!user.wrapped_key)
     throw new AppError('NOT_FOUND', 'User not found', { field: 'user_id', reason: 'erased' });
   return ctx.keyring.unwrap(userId, user.wrapped_key);
+}
+
+/**
+ * The data key of each of several users, for sealing their audit records: a Buffer (live), 'erased', or
+ * null (no such user: a row about a capture device).
+ */
+export async function dataKeysOf(
+  db: Db,
+  keyring: Keyring,
+  userIds: string[],
+): Promise<Map<string, Buffer | 'erased' | null>> {
+  const out = new Map<string, Buffer | 'erased' | null>();
+  const ids = [...new Set(userIds)];
+  const rows =
+    ids.length === 0
+      ? []
+      : await db
+          .selectFrom('users')
+          .select(['id', 'wrapped_key', 'erased_at'])
+          .where('id', 'in', ids)
+          .execute();
+  for (const id of ids) {
+    const row = rows.find((r) => r.id === id);
+    if (!row) out.set(id, null);
+    else if (row.erased_at !== null || !row.wrapped_key) out.set(id, 'erased');
+    else out.set(id, keyring.unwrap(id, row.wrapped_key));
+  }
+  return out;
 }
 
 /**
@@ -179,7 +208,100 @@ export async function touchLastAuth(db: Db, userId: string, now: number): Promis
 }
 
 export async function palmsOf(db: Db, userId: string) {
-  return db.selectFrom('palms').select(['id', 'hand', 'created_at']).where('user_id', '=', userId).execute();
+  return db
+    .selectFrom('palms')
+    .select(['id', 'hand', 'created_at', 'source'])
+    .where('user_id', '=', userId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * Removes one of the user's palms (`DELETE /v1/palms/{palm_id}`). Another user's palm is indistinguishable
+ * from a missing one (404). The caller audits it, and drops it from the gallery after the commit.
+ */
+export async function removePalm(
+  db: Db,
+  userId: string,
+  palmId: string,
+  now: number,
+): Promise<{ hand: string }> {
+  const row = await db
+    .selectFrom('palms')
+    .select(['id', 'hand'])
+    .where('id', '=', palmId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('NOT_FOUND', 'Palm not found', { field: 'palm_id', reason: 'unknown' });
+  await db.deleteFrom('palms').where('id', '=', palmId).where('user_id', '=', userId).execute();
+  await db.updateTable('users').set({ palms_changed_at: now }).where('id', '=', userId).execute();
+  return { hand: row.hand };
+}
+
+/** Revokes one token (`DELETE /v1/tokens/current`); refused from the next request on. */
+export async function revokeToken(db: Db, userId: string, tokenId: string, now: number): Promise<number> {
+  const res = await db
+    .updateTable('user_tokens')
+    .set({ revoked_at: now })
+    .where('id', '=', tokenId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
+/** Revokes every live token of the user (`DELETE /v1/tokens`, `admin user token revoke`); returns how many. */
+export async function revokeAllTokens(db: Db, userId: string, now: number): Promise<number> {
+  const res = await db
+    .updateTable('user_tokens')
+    .set({ revoked_at: now })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
+/**
+ * The id one vendor sees for a user (docs/vendor-api.md, "User ids"): a UUID v4 stable per (user,
+ * vendor), made the first time the vendor needs one. The internal id never reaches a vendor.
+ */
+export async function vendorUserId(db: Db, vendorId: string, userId: string, now: number): Promise<string> {
+  const found = await db
+    .selectFrom('vendor_user_ids')
+    .select('vendor_user_id')
+    .where('vendor_id', '=', vendorId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  if (found) return found.vendor_user_id;
+  await db
+    .insertInto('vendor_user_ids')
+    .values({ vendor_id: vendorId, user_id: userId, vendor_user_id: randomUUID(), created_at: now })
+    .onConflict((oc) => oc.columns(['vendor_id', 'user_id']).doNothing())
+    .execute();
+  const row = await db
+    .selectFrom('vendor_user_ids')
+    .select('vendor_user_id')
+    .where('vendor_id', '=', vendorId)
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow();
+  return row.vendor_user_id;
+}
+
+/** The internal id behind an id this vendor was given; undefined for any other id (another vendor's too). */
+export async function internalUserId(
+  db: Db,
+  vendorId: string,
+  vendorUser: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('vendor_user_ids')
+    .select('user_id')
+    .where('vendor_id', '=', vendorId)
+    .where('vendor_user_id', '=', vendorUser)
+    .executeTakeFirst();
+  return row?.user_id;
 }
 
 export async function palmRegistered(db: Db, userId: string): Promise<('left' | 'right')[]> {
@@ -193,6 +315,8 @@ export async function addPalm(
   userId: string,
   dataKey: Buffer,
   palm: { hand: 'left' | 'right'; template: Uint8Array },
+  /** where it is enrolled: `kiosk:<pvs_id>` or `vendor:<vendor_id>` (shown to the user in `GET /v1/palms`) */
+  source: string | null = null,
 ): Promise<string> {
   ctx.matcher.validate(palm.template);
   const id = randomUUID();
@@ -204,6 +328,7 @@ export async function addPalm(
       hand: palm.hand,
       template_enc: seal(dataKey, palm.template, `palm:${userId}:${id}`),
       created_at: ctx.now(),
+      source,
     })
     .execute();
   return id;
@@ -216,11 +341,24 @@ export async function addPalm(
  */
 export async function eraseUserRecord(db: Db, userId: string, now: number): Promise<{ ledgerId: string }> {
   const user = await requireUser(db, userId);
+  // A tombstone: the row stays (its id marks the user erased for the gallery on every instance), but nothing
+  // in it links the person to a vendor, a date or the ledger (docs/security.md, "Erasure leaves nothing
+  // linkable"): the creating vendor, the registration date and the internal ledger id are dropped.
   await db
     .updateTable('users')
-    .set({ wrapped_key: null, token_share_enc: new Uint8Array(0), erased_at: now })
+    .set({
+      wrapped_key: null,
+      token_share_enc: new Uint8Array(0),
+      erased_at: now,
+      created_by_vendor: null,
+      registration_date: 0,
+      ledger_id: `erased:${randomUUID()}`,
+      last_auth: null,
+      palms_changed_at: null,
+    })
     .where('id', '=', userId)
     .execute();
+  await db.deleteFrom('vendor_user_ids').where('user_id', '=', userId).execute();
   await db.deleteFrom('palms').where('user_id', '=', userId).execute();
   await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
   await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();

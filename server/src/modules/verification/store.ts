@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { IN_SET_ASK_WINDOW_DAYS, IN_SET_MAX_DISTINCT_SETS } from '@palmid/shared/api/domains.ts';
 import {
   generateVerifierKey,
   isVerifiedAttribute,
@@ -187,4 +188,48 @@ export async function eraseUserVerificationData(db: Db, userId: string): Promise
   // the identity-provider account is no longer linked: it may be imported by a new account
   await db.deleteFrom('oidc_subjects').where('user_id', '=', userId).execute();
   await db.deleteFrom('oidc_nonces').where('user_id', '=', userId).execute();
+  await db.deleteFrom('in_set_asks').where('user_id', '=', userId).execute();
+}
+
+/**
+ * Counts a set a vendor asks about a user's attribute (docs/zk-proofs.md, "Set predicates"): a set asked
+ * before (in any order) is admitted again; a new one only while fewer than `IN_SET_MAX_DISTINCT_SETS`
+ * distinct sets were asked within `IN_SET_ASK_WINDOW_DAYS`. Older asks are pruned here.
+ */
+export async function admitSetAsk(
+  db: Db,
+  ask: { vendorId: string; userId: string; attribute: string; values: readonly string[]; now: number },
+): Promise<boolean> {
+  const since = ask.now - IN_SET_ASK_WINDOW_DAYS * 86_400_000;
+  const digest = createHash('sha256')
+    .update(JSON.stringify([...new Set(ask.values)].sort()), 'utf8')
+    .digest('hex');
+  const scope = db
+    .deleteFrom('in_set_asks')
+    .where('vendor_id', '=', ask.vendorId)
+    .where('user_id', '=', ask.userId)
+    .where('attribute', '=', ask.attribute)
+    .where('asked_at', '<', since);
+  await scope.execute();
+  const asked = await db
+    .selectFrom('in_set_asks')
+    .select('set_digest')
+    .where('vendor_id', '=', ask.vendorId)
+    .where('user_id', '=', ask.userId)
+    .where('attribute', '=', ask.attribute)
+    .execute();
+  if (asked.some((r) => r.set_digest === digest)) return true;
+  if (asked.length >= IN_SET_MAX_DISTINCT_SETS) return false;
+  await db
+    .insertInto('in_set_asks')
+    .values({
+      vendor_id: ask.vendorId,
+      user_id: ask.userId,
+      attribute: ask.attribute,
+      set_digest: digest,
+      asked_at: ask.now,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  return true;
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
 import { IN_SET_MIN_SIZE } from '@palmid/shared/api/consents.ts';
+import { validSetMembers } from '@palmid/shared/api/domains.ts';
 import type { PredicateProof } from '@palmid/shared/zk/schema.ts';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
@@ -61,7 +62,9 @@ export const predicateConsented = (
     const allowed = new Set(grant.values);
     return asked.size === allowed.size && [...asked].every((v) => allowed.has(v));
   }
-  return asked.size >= (grant?.min_set_size ?? IN_SET_MIN_SIZE);
+  // only members of the attribute's closed domain count: junk cannot pad a set to the minimum size, and an
+  // attribute without a closed domain is admitted only by a consent naming the exact set
+  return validSetMembers(p.attribute, p.values).length >= (grant?.min_set_size ?? IN_SET_MIN_SIZE);
 };
 
 export interface ProofWork {
