@@ -15,6 +15,7 @@ import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { DirectLockout } from '../devices/direct-lockout.ts';
 import { checkAttestation } from '../devices/service.ts';
+import { lockoutOutcome } from '../kiosk-link/lockout.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { findPvs } from '../pvs/service.ts';
 import { resolve } from './resolve.ts';
@@ -158,7 +159,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
           context: () =>
             ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
         });
-        failed = resolved.result.reason === 'no_match' || resolved.result.reason === 'liveness_failed';
+        failed = lockoutOutcome(resolved.result.reason, resolved.context.userId);
       } finally {
         // Recorded before the answer leaves: a caller that reads no_match and retries at once, on this
         // instance or another, already meets the count (and the lock) this attempt left.

@@ -21,7 +21,7 @@ import { authenticatePvs, type PvsPrincipal, touchPvs } from '../pvs/service.ts'
 import { guardHandlers } from '../revocation/watcher.ts';
 import { enrolAtKiosk } from './enrol.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
-import { KioskLockout } from './lockout.ts';
+import { KioskLockout, lockoutOutcome } from './lockout.ts';
 
 function display(c: AuthContext): string {
   if (c.type === 'payment')
@@ -206,7 +206,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                   ),
                 withdrawFromKiosks: true,
               });
-              failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
+              failed = lockoutOutcome(result.reason, c.userId);
               return { status: c.status, auth_result: result };
             } finally {
               await lockout
