@@ -124,6 +124,8 @@ export async function buildApp(
   // Callback-style hooks where nothing is awaited: no promise per request (docs/performance.md).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id); // lower case: sent so anyway, and no new string per request
+    // API answers may carry personal data (attributes, identifiers, tokens, exports): no cache keeps them.
+    if (request.url.startsWith('/v1/') || request.url.startsWith('/api/')) reply.header('cache-control', 'no-store');
     done();
   });
   registerAuth(app, ctx);

@@ -321,7 +321,7 @@ export class KioskDaemon extends EventEmitter {
       },
     );
     timings.push({ step: 'identify', at, ms: now() - at });
-    const r = res.auth_result;
+    const r = res;
     await this.#leds(r.success ? LED.STATUS_GREEN : LED.STATUS_RED);
     this.#opts.display(r.success ? 'Thank you!' : `Not accepted (${r.reason ?? 'failed'}).`);
     return { auth_id: req.auth_id, status: res.status, ...(r.reason ? { reason: r.reason } : {}), attempts };

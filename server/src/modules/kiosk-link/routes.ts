@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { AuthResult, FailureReason } from '@palmid/shared/api/auth-contexts.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
 import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
@@ -31,6 +32,16 @@ function display(c: AuthContext): string {
       ? `Entrance (age ${c.minimumAge}+): hold your palm over the scanner`
       : 'Entrance: hold your palm over the scanner';
   return 'Sign in: hold your palm over the scanner';
+}
+
+type KioskOutcome = { status: string; success: boolean; reason?: FailureReason };
+
+/**
+ * What a kiosk is told of a resolution (docs/websocket.md, `identify`): the status, success and reason. The
+ * result's attributes, pseudonym and ledger id are the vendor's, read through its own API.
+ */
+function kioskOutcome(c: AuthContext, result: AuthResult): KioskOutcome {
+  return { status: c.status, success: result.success, ...(result.reason ? { reason: result.reason } : {}) };
 }
 
 /** The kiosk addressing rule: a context for this kiosk, or for any kiosk of its vendor (or of any vendor). */
@@ -180,7 +191,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             try {
               const key = `pvs:${pvs.id}:identify:${id}`;
               const previous = await recallAnswer(ctx, ctx.database.db, key);
-              if (previous) return previous as { status: string; auth_result: never };
+              if (previous) return previous as KioskOutcome;
               const capture = await checked;
               if (!capture.ok) log.warn({ why: capture.why, auth_id: params.auth_id }, 'capture refused');
               const { context: c, result } = await resolve(ctx, {
@@ -196,18 +207,19 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                   }
                   return c;
                 },
+                // the kiosk's answer, and all the idempotency store keeps: no attribute, no identifier
                 alsoWrite: (trx, res) =>
                   rememberAnswer(
                     ctx,
                     trx,
                     key,
-                    { status: res.context.status, auth_result: res.result },
+                    kioskOutcome(res.context, res.result),
                     res.context.userId ? { userId: res.context.userId } : null,
                   ),
                 withdrawFromKiosks: true,
               });
               failed = lockoutOutcome(result.reason, c.userId);
-              return { status: c.status, auth_result: result };
+              return kioskOutcome(c, result);
             } finally {
               await lockout
                 .settle(pvs.id, failed, now)
