@@ -4,6 +4,7 @@ import { AppError } from '@palmid/shared/errors.ts';
 import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
 import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import type { FastifyPluginAsync } from 'fastify';
+import type { AppContext } from '../../context.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { callerOf } from '../../plugins/app/auth.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
@@ -42,6 +43,30 @@ type KioskOutcome = { status: string; success: boolean; reason?: FailureReason }
  */
 function kioskOutcome(c: AuthContext, result: AuthResult): KioskOutcome {
   return { status: c.status, success: result.success, ...(result.reason ? { reason: result.reason } : {}) };
+}
+
+/**
+ * Every request a kiosk sends counts against its `pvs` budget (lib/rate-limits.ts, 600 a minute, every
+ * socket and instance of the kiosk together): past it the request is refused with RATE_LIMITED
+ * (docs/websocket.md), before any work is done.
+ */
+function limitPerKiosk<H extends object>(ctx: AppContext, pvsId: string, handlers: H): H {
+  const out: Record<string, (params: unknown, id: string) => Promise<unknown>> = {};
+  for (const [name, handler] of Object.entries(handlers) as [
+    string,
+    (params: unknown, id: string) => Promise<unknown>,
+  ][]) {
+    out[name] = async (params, id) => {
+      const limit = ctx.rateLimits.consumeNow('pvs', pvsId) ?? (await ctx.rateLimits.consume('pvs', pvsId));
+      if (!limit.allowed)
+        throw new AppError('RATE_LIMITED', 'Too many requests from this kiosk', {
+          reason: 'rate_limited',
+          retry_after_s: limit.retryAfterS,
+        });
+      return handler(params, id);
+    };
+  }
+  return out as H;
 }
 
 /** The kiosk addressing rule: a context for this kiosk, or for any kiosk of its vendor (or of any vendor). */
@@ -104,7 +129,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
       socket,
       pvsMethods,
       guardHandlers(
-        {
+        limitPerKiosk(ctx, pvs.id, {
           hello: async (params) => {
             if (params.pvs_id !== pvs.id)
               throw new AppError('FORBIDDEN', 'pvs_id does not match the device token', {
@@ -226,7 +251,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                 .catch((err: unknown) => log.warn({ err }, 'kiosk lockout not recorded'));
             }
           },
-        },
+        }),
         live,
       ),
       log,
