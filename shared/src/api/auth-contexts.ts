@@ -179,6 +179,12 @@ export const authResultSchema = z.object({
   ledger_id: hex64Schema.optional(),
   reason: z.enum(FAILURE_REASONS).optional(),
   missing: z.array(z.string()).optional(),
+  /**
+   * Names of attributes disclosed by this result whose values the service no longer keeps (an hour after the
+   * context ended, at once after delivery under `retention_days: 0`, or the consent was revoked):
+   * `attributes` then holds only what is still kept (docs/vendor-api.md, "Disclosed values do not linger").
+   */
+  attributes_removed: z.array(z.string()).optional(),
 });
 export type AuthResult = z.infer<typeof authResultSchema>;
 

@@ -22,7 +22,8 @@ import { resolve } from './resolve.ts';
 import {
   cancelAuthContext,
   createAuthContext,
-  currentState,
+  deliverableState,
+  dropDelivered,
   dispatchToKiosks,
   ownContext,
   publishUpdate,
@@ -85,8 +86,11 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       // async function around it (docs/performance.md).
       return statusReads.load(request.params.auth_id).then((row) => {
         const c = ownContext(row, vendor.id);
-        const { status, result } = currentState(ctx, c);
+        const { status, result, once } = deliverableState(ctx, c);
         ok(reply, result ? { auth_id: c.id, status, auth_result: result } : { auth_id: c.id, status });
+        // delivered: values consented with retention_days 0 are not kept (rare: no write otherwise)
+        if (once.length > 0)
+          dropDelivered(ctx, c).catch((err: unknown) => request.log.warn({ err }, 'delivered values kept'));
       });
     },
   );
@@ -155,6 +159,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
         resolved = await resolve(ctx, {
           palm: { template, hand: palm.hand, liveness: palm.liveness, capture },
           caller: callerOf(request),
+          deliveredNow: true,
           // Created after the capture checks (a bad template creates nothing), committed before proving.
           context: () =>
             ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),

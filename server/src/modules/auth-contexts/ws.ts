@@ -9,7 +9,7 @@ import { serveRpc } from '../../lib/ws-rpc.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
 import { guardHandlers } from '../revocation/watcher.ts';
 import { authenticateVendor } from '../vendors/service.ts';
-import { currentState, loadVendorContext } from './state.ts';
+import { deliverableState, dropDelivered, loadVendorContext } from './state.ts';
 
 type KeyCheck = { vendor: VendorPrincipal } | { refused: 'invalid' | 'too_many_failures' };
 
@@ -48,7 +48,10 @@ function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal
             });
           }
           const c = await loadVendorContext(ctx.database.db, vendor.id, auth_id);
-          const { status, result } = currentState(ctx, c);
+          const { status, result, once } = deliverableState(ctx, c);
+          // delivered: values consented with retention_days 0 are not kept (state.ts)
+          if (once.length > 0)
+            dropDelivered(ctx, c).catch((err: unknown) => log.warn({ err }, 'delivered values kept'));
           return { auth_id: c.id, status, ...(result ? { auth_result: result } : {}) };
         },
         ping: async () => ({ pong: true as const, time: new Date(ctx.now()).toISOString() }),
