@@ -113,7 +113,10 @@ export async function buildApp(
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
-      done(AppError.invalid('body', 'too_deep', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+      done(
+        AppError.invalid('body', 'too_deep', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`),
+        undefined,
+      );
       return;
     }
     parseJson(request, text, done);
@@ -125,7 +128,8 @@ export async function buildApp(
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id); // lower case: sent so anyway, and no new string per request
     // API answers may carry personal data (attributes, identifiers, tokens, exports): no cache keeps them.
-    if (request.url.startsWith('/v1/') || request.url.startsWith('/api/')) reply.header('cache-control', 'no-store');
+    if (request.url.startsWith('/v1/') || request.url.startsWith('/api/'))
+      reply.header('cache-control', 'no-store');
     done();
   });
   registerAuth(app, ctx);

@@ -153,7 +153,8 @@ export function loadConfig(
     throw new ConfigError(String(issue.path[0] ?? 'config'), issue.message);
   }
   for (const issuer of result.data.PALMID_OIDC_ISSUERS) {
-    const refused = typeof issuer.jwks === 'string' ? jwksUrlRefusal(issuer.jwks, result.data.PALMID_ENV) : null;
+    const refused =
+      typeof issuer.jwks === 'string' ? jwksUrlRefusal(issuer.jwks, result.data.PALMID_ENV) : null;
     if (refused) throw new ConfigError('PALMID_OIDC_ISSUERS', `${issuer.issuer}: jwks ${refused}`);
   }
   return result.data;

@@ -108,8 +108,7 @@ describe('abuse', () => {
     };
     const stranger = Buffer.from('not-an-enrolled-palm').toString('base64');
     const identify = async (n: string) => call(n, await newContext());
-    for (let i = 0; i < MAX_FAILURES; i++)
-      expect((await identify(`f${i}`)).result?.reason).toBe('no_match');
+    for (let i = 0; i < MAX_FAILURES; i++) expect((await identify(`f${i}`)).result?.reason).toBe('no_match');
     const locked = await identify('locked');
     expect(locked.error?.code).toBe('RATE_LIMITED');
     expect(locked.error?.details.reason).toBe('kiosk_locked');

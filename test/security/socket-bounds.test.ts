@@ -3,9 +3,9 @@ import { VENDOR_AUTH_DEADLINE_MS } from '@palmid/shared/ws/vendor.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOCKETS_PER_CREDENTIAL } from '../../server/src/lib/live-sockets.ts';
 import { RATE_LIMITS } from '../../server/src/lib/rate-limits.ts';
+import { UNAUTHENTICATED_PER_IP } from '../../server/src/modules/auth-contexts/ws.ts';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { UNAUTHENTICATED_PER_IP } from '../../server/src/modules/auth-contexts/ws.ts';
 import { createTestApp, type TestApp } from '../../server/src/testing.ts';
 import { openKiosk, Recorder } from './sockets.ts';
 

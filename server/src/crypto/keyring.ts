@@ -1,8 +1,8 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { ensurePrivateDir } from '../lib/private-files.ts';
 import { dirname } from 'node:path';
 import { deriveServiceKey, type ServiceKeyPair } from '@palmid/shared/zk/keys.ts';
+import { ensurePrivateDir } from '../lib/private-files.ts';
 
 /**
  * Envelope encryption: every user has a random 256-bit data key, stored only wrapped (AES-256-GCM) under

@@ -1,13 +1,13 @@
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import { ensurePrivateDir, privateSqliteFiles } from '../lib/private-files.ts';
 import { type CredentialWatch, postgresCredentialWatch, sqliteCredentialWatch } from './credential-watch.ts';
 import { GroupCommit, type WriteJob } from './group-commit.ts';
 import { migrationProvider } from './migrations.ts';
 import { NamedStatements } from './pg-named.ts';
 import type { DB, DbKind } from './schema.ts';
 import { DurableSqliteDialect } from './sqlite-driver.ts';
-import { ensurePrivateDir, privateSqliteFiles } from '../lib/private-files.ts';
 
 export type { WriteBatch, WriteJob } from './group-commit.ts';
 export type { DB, Db, DbKind } from './schema.ts';

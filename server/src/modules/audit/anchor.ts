@@ -1,10 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { ensurePrivateDir } from '../../lib/private-files.ts';
 import { basename, dirname, extname, join } from 'node:path';
 import type { Config } from '../../config.ts';
 import type { Keyring } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
+import { ensurePrivateDir } from '../../lib/private-files.ts';
 import { type AuditVerification, GENESIS, HEAD_ID, headMac } from './service.ts';
 
 /**

@@ -132,7 +132,8 @@ export function deliverableState(
   c: AuthContext,
 ): { status: AuthStatus; result?: AuthResult; once: string[] } {
   const now = ctx.now();
-  if (isDue(c, now)) return { status: 'expired', result: resultWithoutUser(c.expiresAt, 'expired'), once: [] };
+  if (isDue(c, now))
+    return { status: 'expired', result: resultWithoutUser(c.expiresAt, 'expired'), once: [] };
   if (!c.resultEnc) return { status: c.status, once: [] };
   const stored = openStored(ctx, c.id, c.resultEnc);
   if (c.valuesUntil !== null && c.valuesUntil <= now)
@@ -150,7 +151,12 @@ export async function dropDelivered(ctx: AppContext, c: AuthContext): Promise<vo
   const stored = openStored(ctx, c.id, c.resultEnc);
   if (stored.once.length === 0) return;
   const once = new Set(stored.once);
-  await rewriteStored(ctx, ctx.database.db, c, withoutValues(stored.result, (n) => once.has(n)));
+  await rewriteStored(
+    ctx,
+    ctx.database.db,
+    c,
+    withoutValues(stored.result, (n) => once.has(n)),
+  );
 }
 
 /** Re-seals `c`'s stored result as `result` (no `once` names left), with the `values_until` it now needs. */
@@ -195,7 +201,12 @@ export async function forgetWithdrawnValues(
     if (result === stored.result) continue;
     const once = stored.once.filter((n) => Object.hasOwn(result.attributes, n));
     const sealed = sealStored(ctx, c.id, { result, once });
-    await authContextStore(db).replaceResult(c.id, c.resultEnc, sealed, holdsValues(result) ? c.valuesUntil : null);
+    await authContextStore(db).replaceResult(
+      c.id,
+      c.resultEnc,
+      sealed,
+      holdsValues(result) ? c.valuesUntil : null,
+    );
   }
 }
 

@@ -69,7 +69,12 @@ export interface AuthContextStore {
   /** The contexts of one user at one vendor whose stored result holds values. */
   listWithValues(userId: string, vendorId: string): Promise<AuthContext[]>;
   /** Replaces a sealed result and its `values_until` (compare-and-set on the old ciphertext); true if done. */
-  replaceResult(id: string, old: Uint8Array, sealed: Uint8Array, valuesUntil: number | null): Promise<boolean>;
+  replaceResult(
+    id: string,
+    old: Uint8Array,
+    sealed: Uint8Array,
+    valuesUntil: number | null,
+  ): Promise<boolean>;
   /** Several contexts by id in one query (status reads of one turn, lib/turn-batch.ts); unknown ids are left out. */
   getMany(ids: readonly string[]): Promise<AuthContext[]>;
 }
@@ -92,7 +97,8 @@ function fromRow(row: AuthContextsTable): AuthContext {
     createdAt: Number(row.created_at),
     expiresAt: Number(row.expires_at),
     updatedAt: Number(row.updated_at),
-    valuesUntil: row.values_until === null || row.values_until === undefined ? null : Number(row.values_until),
+    valuesUntil:
+      row.values_until === null || row.values_until === undefined ? null : Number(row.values_until),
   };
 }
 

@@ -229,11 +229,7 @@ describe('/ws/pvs and /ws/vendor', () => {
         quality: 1,
         liveness: 1,
       });
-      codes.push(
-        r.error
-          ? (r.error as { code: string }).code
-          : (r.result as { reason: string }).reason,
-      );
+      codes.push(r.error ? (r.error as { code: string }).code : (r.result as { reason: string }).reason);
     }
     expect(codes).toEqual(['no_match', 'no_match', 'no_match', 'no_match', 'no_match', 'RATE_LIMITED']);
     k.ws.close();
@@ -255,8 +251,7 @@ describe('/ws/pvs and /ws/vendor', () => {
       return { authId, nonce: await k.nonceFor(authId) };
     };
     const sample = { template: TEMPLATE, hand: 'right' as const, quality: 0.9, liveness: 0.9 };
-    const reasonOf = (r: Record<string, unknown>) =>
-      r.result as { reason?: string; success: boolean };
+    const reasonOf = (r: Record<string, unknown>) => r.result as { reason?: string; success: boolean };
 
     const a = await context();
     expect(reasonOf(await k.call('n1', 'identify', { auth_id: a.authId, ...sample })).reason).toBe(
