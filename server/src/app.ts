@@ -2,10 +2,11 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastifyWebsocket from '@fastify/websocket';
 import { errorEnvelope } from '@palmid/shared/envelope.ts';
-import { DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
+import { AppError, DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';
+import { jsonDepth, MAX_JSON_DEPTH } from './lib/json-depth.ts';
 import { randomRequestId } from './lib/request-id.ts';
 import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
@@ -105,12 +106,30 @@ export async function buildApp(
     routerOptions: { ignoreTrailingSlash: true },
   });
   app.decorate('ctx', ctx);
+  // JSON bodies nested deeper than MAX_JSON_DEPTH are refused before parsing (400 `too_deep`), so no
+  // recursive walk over the parsed value (validation, serialisation) can exhaust the stack.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (jsonDepth(text) > MAX_JSON_DEPTH) {
+      done(
+        AppError.invalid('body', 'too_deep', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`),
+        undefined,
+      );
+      return;
+    }
+    parseJson(request, text, done);
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler({ check: process.env.NODE_ENV === 'test' }));
   registerErrorHandling(app);
   // Callback-style hooks where nothing is awaited: no promise per request (docs/performance.md).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id); // lower case: sent so anyway, and no new string per request
+    // API answers may carry personal data (attributes, identifiers, tokens, exports): no cache keeps them.
+    if (request.url.startsWith('/v1/') || request.url.startsWith('/api/'))
+      reply.header('cache-control', 'no-store');
     done();
   });
   registerAuth(app, ctx);

@@ -164,5 +164,30 @@ export function loadConfig(
     const issue = result.error.issues[0]!;
     throw new ConfigError(String(issue.path[0] ?? 'config'), issue.message);
   }
+  for (const issuer of result.data.PALMID_OIDC_ISSUERS) {
+    const refused =
+      typeof issuer.jwks === 'string' ? jwksUrlRefusal(issuer.jwks, result.data.PALMID_ENV) : null;
+    if (refused) throw new ConfigError('PALMID_OIDC_ISSUERS', `${issuer.issuer}: jwks ${refused}`);
+  }
   return result.data;
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Why a JWKS location is refused, or null: an issuer's keys are fetched over `https://` only (a key set read
+ * over plain HTTP could be swapped on the way); `http://` on a loopback address is allowed in
+ * `development` (a local test identity provider). A string without a scheme is a file path.
+ */
+export function jwksUrlRefusal(jwks: string, env: Environment): string | null {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(jwks)?.[1]?.toLowerCase();
+  if (scheme === undefined || scheme === 'https') return null;
+  if (scheme === 'http' && env === 'development') {
+    try {
+      if (LOOPBACK_HOSTS.has(new URL(jwks).hostname)) return null;
+    } catch {
+      return 'is not a valid URL';
+    }
+  }
+  return 'must be an https:// URL (http:// only on a loopback address in development)';
 }

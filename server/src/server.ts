@@ -9,6 +9,7 @@ import {
   expireOverdue,
   publishUpdate,
   readResult,
+  stripLapsedValues,
   withdrawFromKiosks,
 } from './modules/auth-contexts/state.ts';
 import { pruneAnswers } from './modules/kiosk-link/idempotency.ts';
@@ -92,6 +93,8 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
         publishUpdate(ctx, row, readResult(ctx, row));
         withdrawFromKiosks(ctx, row);
       }
+      // stored results past their hour keep attribute names only (docs/security.md)
+      await stripLapsedValues(ctx);
       if (Date.now() >= nextPrune) {
         nextPrune = Date.now() + PRUNE_INTERVAL_MS;
         await pruneAnswers(ctx);

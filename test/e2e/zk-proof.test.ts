@@ -123,7 +123,8 @@ describe('zero-knowledge proofs across processes', () => {
       body: {
         vendor_id: vendor.vendor_id,
         attributes: [
-          { name: 'age_over_21', purpose: 'entry', retention_days: 0 },
+          // kept a day: the saved status response below still carries the proof (retention 0 would not)
+          { name: 'age_over_21', purpose: 'entry', retention_days: 1 },
           // the consent names the set the bar may ask about (docs/security.md: predicates disclose no more than consented)
           {
             name: 'membership_status_in_set',

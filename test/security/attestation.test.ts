@@ -220,7 +220,7 @@ describe('attested captures (real server process)', () => {
     const identify = async (id: string, authId: string, attestation: unknown, s: object = sample) => {
       const r = await k.call(id, 'identify', { auth_id: authId, ...s, attestation });
       expect(r.error, id).toBeUndefined();
-      return (r.result as { auth_result: { success: boolean; reason?: string } }).auth_result;
+      return r.result as { success: boolean; reason?: string };
     };
 
     const first = await context();
@@ -279,7 +279,7 @@ describe('attested captures (real server process)', () => {
       ...sample,
       attestation: device.attest('identify', c.authId, c.nonce, sample),
     });
-    expect((old.result as { auth_result: { reason: string } }).auth_result.reason).toBe('attestation_failed');
+    expect((old.result as { reason: string }).reason).toBe('attestation_failed');
     k2.close();
   }, 120_000);
 

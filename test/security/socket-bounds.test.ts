@@ -3,6 +3,7 @@ import { VENDOR_AUTH_DEADLINE_MS } from '@palmid/shared/ws/vendor.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOCKETS_PER_CREDENTIAL } from '../../server/src/lib/live-sockets.ts';
 import { RATE_LIMITS } from '../../server/src/lib/rate-limits.ts';
+import { UNAUTHENTICATED_PER_IP } from '../../server/src/modules/auth-contexts/ws.ts';
 import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { createVendor } from '../../server/src/modules/vendors/service.ts';
 import { createTestApp, type TestApp } from '../../server/src/testing.ts';
@@ -102,9 +103,34 @@ describe('bounded sockets', () => {
     expect(s.closed).toBeUndefined();
   });
 
-  it(`unauthenticated /ws/vendor sockets are closed after ${VENDOR_AUTH_DEADLINE_MS / 1000} s, however many`, async () => {
-    const silent = await Promise.all(Array.from({ length: 100 }, () => open('/ws/vendor', {})));
+  it(`unauthenticated /ws/vendor sockets are closed after ${VENDOR_AUTH_DEADLINE_MS / 1000} s; one address holds at most ${UNAUTHENTICATED_PER_IP}`, async () => {
+    const silent: Recorder[] = [];
+    for (let i = 0; i < 100; i++) silent.push(await open('/ws/vendor', {}));
     const closed = await Promise.all(silent.map((s) => s.whenClosed(VENDOR_AUTH_DEADLINE_MS + 5000)));
-    for (const c of closed) expect(c).toMatchObject({ code: 1008, reason: 'auth_timeout' });
+    // the first ones wait their 5 s; every one past the address's budget is closed at once
+    for (const c of closed.slice(0, UNAUTHENTICATED_PER_IP))
+      expect(c).toMatchObject({ code: 1008, reason: 'auth_timeout' });
+    for (const c of closed.slice(UNAUTHENTICATED_PER_IP))
+      expect(c).toMatchObject({ code: 1008, reason: 'too_many_sockets' });
+    // their places are free again: a new socket from the address authenticates
+    const v = await createVendor(t.ctx.database.db, { name: 'After the flood' });
+    const late = await open('/ws/vendor', {});
+    expect((await late.call('a', 'auth', { api_key: v.api_key })).result).toBeDefined();
   }, 20_000);
+
+  it(`a socket that authenticates frees its address's place: ${UNAUTHENTICATED_PER_IP + 5} authenticated sockets from one address`, async () => {
+    // two vendors' keys, so that no key reaches its own socket limit
+    const keys = [
+      (await createVendor(t.ctx.database.db, { name: 'Browser tabs' })).api_key,
+      (await createVendor(t.ctx.database.db, { name: 'More tabs' })).api_key,
+    ];
+    const tabs: Recorder[] = [];
+    for (let i = 0; i < UNAUTHENTICATED_PER_IP + 5; i++) {
+      const s = await open('/ws/vendor', {});
+      expect((await s.call(`a${i}`, 'auth', { api_key: keys[i % 2] })).result, `tab ${i}`).toBeDefined();
+      tabs.push(s);
+    }
+    await settle();
+    expect(tabs.every((s) => s.closed === undefined)).toBe(true);
+  });
 });

@@ -23,7 +23,7 @@ class FakeLink extends EventEmitter implements KioskLink {
     const live = (p.liveness as number) >= 0.5;
     return {
       status: live ? 'completed' : 'failed',
-      auth_result: live ? { success: true } : { success: false, reason: 'liveness_failed' },
+      ...(live ? { success: true } : { success: false, reason: 'liveness_failed' }),
     } as T;
   }
   request(authId: string, expiresInMs = 20_000) {

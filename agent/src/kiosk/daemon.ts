@@ -209,7 +209,7 @@ export class KioskDaemon extends EventEmitter {
             attempts: budget.attempts,
           };
       }
-      const r = answer.auth_result;
+      const r = answer;
       await this.#leds(r.success ? LED.STATUS_GREEN : LED.STATUS_RED);
       say(r.success ? 'Thank you!' : `Not accepted (${r.reason ?? 'failed'}).`);
       return {

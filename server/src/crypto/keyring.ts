@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { deriveServiceKey, type ServiceKeyPair } from '@palmid/shared/zk/keys.ts';
+import { ensurePrivateDir } from '../lib/private-files.ts';
 
 /**
  * Envelope encryption: every user has a random 256-bit data key, stored only wrapped (AES-256-GCM) under
@@ -106,7 +107,7 @@ export function loadMasterKey(hex: string | undefined, keyFile: string): Buffer 
       throw new Error(`master key file ${keyFile} must hold 64 hex characters`);
     return Buffer.from(text, 'hex');
   }
-  mkdirSync(dirname(keyFile), { recursive: true });
+  ensurePrivateDir(dirname(keyFile));
   const key = randomBytes(32);
   writeFileSync(keyFile, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(keyFile, 0o600);

@@ -1,7 +1,7 @@
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import { ensurePrivateDir, privateSqliteFiles } from '../lib/private-files.ts';
 import { type CredentialWatch, postgresCredentialWatch, sqliteCredentialWatch } from './credential-watch.ts';
 import { GroupCommit, type WriteJob } from './group-commit.ts';
 import { migrationProvider } from './migrations.ts';
@@ -45,7 +45,10 @@ export async function openDatabase(url: string): Promise<Database> {
   let database: Database;
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') {
+      ensurePrivateDir(dirname(path));
+      privateSqliteFiles(path);
+    }
     const sqlite = new SQLite(path);
     sqlite.pragma('journal_mode = WAL');
     // The commit's fsync is done by the driver, off the event loop and before any answer

@@ -425,6 +425,22 @@ function migrations(kind: DbKind): Record<string, Migration> {
         await db.schema.alterTable('users').addColumn('palms_changed_at', 'bigint').execute();
       },
     },
+    '0060_result_values_until': {
+      // Disclosed values do not linger (docs/security.md): when the stored result of a context must hold
+      // attribute names only (at most 1 h after it ended); null when it holds no value. Results stored
+      // before this migration get the hour from now.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('auth_contexts').addColumn('values_until', 'bigint').execute();
+        await sql`update auth_contexts set values_until = ${Date.now() + 3_600_000} where result_enc is not null`.execute(
+          db,
+        );
+        await db.schema
+          .createIndex('auth_contexts_values_until')
+          .on('auth_contexts')
+          .column('values_until')
+          .execute();
+      },
+    },
   };
 }
 

@@ -128,6 +128,8 @@ export interface AuthContextsTable {
   created_at: number;
   expires_at: number;
   updated_at: number;
+  /** when the stored result must hold attribute names only; null when it holds no value */
+  values_until: number | null;
 }
 
 export interface OidcNoncesTable {

@@ -78,6 +78,7 @@ export const RESERVED_NAMES = ['pseudonym', 'payment', 'ledger_id', 'age_proof']
 
 /**
  * True for a service-derived name nobody may store: the reserved names, `age_over_<N>`, `<name>_in_set`,
+ * `<name>_proof` (the zero-knowledge proof of a predicate),
  * `is_<name>`, and every system or computed catalogue name. Verified names are stored, by trusted writers only.
  */
 export function isReservedName(name: string): boolean {
@@ -87,6 +88,7 @@ export function isReservedName(name: string): boolean {
     (RESERVED_NAMES as readonly string[]).includes(name) ||
     /^age_over_\d+$/.test(name) ||
     /^[a-z][a-z0-9_]*_in_set$/.test(name) ||
+    /^[a-z][a-z0-9_]*_proof$/.test(name) ||
     /^is_[a-z0-9_]+$/.test(name)
   );
 }

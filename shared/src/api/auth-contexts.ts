@@ -205,6 +205,12 @@ export const authResultSchema = z.object({
   /** With `reason: "no_match"`: `ambiguous_match` when two users were too close to tell apart. */
   detail: z.enum(FAILURE_DETAILS).optional(),
   missing: z.array(z.string()).optional(),
+  /**
+   * Names of attributes disclosed by this result whose values the service no longer keeps (an hour after the
+   * context ended, at once after delivery under `retention_days: 0`, or the consent was revoked):
+   * `attributes` then holds only what is still kept (docs/vendor-api.md, "Disclosed values do not linger").
+   */
+  attributes_removed: z.array(z.string()).optional(),
 });
 export type AuthResult = z.infer<typeof authResultSchema>;
 

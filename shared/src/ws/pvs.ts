@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { authResultSchema } from '../api/auth-contexts.ts';
+import { FAILURE_REASONS } from '../api/auth-contexts.ts';
 import { handSchema, templateB64Schema, uuidSchema } from '../api/common.ts';
 import { palmConfirmationCodeSchema } from '../api/palms.ts';
 import { captureAttestationSchema } from '../capture/schema.ts';
@@ -114,7 +114,16 @@ export const pvsMethods = {
         path: ['template'],
         message: 'template is required unless liveness is below 0.5',
       }),
-    result: z.union([z.object({ status: z.string(), auth_result: authResultSchema }), stepUpAnswerSchema]),
+    /**
+     * What a kiosk needs to show the outcome, and nothing more: never attributes nor identifiers (the
+     * vendor reads those through its own API; docs/websocket.md); or a request for the other hand.
+     */
+    result: z.union([
+      z
+        .object({ status: z.string(), success: z.boolean(), reason: z.enum(FAILURE_REASONS).optional() })
+        .strict(),
+      stepUpAnswerSchema,
+    ]),
   },
   heartbeat: {
     params: z

@@ -339,6 +339,13 @@ export async function writeAttribute(
   const { name } = write;
   if (!ATTRIBUTE_NAME.test(name))
     throw new AppError('INVALID_REQUEST', 'Invalid attribute name', { field: 'name', reason: 'invalid' });
+  // `constructor` is a property of every JavaScript object: a name a lookup could resolve through the
+  // prototype chain is not stored (docs/attributes.md, "Names").
+  if (name in Object.prototype)
+    throw new AppError('INVALID_REQUEST', `'${name}' is not a usable attribute name`, {
+      field: 'name',
+      reason: 'invalid',
+    });
   const kind = attributeKind(name);
   if (isReservedName(name) || (kind === 'verified' && as === 'user')) throw reservedName(name, kind);
   const validFrom = write.validFrom ?? null;
@@ -364,7 +371,7 @@ export async function writeAttribute(
     verified_by: kind === 'verified' ? (write.verifiedBy ?? null) : null,
     updated_at: now,
   };
-  const flags = VOUCHED_BY[name] ?? [];
+  const flags = Object.hasOwn(VOUCHED_BY, name) ? VOUCHED_BY[name]! : [];
   if (flags.length > 0) {
     // A verified flag vouches for the value it was given with: a changed value loses it.
     const [old] = await storedRows(db, userId, [name]);

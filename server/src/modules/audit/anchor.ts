@@ -1,9 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import type { Config } from '../../config.ts';
 import type { Keyring } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
+import { ensurePrivateDir } from '../../lib/private-files.ts';
 import { type AuditVerification, GENESIS, HEAD_ID, headMac } from './service.ts';
 
 /**
@@ -195,7 +196,7 @@ export function resignAnchorFile(
 }
 
 function writeAnchor(path: string, anchor: AuditAnchor): void {
-  mkdirSync(dirname(path), { recursive: true });
+  ensurePrivateDir(dirname(path));
   const tmp = `${path}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
   chmodSync(tmp, 0o600);

@@ -81,6 +81,27 @@ export function attributesToRead(
   return lookup;
 }
 
+/**
+ * The consent that allowed a disclosed name (its retention, and whether it still stands once another was
+ * revoked): the name's own, the birth date's for `age_over_<N>`, an age consent for `age_proof`, the
+ * attribute's or the set's for `<attr>_in_set`, the set's for `<attr>_proof`. Undefined when none covers it
+ * (`pseudonym` is disclosed without one).
+ */
+export function consentCovering<G>(name: string, consents: ReadonlyMap<string, G>): G | undefined {
+  const own = consents.get(name);
+  if (own !== undefined) return own;
+  if (/^age_over_\d+$/.test(name)) return consents.get('date_of_birth');
+  if (name === 'age_proof') {
+    for (const [n, g] of consents) if (n === 'date_of_birth' || /^age_over_\d+$/.test(n)) return g;
+    return undefined;
+  }
+  const inSet = /^([a-z][a-z0-9_]*)_in_set$/.exec(name);
+  if (inSet) return consents.get(inSet[1]!);
+  const proof = /^([a-z][a-z0-9_]*)_proof$/.exec(name);
+  if (proof) return consents.get(`${proof[1]}_in_set`) ?? consents.get(proof[1]!);
+  return undefined;
+}
+
 const ageConsented = (consents: Consented, ageName: string) =>
   consents.has(ageName) || consents.has('date_of_birth');
 

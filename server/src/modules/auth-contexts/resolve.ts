@@ -24,7 +24,13 @@ import {
   type Proven,
   predicateConsented,
 } from '../verification/zk.ts';
-import { attributesToRead, type Disclosure, decideDisclosure, type ProofStatement } from './decide.ts';
+import {
+  attributesToRead,
+  consentCovering,
+  type Disclosure,
+  decideDisclosure,
+  type ProofStatement,
+} from './decide.ts';
 import {
   assertResolvable,
   isDue,
@@ -155,6 +161,7 @@ type Decision =
       vendor: { id: string; url: string };
       pseudo: string;
       disclosure: Disclosure;
+      consents: ReadonlyMap<string, { retention_days: number }>;
     };
 
 /**
@@ -233,6 +240,7 @@ async function decide(
     vendor: { id: vendor.id, url: vendor.url },
     pseudo,
     disclosure,
+    consents,
   };
 }
 
@@ -277,12 +285,18 @@ export async function resolveWithPalm(
   seen: Identification,
   caller: Caller,
   prepared?: PreparedProofs,
+  deliveredNow = false,
 ): Promise<Resolution> {
   assertResolvable(ctx, c);
   const now = prepared?.now ?? ctx.now();
   const timestamp = new Date(now).toISOString();
-  const finish = async (result: AuthResult, status: 'completed' | 'failed', userId: string | null) => {
-    const updated = await transition(ctx, db, c, status, result, userId, now);
+  const finish = async (
+    result: AuthResult,
+    status: 'completed' | 'failed',
+    userId: string | null,
+    once: string[] = [],
+  ) => {
+    const updated = await transition(ctx, db, c, status, result, userId, now, { once, deliveredNow });
     if (!updated) {
       throw new AppError('INVALID_REQUEST', 'The context changed state meanwhile', {
         field: 'auth_id',
@@ -345,7 +359,11 @@ export async function resolveWithPalm(
   await appendTransaction(db, tx, user.ledger_id);
   await appendAudit(db, ctx.keyring, caller, disclosure.audit, now);
   if (outcome.status === 'completed') await touchLastAuth(db, user.id, now);
-  return finish(result, outcome.status, user.id);
+  // values consented with retention_days 0 are kept only until the vendor first has them (state.ts)
+  const once = Object.keys(result.attributes).filter(
+    (n) => consentCovering(n, d.consents)?.retention_days === 0,
+  );
+  return finish(result, outcome.status, user.id, once);
 }
 
 export interface ResolveRequest {
@@ -371,6 +389,8 @@ export interface ResolveRequest {
   alsoWrite?: (trx: Db, resolution: Resolution) => Promise<void>;
   /** Tell the kiosks to stop waiting for a palm for this context (it was offered to them). */
   withdrawFromKiosks?: boolean;
+  /** The result goes to the vendor in this request's answer (`POST /api/v1/auth`): see `Keeping`. */
+  deliveredNow?: boolean;
 }
 
 /** Whether a resolution asked for a step-up instead of resolving. */
@@ -444,7 +464,7 @@ export async function resolve(ctx: AppContext, req: ResolveRequest): Promise<Res
     if (capture && !capture.ok)
       await auditAttestationFailure(ctx, trx, req.caller, capture, current.vendorId, ctx.now());
     const judged: Identification = capture?.ok ? seen : { kind: 'refused', reason: 'attestation_failed' };
-    const res = await resolveWithPalm(ctx, trx, current, judged, req.caller, prepared);
+    const res = await resolveWithPalm(ctx, trx, current, judged, req.caller, prepared, req.deliveredNow);
     await req.alsoWrite?.(trx, res);
     return res;
   });

@@ -15,14 +15,16 @@ import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { DirectLockout } from '../devices/direct-lockout.ts';
 import { checkAttestation } from '../devices/service.ts';
+import { lockoutOutcome } from '../kiosk-link/lockout.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { findPvs } from '../pvs/service.ts';
 import { resolved as resolvedOnly, resolve } from './resolve.ts';
 import {
   cancelAuthContext,
   createAuthContext,
-  currentState,
+  deliverableState,
   dispatchToKiosks,
+  dropDelivered,
   ownContext,
   publishUpdate,
   readResult,
@@ -94,8 +96,11 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       // async function around it (docs/performance.md).
       return statusReads.load(request.params.auth_id).then((row) => {
         const c = ownContext(row, vendor.id);
-        const { status, result } = currentState(ctx, c);
+        const { status, result, once } = deliverableState(ctx, c);
         ok(reply, result ? { auth_id: c.id, status, auth_result: result } : { auth_id: c.id, status });
+        // delivered: values consented with retention_days 0 are not kept (rare: no write otherwise)
+        if (once.length > 0)
+          dropDelivered(ctx, c).catch((err: unknown) => request.log.warn({ err }, 'delivered values kept'));
       });
     },
   );
@@ -170,11 +175,12 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
           palm: { ...evidenceOf(samples[0]!), capture },
           more: samples.slice(1).map(evidenceOf),
           caller: callerOf(request),
+          deliveredNow: true,
           // Created after the capture checks (a bad template creates nothing), committed before proving.
           context: () =>
             ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
         }));
-        failed = resolved.result.reason === 'no_match' || resolved.result.reason === 'liveness_failed';
+        failed = lockoutOutcome(resolved.result.reason, resolved.context.userId);
       } finally {
         // Recorded before the answer leaves: a caller that reads no_match and retries at once, on this
         // instance or another, already meets the count (and the lock) this attempt left.

@@ -19,6 +19,7 @@ const context = (createdAt: number, expiresAt: number): AuthContext => ({
   createdAt,
   expiresAt,
   updatedAt: createdAt,
+  valuesUntil: null,
 });
 
 describe('toRecord', () => {

@@ -54,16 +54,55 @@ export function toRecord(c: AuthContext): AuthContextRecord {
 
 const resultKey = (ctx: Pick<AppContext, 'keyring'>) => ctx.keyring.derive('auth-results');
 
-function sealResult(ctx: Pick<AppContext, 'keyring'>, authId: string, result: AuthResult): Buffer {
-  return seal(resultKey(ctx), Buffer.from(JSON.stringify(result), 'utf8'), `auth-result:${authId}`);
+/**
+ * Disclosed values do not linger (docs/security.md): a stored result keeps attribute values at most this
+ * long after its context ended; then it holds their names only (`attributes_removed`).
+ */
+export const VALUES_KEPT_MS = 3_600_000;
+
+/**
+ * What is sealed: the result, and the names whose values are kept only until first delivered to the vendor
+ * (consented with `retention_days: 0`). A result sealed before `once` existed is the bare AuthResult.
+ */
+interface StoredResult {
+  result: AuthResult;
+  once: string[];
+}
+
+function sealStored(ctx: Pick<AppContext, 'keyring'>, authId: string, stored: StoredResult): Buffer {
+  return seal(resultKey(ctx), Buffer.from(JSON.stringify(stored), 'utf8'), `auth-result:${authId}`);
+}
+
+function openStored(ctx: Pick<AppContext, 'keyring'>, authId: string, sealed: Uint8Array): StoredResult {
+  const parsed = JSON.parse(open(resultKey(ctx), sealed, `auth-result:${authId}`).toString('utf8')) as
+    | StoredResult
+    | AuthResult;
+  return 'result' in parsed ? parsed : { result: parsed, once: [] };
 }
 
 function openResult(ctx: Pick<AppContext, 'keyring'>, authId: string, sealed: Uint8Array): AuthResult {
-  return JSON.parse(open(resultKey(ctx), sealed, `auth-result:${authId}`).toString('utf8')) as AuthResult;
+  return openStored(ctx, authId, sealed).result;
 }
 
 export function readResult(ctx: Pick<AppContext, 'keyring'>, c: AuthContext): AuthResult | undefined {
   return c.resultEnc ? openResult(ctx, c.id, c.resultEnc) : undefined;
+}
+
+const holdsValues = (r: AuthResult) => Object.keys(r.attributes).length > 0;
+
+/**
+ * `r` with the values of `names` (every value when undefined) taken out: their names move to
+ * `attributes_removed`. Identifiers (`user_id`, `ledger_id`), success and reason stay.
+ */
+export function withoutValues(r: AuthResult, names?: (name: string) => boolean): AuthResult {
+  const attributes: Record<string, unknown> = {};
+  const removed = [...(r.attributes_removed ?? [])];
+  for (const [name, value] of Object.entries(r.attributes)) {
+    if (names === undefined || names(name)) removed.push(name);
+    else attributes[name] = value;
+  }
+  if (removed.length === 0) return r;
+  return { ...r, attributes, attributes_removed: removed };
 }
 
 /** The result of a context that ended without an identified user; an expired one is dated at its deadline. */
@@ -80,9 +119,95 @@ export function isDue(c: AuthContext, now: number): boolean {
  * scheduler wrote it (nothing is written or published by a read).
  */
 export function currentState(ctx: AppContext, c: AuthContext): { status: AuthStatus; result?: AuthResult } {
-  if (isDue(c, ctx.now())) return { status: 'expired', result: resultWithoutUser(c.expiresAt, 'expired') };
-  const result = readResult(ctx, c);
-  return { status: c.status, ...(result ? { result } : {}) };
+  const { status, result } = deliverableState(ctx, c);
+  return { status, ...(result ? { result } : {}) };
+}
+
+/**
+ * `currentState`, with the names whose values go once delivered (`once`). Values past `values_until` read as
+ * names only even before the scheduler strips them (`stripLapsedValues`).
+ */
+export function deliverableState(
+  ctx: AppContext,
+  c: AuthContext,
+): { status: AuthStatus; result?: AuthResult; once: string[] } {
+  const now = ctx.now();
+  if (isDue(c, now))
+    return { status: 'expired', result: resultWithoutUser(c.expiresAt, 'expired'), once: [] };
+  if (!c.resultEnc) return { status: c.status, once: [] };
+  const stored = openStored(ctx, c.id, c.resultEnc);
+  if (c.valuesUntil !== null && c.valuesUntil <= now)
+    return { status: c.status, result: withoutValues(stored.result), once: [] };
+  const once = stored.once.filter((n) => Object.hasOwn(stored.result.attributes, n));
+  return { status: c.status, result: stored.result, once };
+}
+
+/**
+ * After a result was delivered to its vendor (a status read, a `subscribe` answer): the values consented
+ * with `retention_days: 0` are dropped from the stored copy (compare-and-set; a concurrent change wins).
+ */
+export async function dropDelivered(ctx: AppContext, c: AuthContext): Promise<void> {
+  if (!c.resultEnc) return;
+  const stored = openStored(ctx, c.id, c.resultEnc);
+  if (stored.once.length === 0) return;
+  const once = new Set(stored.once);
+  await rewriteStored(
+    ctx,
+    ctx.database.db,
+    c,
+    withoutValues(stored.result, (n) => once.has(n)),
+  );
+}
+
+/** Re-seals `c`'s stored result as `result` (no `once` names left), with the `values_until` it now needs. */
+async function rewriteStored(ctx: AppContext, db: Db, c: AuthContext, result: AuthResult): Promise<boolean> {
+  if (!c.resultEnc) return false;
+  const valuesUntil = holdsValues(result) ? c.valuesUntil : null;
+  const sealed = sealStored(ctx, c.id, { result, once: [] });
+  return authContextStore(db).replaceResult(c.id, c.resultEnc, sealed, valuesUntil);
+}
+
+/**
+ * The scheduler's step for lingering values: every stored result past its `values_until` is re-sealed with
+ * names only. Returns how many were stripped.
+ */
+export async function stripLapsedValues(ctx: AppContext): Promise<number> {
+  const db = ctx.database.db;
+  let stripped = 0;
+  for (const c of await authContextStore(db).listValuesDue(ctx.now(), 500)) {
+    if (!c.resultEnc) continue;
+    const stored = openStored(ctx, c.id, c.resultEnc);
+    const sealed = sealStored(ctx, c.id, { result: withoutValues(stored.result), once: [] });
+    if (await authContextStore(db).replaceResult(c.id, c.resultEnc, sealed, null)) stripped++;
+  }
+  return stripped;
+}
+
+/**
+ * A consent was revoked: the stored results of the user's contexts at that vendor keep only the values
+ * that `stillAllowed` (what the user's remaining consents cover); the others go now.
+ */
+export async function forgetWithdrawnValues(
+  ctx: AppContext,
+  db: Db,
+  userId: string,
+  vendorId: string,
+  stillAllowed: (name: string) => boolean,
+): Promise<void> {
+  for (const c of await authContextStore(db).listWithValues(userId, vendorId)) {
+    if (!c.resultEnc) continue;
+    const stored = openStored(ctx, c.id, c.resultEnc);
+    const result = withoutValues(stored.result, (n) => !stillAllowed(n));
+    if (result === stored.result) continue;
+    const once = stored.once.filter((n) => Object.hasOwn(result.attributes, n));
+    const sealed = sealStored(ctx, c.id, { result, once });
+    await authContextStore(db).replaceResult(
+      c.id,
+      c.resultEnc,
+      sealed,
+      holdsValues(result) ? c.valuesUntil : null,
+    );
+  }
 }
 
 /**
@@ -126,6 +251,7 @@ export async function createAuthContext(
     createdAt: now,
     expiresAt: now + (input.expires_in_s ?? ctx.config.PALMID_AUTH_TTL_S) * 1000,
     updatedAt: now,
+    valuesUntil: null,
   };
   if (batch) authContextStore(db).stage(batch, c);
   else await authContextStore(db).insert(c);
@@ -153,9 +279,18 @@ export function ownContext(c: AuthContext | undefined, vendorId: string): AuthCo
   return c;
 }
 
+/** How a result's values are kept (`transition`): names kept only until first delivered, and whether it was. */
+export interface Keeping {
+  /** attribute names consented with `retention_days: 0` */
+  once: string[];
+  /** the result reaches the vendor in the answer of this very request (`POST /api/v1/auth`) */
+  deliveredNow: boolean;
+}
+
 /**
  * Moves `c` to `status` (compare-and-set on its current status). Returns the new context if this call
- * made the change, undefined if another request (or instance) changed it first.
+ * made the change, undefined if another request (or instance) changed it first. A result with values keeps
+ * them VALUES_KEPT_MS; those of `keeping.once` not at all when `keeping.deliveredNow`.
  */
 export async function transition(
   ctx: AppContext,
@@ -165,12 +300,18 @@ export async function transition(
   result: AuthResult | null,
   userId: string | null,
   now: number,
+  keeping: Keeping = { once: [], deliveredNow: false },
 ): Promise<AuthContext | undefined> {
+  const once = new Set(keeping.once);
+  const kept = result && keeping.deliveredNow ? withoutValues(result, (n) => once.has(n)) : result;
   const change = {
     status,
-    resultEnc: result ? sealResult(ctx, c.id, result) : null,
+    resultEnc: kept
+      ? sealStored(ctx, c.id, { result: kept, once: keeping.deliveredNow ? [] : keeping.once })
+      : null,
     userId,
     updatedAt: now,
+    valuesUntil: kept && holdsValues(kept) ? now + VALUES_KEPT_MS : null,
   };
   return (await authContextStore(db).update(c, change)) ? { ...c, ...change } : undefined;
 }
@@ -298,8 +439,8 @@ export async function resealResults(
         report.already++;
         return;
       }
-      const sealed = sealResult(next, r.id, openResult(old, r.id, r.resultEnc));
-      openResult(next, r.id, sealed); // prove the new seal before writing it
+      const sealed = sealStored(next, r.id, openStored(old, r.id, r.resultEnc));
+      openStored(next, r.id, sealed); // prove the new seal before writing it
       await authContextStore(trx).replaceSealedResult(r.id, r.resultEnc, sealed);
       report.resealed++;
     },

@@ -26,6 +26,8 @@ export interface AuthContext {
   createdAt: number;
   expiresAt: number;
   updatedAt: number;
+  /** when the stored result must hold attribute names only (state.ts); null when it holds no value */
+  valuesUntil: number | null;
 }
 
 /** What a transition changes (state.ts decides which transitions exist). */
@@ -34,6 +36,7 @@ export interface ContextChange {
   resultEnc: Uint8Array | null;
   userId: string | null;
   updatedAt: number;
+  valuesUntil: number | null;
 }
 
 export interface AuthHistoryItem {
@@ -61,6 +64,17 @@ export interface AuthContextStore {
   sealedResultsAfter(afterId: string, limit: number): Promise<{ id: string; resultEnc: Uint8Array }[]>;
   /** Compare-and-set on the old ciphertext. */
   replaceSealedResult(id: string, old: Uint8Array, sealed: Uint8Array): Promise<void>;
+  /** Terminal contexts whose stored result still holds values past `values_until`. */
+  listValuesDue(now: number, limit: number): Promise<AuthContext[]>;
+  /** The contexts of one user at one vendor whose stored result holds values. */
+  listWithValues(userId: string, vendorId: string): Promise<AuthContext[]>;
+  /** Replaces a sealed result and its `values_until` (compare-and-set on the old ciphertext); true if done. */
+  replaceResult(
+    id: string,
+    old: Uint8Array,
+    sealed: Uint8Array,
+    valuesUntil: number | null,
+  ): Promise<boolean>;
   /** Several contexts by id in one query (status reads of one turn, lib/turn-batch.ts); unknown ids are left out. */
   getMany(ids: readonly string[]): Promise<AuthContext[]>;
 }
@@ -83,6 +97,8 @@ function fromRow(row: AuthContextsTable): AuthContext {
     createdAt: Number(row.created_at),
     expiresAt: Number(row.expires_at),
     updatedAt: Number(row.updated_at),
+    valuesUntil:
+      row.values_until === null || row.values_until === undefined ? null : Number(row.values_until),
   };
 }
 
@@ -104,6 +120,7 @@ function toRow(c: AuthContext): AuthContextsTable {
     created_at: c.createdAt,
     expires_at: c.expiresAt,
     updated_at: c.updatedAt,
+    values_until: c.valuesUntil,
   };
 }
 
@@ -134,6 +151,7 @@ export class KyselyAuthContextStore implements AuthContextStore {
         result_enc: change.resultEnc,
         user_id: change.userId,
         updated_at: change.updatedAt,
+        values_until: change.valuesUntil,
       })
       .where('id', '=', c.id)
       .where('status', '=', c.status)
@@ -177,7 +195,7 @@ export class KyselyAuthContextStore implements AuthContextStore {
   async forgetResultsOf(userId: string): Promise<void> {
     await this.db
       .updateTable('auth_contexts')
-      .set({ result_enc: null, user_id: null })
+      .set({ result_enc: null, user_id: null, values_until: null })
       .where('user_id', '=', userId)
       .execute();
   }
@@ -201,6 +219,43 @@ export class KyselyAuthContextStore implements AuthContextStore {
       .where('id', '=', id)
       .where('result_enc', '=', old)
       .execute();
+  }
+
+  async listValuesDue(now: number, limit: number): Promise<AuthContext[]> {
+    const rows = await this.db
+      .selectFrom('auth_contexts')
+      .selectAll()
+      .where('values_until', '<=', now)
+      .where('result_enc', 'is not', null)
+      .limit(limit)
+      .execute();
+    return rows.map(fromRow);
+  }
+
+  async listWithValues(userId: string, vendorId: string): Promise<AuthContext[]> {
+    const rows = await this.db
+      .selectFrom('auth_contexts')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('vendor_id', '=', vendorId)
+      .where('values_until', 'is not', null)
+      .execute();
+    return rows.map(fromRow);
+  }
+
+  async replaceResult(
+    id: string,
+    old: Uint8Array,
+    sealed: Uint8Array,
+    valuesUntil: number | null,
+  ): Promise<boolean> {
+    const res = await this.db
+      .updateTable('auth_contexts')
+      .set({ result_enc: sealed, values_until: valuesUntil })
+      .where('id', '=', id)
+      .where('result_enc', '=', old)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
   }
 
   async getMany(ids: readonly string[]): Promise<AuthContext[]> {

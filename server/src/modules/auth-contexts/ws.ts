@@ -4,11 +4,12 @@ import { VENDOR_AUTH_DEADLINE_MS, vendorAuthMethod, vendorMethods } from '@palmi
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import type { AppContext, VendorPrincipal } from '../../context.ts';
+import { CLOSE_TOO_MANY_SOCKETS } from '../../lib/live-sockets.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
 import { guardHandlers } from '../revocation/watcher.ts';
 import { authenticateVendor } from '../vendors/service.ts';
-import { currentState, loadVendorContext } from './state.ts';
+import { deliverableState, dropDelivered, loadVendorContext } from './state.ts';
 
 type KeyCheck = { vendor: VendorPrincipal } | { refused: 'invalid' | 'too_many_failures' };
 
@@ -47,7 +48,10 @@ function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal
             });
           }
           const c = await loadVendorContext(ctx.database.db, vendor.id, auth_id);
-          const { status, result } = currentState(ctx, c);
+          const { status, result, once } = deliverableState(ctx, c);
+          // delivered: values consented with retention_days 0 are not kept (state.ts)
+          if (once.length > 0)
+            dropDelivered(ctx, c).catch((err: unknown) => log.warn({ err }, 'delivered values kept'));
           return { auth_id: c.id, status, ...(result ? { auth_result: result } : {}) };
         },
         ping: async () => ({ pong: true as const, time: new Date(ctx.now()).toISOString() }),
@@ -79,11 +83,24 @@ function serveVendor(ctx: AppContext, socket: WebSocket, vendor: VendorPrincipal
 }
 
 /**
+ * How many `/ws/vendor` sockets one client address may hold open before they authenticate (docs/websocket.md):
+ * each waits at most VENDOR_AUTH_DEADLINE_MS, so an address cannot hold more than this many unauthenticated
+ * connections on an instance; the next one is closed at once (1008 `too_many_sockets`).
+ */
+export const UNAUTHENTICATED_PER_IP = 20;
+
+/**
  * The browser path: no X-API-Key header, so the first frame must be `auth {api_key}` within
  * VENDOR_AUTH_DEADLINE_MS. Anything else, a wrong key or silence closes the socket with 1008. Frames
  * that arrive while the key is being checked are kept and handed to the RPC loop afterwards.
  */
-function awaitAuthFrame(ctx: AppContext, socket: WebSocket, ip: string, log: FastifyBaseLogger) {
+function awaitAuthFrame(
+  ctx: AppContext,
+  socket: WebSocket,
+  ip: string,
+  log: FastifyBaseLogger,
+  authenticated: () => void,
+) {
   const send = (frame: unknown) => {
     if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
   };
@@ -133,6 +150,7 @@ function awaitAuthFrame(ctx: AppContext, socket: WebSocket, ip: string, log: Fas
       const vendor = check.vendor;
       if (socket.readyState !== socket.OPEN) return;
       socket.off('message', onMessage);
+      authenticated();
       if (!ctx.sockets.admit('api_key', vendor.keyId, socket)) return;
       send({ id: frame.id, result: { vendor_id: vendor.id, name: vendor.name, mode: vendor.mode } });
       serveVendor(ctx, socket, vendor, log);
@@ -150,6 +168,8 @@ function awaitAuthFrame(ctx: AppContext, socket: WebSocket, ip: string, log: Fas
 export const vendorSocketRoutes: FastifyPluginAsync = async (app) => {
   const ctx = app.ctx;
   const principals = new WeakMap<object, KeyCheck | null>();
+  /** client address → its sockets still waiting for an `auth` frame (this instance) */
+  const unauthenticated = new Map<string, number>();
   const preValidation = async (request: { headers: Record<string, unknown>; raw: object; ip: string }) => {
     const header = request.headers['x-api-key'];
     principals.set(request.raw, header === undefined ? null : await vendorForKey(ctx, request.ip, header));
@@ -170,6 +190,22 @@ export const vendorSocketRoutes: FastifyPluginAsync = async (app) => {
         serveVendor(ctx, socket, check.vendor, request.log);
       return;
     }
-    awaitAuthFrame(ctx, socket, request.ip, request.log);
+    // At most UNAUTHENTICATED_PER_IP sockets of one client address wait for their `auth` frame at once.
+    const waiting = unauthenticated.get(request.ip) ?? 0;
+    if (waiting >= UNAUTHENTICATED_PER_IP) {
+      socket.close(CLOSE_POLICY, CLOSE_TOO_MANY_SOCKETS);
+      return;
+    }
+    unauthenticated.set(request.ip, waiting + 1);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const left = (unauthenticated.get(request.ip) ?? 1) - 1;
+      if (left > 0) unauthenticated.set(request.ip, left);
+      else unauthenticated.delete(request.ip);
+    };
+    socket.once('close', release);
+    awaitAuthFrame(ctx, socket, request.ip, request.log, release);
   });
 };

@@ -11,7 +11,9 @@ import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/share
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { grantConsent, listConsents, revokeConsent } from './service.ts';
+import { consentCovering } from '../auth-contexts/decide.ts';
+import { forgetWithdrawnValues } from '../auth-contexts/state.ts';
+import { activeConsents, grantConsent, listConsents, revokeConsent } from './service.ts';
 
 export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
@@ -80,9 +82,21 @@ export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const revoked = await ctx.database.db
-        .transaction()
-        .execute((trx) => revokeConsent(trx, user.id, request.params.consent_id, ctx.now()));
+      const now = ctx.now();
+      const { vendorId, ...revoked } = await ctx.database.db.transaction().execute(async (trx) => {
+        const done = await revokeConsent(trx, user.id, request.params.consent_id, now);
+        // Disclosed values do not outlive the consent that allowed them (docs/security.md): the vendor's
+        // stored results keep only what the user's remaining consents cover.
+        const remaining = await activeConsents(trx, user.id, done.vendorId, now);
+        await forgetWithdrawnValues(
+          ctx,
+          trx,
+          user.id,
+          done.vendorId,
+          (name) => name === 'pseudonym' || consentCovering(name, remaining) !== undefined,
+        );
+        return done;
+      });
       return ok(reply, revoked);
     },
   );

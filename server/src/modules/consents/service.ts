@@ -150,7 +150,8 @@ export async function grantConsent(
 
 /**
  * Revokes one of the user's consents. Another user's consent is indistinguishable from a missing one
- * (404). Revoking twice returns the first revocation time; a non-revocable consent is 403.
+ * (404). Revoking twice returns the first revocation time; a non-revocable consent is 403. `vendorId` is the
+ * consent's vendor (for the caller, not the answer).
  */
 export async function revokeConsent(db: Db, userId: string, consentId: string, now: number) {
   const row = await db
@@ -161,7 +162,11 @@ export async function revokeConsent(db: Db, userId: string, consentId: string, n
     .executeTakeFirst();
   if (!row) throw new AppError('NOT_FOUND', 'Consent not found', { field: 'consent_id', reason: 'unknown' });
   if (row.revoked_at !== null)
-    return { consent_id: row.id, revoked_at: new Date(Number(row.revoked_at)).toISOString() };
+    return {
+      consent_id: row.id,
+      revoked_at: new Date(Number(row.revoked_at)).toISOString(),
+      vendorId: row.vendor_id,
+    };
   if (row.revocable !== 1)
     throw new AppError('FORBIDDEN', 'This consent is not revocable', {
       field: 'consent_id',
@@ -173,7 +178,7 @@ export async function revokeConsent(db: Db, userId: string, consentId: string, n
     .where('id', '=', consentId)
     .where('revoked_at', 'is', null)
     .execute();
-  return { consent_id: row.id, revoked_at: new Date(now).toISOString() };
+  return { consent_id: row.id, revoked_at: new Date(now).toISOString(), vendorId: row.vendor_id };
 }
 
 /** The consents module's part of an erasure (modules/gdpr): every consent of the user. */

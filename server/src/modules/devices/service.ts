@@ -12,7 +12,15 @@ import type { AppContext, Caller } from '../../context.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { appendAudit } from '../audit/service.ts';
-import { advanceCounter, bindKey, consumeNonce, insertNonce, loadKey, resetKey } from './store.ts';
+import {
+  advanceCounter,
+  bindKey,
+  consumeNonce,
+  countOpenNonces,
+  insertNonce,
+  loadKey,
+  resetKey,
+} from './store.ts';
 
 /**
  * Capture devices and their attestations (docs/security.md "Attested captures"). A device (a kiosk's agent
@@ -107,12 +115,26 @@ function validScanNonce(ctx: AppContext, pvsId: string, authId: string, nonce: s
   return timingSafeEqual(bytes.subarray(16), scanNonceMac(ctx, pvsId, authId, bytes.subarray(0, 16)));
 }
 
-/** A fresh single-use nonce for one enrolment (enroll.begin), stored until used or expired. */
+/**
+ * At most this many stored nonces per device are open (neither used nor expired) at once: a kiosk has one
+ * enrolment in progress at a time, so a burst of `enroll.begin` cannot fill the table (docs/security.md).
+ */
+export const MAX_OPEN_NONCES = 5;
+
+/**
+ * A fresh single-use nonce for one enrolment (enroll.begin), stored until used or expired. A device that
+ * already holds MAX_OPEN_NONCES open ones is refused (429 `too_many_open_nonces`).
+ */
 export async function issueNonce(
   db: Db,
   q: { pvsId: string; purpose: CapturePurpose; subject: string; expiresAt: number },
   now: number,
 ): Promise<string> {
+  if ((await countOpenNonces(db, q.pvsId, now)) >= MAX_OPEN_NONCES)
+    throw new AppError('RATE_LIMITED', 'Too many enrolments begun and not finished on this device', {
+      reason: 'too_many_open_nonces',
+      retry_after_s: Math.ceil(ENROLMENT_NONCE_TTL_MS / 1000),
+    });
   const nonce = randomBytes(16).toString('base64url');
   await insertNonce(
     db,

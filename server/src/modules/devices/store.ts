@@ -84,6 +84,18 @@ export async function insertNonce(
     .execute();
 }
 
+/** Nonces issued to a device that are neither used nor expired. */
+export async function countOpenNonces(db: Db, pvsId: string, now: number): Promise<number> {
+  const row = await db
+    .selectFrom('capture_nonces')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('pvs_id', '=', pvsId)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>=', now)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
 /**
  * Marks a nonce used if it was issued to this device for this purpose and subject and is still valid;
  * returns its expiry (the issue time follows from the purpose's lifetime), or undefined.

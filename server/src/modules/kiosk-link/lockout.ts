@@ -20,6 +20,20 @@ export const MAX_FAILURES = 5;
 export const WINDOW_MS = 60_000;
 export const LOCK_MS = 120_000;
 
+/**
+ * What one resolution counts for the lockout: a failed match (`no_match`, `liveness_failed`) counts, only a
+ * genuine match (a user was identified) clears the count, and anything else (`attestation_failed`, an
+ * expired or cancelled context, a stored answer replayed) leaves it as it is: a run of refused captures
+ * between misses must not reset the count (docs/security.md).
+ */
+export function lockoutOutcome(
+  reason: string | undefined,
+  identifiedUserId: string | null | undefined,
+): boolean | undefined {
+  if (reason === 'no_match' || reason === 'liveness_failed') return true;
+  return identifiedUserId ? false : undefined;
+}
+
 export class KioskLockout {
   readonly #inFlight = new Map<string, number>();
   readonly #failures: RateLimiterAbstract;
@@ -70,7 +84,7 @@ export class KioskLockout {
     return lockedUntil > now ? lockedUntil - now : 0;
   }
 
-  /** A success clears the count; the failure that reaches MAX_FAILURES locks the kiosk. */
+  /** A genuine match clears the count; the failure that reaches MAX_FAILURES locks the kiosk. */
   async record(pvsId: string, failed: boolean, now: number): Promise<void> {
     if (!failed) {
       await this.#failures.delete(pvsId);

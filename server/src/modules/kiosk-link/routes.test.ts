@@ -106,7 +106,7 @@ describe('/ws/pvs and /ws/vendor', () => {
     expect((req.params as { nonce: string }).nonce).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const idf = await k.identify('i1', device, { auth_id: authId, template: TEMPLATE });
     expect(idf.error).toBeUndefined();
-    expect(idf.result).toMatchObject({ status: 'completed', auth_result: { success: true } });
+    expect(idf.result).toEqual({ status: 'completed', success: true });
     const done = await v.next(
       (f) => f.method === 'auth.updated' && (f.params as { status: string }).status === 'completed',
     );
@@ -229,11 +229,7 @@ describe('/ws/pvs and /ws/vendor', () => {
         quality: 1,
         liveness: 1,
       });
-      codes.push(
-        r.error
-          ? (r.error as { code: string }).code
-          : (r.result as { auth_result: { reason: string } }).auth_result.reason,
-      );
+      codes.push(r.error ? (r.error as { code: string }).code : (r.result as { reason: string }).reason);
     }
     expect(codes).toEqual(['no_match', 'no_match', 'no_match', 'no_match', 'no_match', 'RATE_LIMITED']);
     k.ws.close();
@@ -255,8 +251,7 @@ describe('/ws/pvs and /ws/vendor', () => {
       return { authId, nonce: await k.nonceFor(authId) };
     };
     const sample = { template: TEMPLATE, hand: 'right' as const, quality: 0.9, liveness: 0.9 };
-    const reasonOf = (r: Record<string, unknown>) =>
-      (r.result as { auth_result: { reason?: string; success: boolean } }).auth_result;
+    const reasonOf = (r: Record<string, unknown>) => r.result as { reason?: string; success: boolean };
 
     const a = await context();
     expect(reasonOf(await k.call('n1', 'identify', { auth_id: a.authId, ...sample })).reason).toBe(

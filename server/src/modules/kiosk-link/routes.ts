@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { AuthResult, FailureReason } from '@palmid/shared/api/auth-contexts.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
 import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
 import type { FastifyPluginAsync } from 'fastify';
+import type { AppContext } from '../../context.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';
 import { callerOf } from '../../plugins/app/auth.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
@@ -21,7 +23,7 @@ import { authenticatePvs, type PvsPrincipal, touchPvs } from '../pvs/service.ts'
 import { guardHandlers } from '../revocation/watcher.ts';
 import { enrolAtKiosk } from './enrol.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
-import { KioskLockout } from './lockout.ts';
+import { KioskLockout, lockoutOutcome } from './lockout.ts';
 
 function display(c: AuthContext): string {
   if (c.type === 'payment')
@@ -31,6 +33,40 @@ function display(c: AuthContext): string {
       ? `Entrance (age ${c.minimumAge}+): hold your palm over the scanner`
       : 'Entrance: hold your palm over the scanner';
   return 'Sign in: hold your palm over the scanner';
+}
+
+type KioskOutcome = { status: string; success: boolean; reason?: FailureReason };
+
+/**
+ * What a kiosk is told of a resolution (docs/websocket.md, `identify`): the status, success and reason. The
+ * result's attributes, pseudonym and ledger id are the vendor's, read through its own API.
+ */
+function kioskOutcome(c: AuthContext, result: AuthResult): KioskOutcome {
+  return { status: c.status, success: result.success, ...(result.reason ? { reason: result.reason } : {}) };
+}
+
+/**
+ * Every request a kiosk sends counts against its `pvs` budget (lib/rate-limits.ts, 600 a minute, every
+ * socket and instance of the kiosk together): past it the request is refused with RATE_LIMITED
+ * (docs/websocket.md), before any work is done.
+ */
+function limitPerKiosk<H extends object>(ctx: AppContext, pvsId: string, handlers: H): H {
+  const out: Record<string, (params: unknown, id: string) => Promise<unknown>> = {};
+  for (const [name, handler] of Object.entries(handlers) as [
+    string,
+    (params: unknown, id: string) => Promise<unknown>,
+  ][]) {
+    out[name] = async (params, id) => {
+      const limit = ctx.rateLimits.consumeNow('pvs', pvsId) ?? (await ctx.rateLimits.consume('pvs', pvsId));
+      if (!limit.allowed)
+        throw new AppError('RATE_LIMITED', 'Too many requests from this kiosk', {
+          reason: 'rate_limited',
+          retry_after_s: limit.retryAfterS,
+        });
+      return handler(params, id);
+    };
+  }
+  return out as H;
 }
 
 /** The kiosk addressing rule: a context for this kiosk, or for any kiosk of its vendor (or of any vendor). */
@@ -100,7 +136,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
       socket,
       pvsMethods,
       guardHandlers(
-        {
+        limitPerKiosk(ctx, pvs.id, {
           hello: async (params) => {
             if (params.pvs_id !== pvs.id)
               throw new AppError('FORBIDDEN', 'pvs_id does not match the device token', {
@@ -188,7 +224,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
             try {
               const key = `pvs:${pvs.id}:identify:${id}`;
               const previous = await recallAnswer(ctx, ctx.database.db, key);
-              if (previous) return previous as { status: string; auth_result: never };
+              if (previous) return previous as KioskOutcome;
               const capture = await checked;
               if (!capture.ok) log.warn({ why: capture.why, auth_id: params.auth_id }, 'capture refused');
               for (const [authId, p] of pendingStepUps) if (p.expiresAt <= now) pendingStepUps.delete(authId);
@@ -211,12 +247,13 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                   }
                   return c;
                 },
+                // the kiosk's answer, and all the idempotency store keeps: no attribute, no identifier
                 alsoWrite: (trx, res) =>
                   rememberAnswer(
                     ctx,
                     trx,
                     key,
-                    { status: res.context.status, auth_result: res.result },
+                    kioskOutcome(res.context, res.result),
                     res.context.userId ? { userId: res.context.userId } : null,
                   ),
                 withdrawFromKiosks: true,
@@ -237,15 +274,15 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                 };
               }
               const { context: c, result } = outcome;
-              failed = result.reason === 'no_match' || result.reason === 'liveness_failed';
-              return { status: c.status, auth_result: result };
+              failed = lockoutOutcome(result.reason, c.userId);
+              return kioskOutcome(c, result);
             } finally {
               await lockout
                 .settle(pvs.id, failed, now)
                 .catch((err: unknown) => log.warn({ err }, 'kiosk lockout not recorded'));
             }
           },
-        },
+        }),
         live,
       ),
       log,

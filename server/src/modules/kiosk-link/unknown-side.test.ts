@@ -59,7 +59,7 @@ describe('identify with a capture of undecided hand side', () => {
     const authId = created.json().data.auth_id as string;
     const r = await k.identify(id, dev, { auth_id: authId, template, hand });
     expect(r.error, JSON.stringify(r.error)).toBeUndefined();
-    return (r.result as { auth_result: { success: boolean; reason?: string } }).auth_result;
+    return r.result as { success: boolean; reason?: string };
   };
 
   it('finds the enrolled palm of either side when the probe names no side', async () => {

@@ -24,7 +24,7 @@ export interface OidcIssuerConfig {
   readonly issuer: string;
   /** Our client id(s) at that issuer: the token's `aud` must contain one. */
   readonly audience: string | readonly string[];
-  /** The issuer's keys: a JWKS object, an `https://` / `http://` URL, or a path to a JWKS JSON file. */
+  /** The issuer's keys: a JWKS object, an `https://` URL (`http://` on loopback only), or a JWKS file path. */
   readonly jwks: JSONWebKeySet | URL | string;
   /** Accepted signature algorithms (default RS256, PS256, ES256, EdDSA; never `none` or HMAC). */
   readonly algorithms?: readonly string[];
@@ -81,10 +81,14 @@ function keyGetter(jwks: OidcIssuerConfig['jwks']): JWTVerifyGetKey {
   if (typeof jwks === 'object' && !(jwks instanceof URL)) return createLocalJWKSet(jwks);
   const text = jwks.toString();
   if (jwks instanceof URL || /^https?:\/\//.test(text)) {
+    // Keys over plain HTTP only from this machine (a local test IdP; config.ts allows it in development).
+    const url = new URL(text);
+    if (url.protocol !== 'https:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname))
+      throw new errors.JWKSInvalid('the JWKS URL must be https://');
     // One cached set per URL: jose refetches on unknown kids (rotation) with a cooldown.
     let set = remoteSets.get(text);
     if (!set) {
-      set = createRemoteJWKSet(new URL(text), { timeoutDuration: 5000, cooldownDuration: 30_000 });
+      set = createRemoteJWKSet(url, { timeoutDuration: 5000, cooldownDuration: 30_000 });
       remoteSets.set(text, set);
     }
     return set;
@@ -175,29 +179,45 @@ export function mapClaims(
     | undefined;
   const verified = vc?.claims && typeof vc.verification?.trust_framework === 'string' ? vc.claims : undefined;
 
+  // A verified flag is imported only together with the value it vouches for (docs/user-api.md).
   const email = str(p.email);
   if (email !== undefined) attributes.email = email.toLowerCase();
   const emailVerified = bool(p.email_verified);
-  if (emailVerified !== undefined) attributes.email_verified = emailVerified;
+  if (emailVerified !== undefined) {
+    if (email !== undefined) attributes.email_verified = emailVerified;
+    else skipped.push('email_verified');
+  }
   const name =
     str(p.name) ?? ([str(p.given_name), str(p.family_name)].filter(Boolean).join(' ') || undefined);
   if (name !== undefined) attributes.name = name;
 
   // A legal name only from identity-assured claims (or an explicit legal_name claim).
-  const legal =
-    (verified &&
-      (str(verified.name) ??
-        ([str(verified.given_name), str(verified.family_name)].filter(Boolean).join(' ') || undefined))) ??
-    str(p.legal_name);
+  const verifiedLegal =
+    verified &&
+    (str(verified.name) ??
+      ([str(verified.given_name), str(verified.family_name)].filter(Boolean).join(' ') || undefined));
+  const legal = verifiedLegal ?? str(p.legal_name);
   if (legal !== undefined) attributes.legal_name = legal;
 
+  const fromVerified = verified?.birthdate !== undefined;
   const rawBirth = verified?.birthdate ?? p.birthdate;
+  let dob: string | undefined;
   if (rawBirth !== undefined) {
-    const dob = birthDate(rawBirth, now);
+    dob = birthDate(rawBirth, now);
     if (dob !== undefined) attributes.date_of_birth = dob;
     else skipped.push('birthdate');
   }
-  if (verified) attributes.identity_verified = true;
+  // identity_verified vouches for legal_name and date_of_birth: set only when the verified claims carry at
+  // least one of them and every one imported beside it came from there.
+  const verifiedDob = fromVerified && dob !== undefined;
+  if (verified) {
+    const vouched =
+      (verifiedLegal !== undefined || verifiedDob) &&
+      (legal === undefined || verifiedLegal !== undefined) &&
+      (dob === undefined || verifiedDob);
+    if (vouched) attributes.identity_verified = true;
+    else skipped.push('verified_claims');
+  }
   return { attributes, skipped };
 }
 

@@ -68,7 +68,8 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
       user.userId,
       {
         vendor_id: vendor.vendor_id,
-        attributes: [{ name: 'age_over_18', purpose: 'door', retention_days: 0 }],
+        // kept for the vendor a while: the status read below still carries the proof (retention 0 would not)
+        attributes: [{ name: 'age_over_18', purpose: 'door', retention_days: 1 }],
       },
       clock,
     );

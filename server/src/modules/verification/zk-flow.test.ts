@@ -146,9 +146,12 @@ describe('zero-knowledge proofs in the server flow', () => {
       now: new Date(clock),
     });
     expect(ok).toMatchObject({ valid: true });
-    // The status endpoint returns the same proof.
+    // Consented with retention_days 0: the answer delivered it, the stored result keeps its name only.
     const status = (await api('GET', `/api/v1/auth/${authId}/status`)).json().data;
-    expect(status.auth_result.attributes.age_proof).toEqual(proof);
+    expect(status.auth_result.attributes.age_proof).toBeUndefined();
+    expect(status.auth_result.attributes_removed).toEqual(
+      expect.arrayContaining(['age_over_21', 'age_proof']),
+    );
   }, 60_000);
 
   it('keeps the commitment opening sealed under the user data key', async () => {
