@@ -8,10 +8,12 @@ import {
   expireOverdue,
   publishUpdate,
   readResult,
+  webhookData,
   withdrawFromKiosks,
 } from './modules/auth-contexts/state.ts';
 import { pruneAnswers } from './modules/kiosk-link/idempotency.ts';
 import { warmUpProverInBackground } from './modules/verification/zk.ts';
+import { startWebhookSender } from './modules/webhooks/sender.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -122,6 +124,9 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   anchorTimer.unref();
   void anchor();
 
+  // Signed webhooks: this instance's sender on the shared outbox (modules/webhooks/sender.ts).
+  const webhooks = startWebhookSender(ctx, { data: (_d, stored) => webhookData(ctx, stored), log: app.log });
+
   return {
     app,
     address,
@@ -129,6 +134,7 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
     async stop() {
       clearInterval(timer);
       clearInterval(anchorTimer);
+      await webhooks.stop();
       await app.close();
       await anchor();
       await closeContext(ctx);
