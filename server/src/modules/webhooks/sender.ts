@@ -27,7 +27,7 @@ export interface SenderOptions {
   pollMs?: number;
   /** The HTTP request's deadline. Default 10 s. */
   timeoutMs?: number;
-  /** How long a claimed delivery is this sender's. Default 60 s. */
+  /** How long a claimed delivery is this sender's (then another may send it again). Default 30 s. */
   leaseMs?: number;
   /** What an event's `data` says when sent (e.g. the context's result, read now). */
   data: (d: DeliveryRow, stored: unknown) => Promise<unknown> | unknown;
@@ -64,7 +64,7 @@ export class WebhookSender {
       retryWindowMs: DEFAULT_RETRY_WINDOW_MS,
       pollMs: 1000,
       timeoutMs: 10_000,
-      leaseMs: 60_000,
+      leaseMs: 30_000,
       random: Math.random,
       ...options,
     };
