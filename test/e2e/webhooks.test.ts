@@ -3,7 +3,16 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verifySignature } from '@palmid/shared/webhooks.ts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { api, cli, type Proc, type ServerProc, sqliteServerEnv, start, startServer, tempDir } from './harness.ts';
+import {
+  api,
+  cli,
+  type Proc,
+  type ServerProc,
+  sqliteServerEnv,
+  start,
+  startServer,
+  tempDir,
+} from './harness.ts';
 
 /**
  * Signed webhooks through the real processes (docs/vendor-api.md, "Webhooks"): the server, a receiver
@@ -64,10 +73,15 @@ describe('signed webhooks, end to end', () => {
 
     // private and non-https URLs are refused; http:// loopback is the development exception
     for (const url of ['http://example.com/hook', 'https://10.0.0.7/hook', 'https://169.254.169.254/x']) {
-      const bad = await api<{ error: { details: { field: string } } }>(server.base, 'POST', '/api/v1/webhooks', {
-        key,
-        body: { url },
-      });
+      const bad = await api<{ error: { details: { field: string } } }>(
+        server.base,
+        'POST',
+        '/api/v1/webhooks',
+        {
+          key,
+          body: { url },
+        },
+      );
       expect(bad.status, url).toBe(400);
       expect(bad.body.error.details.field).toBe('url');
     }
@@ -112,7 +126,8 @@ describe('signed webhooks, end to end', () => {
 
     const events = delivered().map((r) => ({ ...r, event: JSON.parse(r.body) }));
     // every request is signed over its raw body, with a fresh timestamp
-    for (const r of received(receiver)) expect(verifySignature(secret, r.body, r.signature ?? undefined)).toBe(true);
+    for (const r of received(receiver))
+      expect(verifySignature(secret, r.body, r.signature ?? undefined)).toBe(true);
     expect(verifySignature(`${secret}x`, events[0]!.body, events[0]!.signature ?? undefined)).toBe(false);
     for (const id of ids) {
       const mine = events.filter((e) => e.event.data.auth_id === id);
@@ -122,7 +137,10 @@ describe('signed webhooks, end to end', () => {
         ['auth.updated', 'cancelled'],
       ]);
       expect(mine[1]!.event.data.auth_result.reason).toBe('cancelled');
-      expect(mine[0]!.event).toMatchObject({ id: expect.stringMatching(/^evt_/), created: expect.any(Number) });
+      expect(mine[0]!.event).toMatchObject({
+        id: expect.stringMatching(/^evt_/),
+        created: expect.any(Number),
+      });
     }
 
     // the delivery log shows the retries
@@ -140,9 +158,13 @@ describe('signed webhooks, end to end', () => {
     // replay through the vendor CLI: the same event id arrives again
     const first = log.body.data.deliveries.at(-1)!;
     const before = delivered().length;
-    const replay = await cli('server/src/cli/vendor.ts', ['webhooks', 'replay', first.id, '--url', server.base], {
-      PALMID_API_KEY: key,
-    });
+    const replay = await cli(
+      'server/src/cli/vendor.ts',
+      ['webhooks', 'replay', first.id, '--url', server.base],
+      {
+        PALMID_API_KEY: key,
+      },
+    );
     expect(replay.code, replay.stderr).toBe(0);
     expect(replay.stdout).toMatch(/replaying: .*whd_/);
     await until(() => delivered().length > before, 10_000, 'the replay');
@@ -155,8 +177,11 @@ describe('signed webhooks, end to end', () => {
     const body = join(tmp.dir, 'body.json');
     const check = (sig: string) =>
       new Promise<{ code: number; out: string }>((resolve) =>
-        execFile('sh', ['-c', snippet], { env: { ...process.env, SECRET: secret, SIG: sig, BODY: body } }, (err, out) =>
-          resolve({ code: err ? Number(err.code ?? 1) : 0, out }),
+        execFile(
+          'sh',
+          ['-c', snippet],
+          { env: { ...process.env, SECRET: secret, SIG: sig, BODY: body } },
+          (err, out) => resolve({ code: err ? Number(err.code ?? 1) : 0, out }),
         ),
       );
     const sample = events[0]!;

@@ -159,7 +159,7 @@ vendor
 
 const webhook = vendor
   .command('webhook')
-  .description("a vendor's signed webhook endpoints (docs/vendor-api.md, \"Webhooks\")");
+  .description('a vendor\'s signed webhook endpoints (docs/vendor-api.md, "Webhooks")');
 webhook
   .command('add')
   .description('register a webhook endpoint; prints its signing secret once')
@@ -195,7 +195,8 @@ webhook
     const rows = await withStore((s) => listEndpoints(s.database.db, vendorId));
     print(
       rows,
-      (v: typeof rows) => v.map((w) => `${w.id}  ${w.url}  ${w.events.join(',')}`).join('\n') || '(no webhooks)',
+      (v: typeof rows) =>
+        v.map((w) => `${w.id}  ${w.url}  ${w.events.join(',')}`).join('\n') || '(no webhooks)',
     );
   });
 webhook

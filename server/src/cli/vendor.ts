@@ -79,7 +79,9 @@ async function call(
     error?: { code: string; message: string };
   };
   if (!res.ok || body.data === undefined) {
-    io.err(`${method} ${path}: HTTP ${res.status} ${body.error ? `${body.error.code}: ${body.error.message}` : ''}\n`);
+    io.err(
+      `${method} ${path}: HTTP ${res.status} ${body.error ? `${body.error.code}: ${body.error.message}` : ''}\n`,
+    );
     return undefined;
   }
   return { data: body.data };
@@ -98,7 +100,8 @@ interface DeliveryLine {
 }
 
 function deliveryLine(d: DeliveryLine): string {
-  const last = d.last_status !== null ? `  http=${d.last_status}` : d.last_error ? `  error=${d.last_error}` : '';
+  const last =
+    d.last_status !== null ? `  http=${d.last_status}` : d.last_error ? `  error=${d.last_error}` : '';
   return `${d.created_at}  ${d.id}  ${d.type}  ${d.auth_id}  ${d.state}  attempts=${d.attempts}${last}`;
 }
 
@@ -216,7 +219,11 @@ async function runVendorCli(
   program
     .command('watch')
     .description('print every change of your authentication contexts as it happens (/ws/vendor)')
-    .option('--url <url>', 'server base URL (default: $PALMID_URL, else http://127.0.0.1:$PORT)', defaultBaseUrl())
+    .option(
+      '--url <url>',
+      'server base URL (default: $PALMID_URL, else http://127.0.0.1:$PORT)',
+      defaultBaseUrl(),
+    )
     .option('--key <api_key>', 'your API key (default: $PALMID_API_KEY)')
     .option(
       '--auth-id <id>',
@@ -240,7 +247,11 @@ async function runVendorCli(
     .description('your webhook endpoints and their delivery log (docs/vendor-api.md, "Webhooks")');
   const common = (c: Command) =>
     c
-      .option('--url <url>', 'server base URL (default: $PALMID_URL, else http://127.0.0.1:$PORT)', defaultBaseUrl())
+      .option(
+        '--url <url>',
+        'server base URL (default: $PALMID_URL, else http://127.0.0.1:$PORT)',
+        defaultBaseUrl(),
+      )
       .option('--key <api_key>', 'your API key (default: $PALMID_API_KEY)')
       .option('--json', 'print the JSON answer');
   common(hooks.command('list').description('list your webhook endpoints')).action(
@@ -266,7 +277,9 @@ async function runVendorCli(
     const res = await call(baseUrl(o.url), apiKey(o.key), 'GET', `/api/v1/webhooks/deliveries?${q}`, io);
     if (!res) return void (code = EXIT.FAILED);
     const { deliveries } = res.data as { deliveries: DeliveryLine[] };
-    io.out(o.json ? `${JSON.stringify(res.data)}\n` : `${deliveries.map(deliveryLine).join('\n') || '(none)'}\n`);
+    io.out(
+      o.json ? `${JSON.stringify(res.data)}\n` : `${deliveries.map(deliveryLine).join('\n') || '(none)'}\n`,
+    );
   });
   common(
     hooks
@@ -277,7 +290,9 @@ async function runVendorCli(
     const path = `/api/v1/webhooks/deliveries/${encodeURIComponent(id)}/replay`;
     const res = await call(baseUrl(o.url), apiKey(o.key), 'POST', path, io);
     if (!res) return void (code = EXIT.FAILED);
-    io.out(o.json ? `${JSON.stringify(res.data)}\n` : `replaying: ${deliveryLine(res.data as DeliveryLine)}\n`);
+    io.out(
+      o.json ? `${JSON.stringify(res.data)}\n` : `replaying: ${deliveryLine(res.data as DeliveryLine)}\n`,
+    );
   });
   try {
     await program.parseAsync(argv, { from: 'user' });

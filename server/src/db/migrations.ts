@@ -378,7 +378,11 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .addColumn('created_at', 'bigint', (c) => c.notNull())
           .addColumn('deleted_at', 'bigint')
           .execute();
-        await db.schema.createIndex('webhook_endpoints_vendor').on('webhook_endpoints').column('vendor_id').execute();
+        await db.schema
+          .createIndex('webhook_endpoints_vendor')
+          .on('webhook_endpoints')
+          .column('vendor_id')
+          .execute();
         await db.schema
           .createTable('webhook_deliveries')
           .addColumn('seq', kind === 'postgres' ? 'bigserial' : 'integer', (c) =>

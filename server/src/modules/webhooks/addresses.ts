@@ -117,7 +117,10 @@ export class AddressRefused extends Error {}
  * Resolves the URL's host at send time and returns the one address to connect to; throws AddressRefused
  * when any resolved address is not public (loopback allowed in development).
  */
-export async function resolveTarget(url: URL, development: boolean): Promise<{ address: string; family: 4 | 6 }> {
+export async function resolveTarget(
+  url: URL,
+  development: boolean,
+): Promise<{ address: string; family: 4 | 6 }> {
   const host = bareHost(url);
   const addresses =
     isIP(host) !== 0

@@ -1,4 +1,3 @@
-import { successSchema } from '@palmid/shared/envelope.ts';
 import {
   webhookCreateBodySchema,
   webhookCreatedSchema,
@@ -7,6 +6,7 @@ import {
   webhookEndpointSchema,
   webhookIdParamsSchema,
 } from '@palmid/shared/api/webhooks.ts';
+import { successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { vendorErrors } from '../../lib/error-replies.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { WEBHOOK_EVENTS, type WebhookEventType } from '@palmid/shared/webhooks.ts';
 import { AppError } from '@palmid/shared/errors.ts';
+import { WEBHOOK_EVENTS, type WebhookEventType } from '@palmid/shared/webhooks.ts';
 import type { AppContext } from '../../context.ts';
 import { open, seal } from '../../crypto/keyring.ts';
 import { newSecret } from '../../crypto/secrets.ts';
@@ -53,20 +53,29 @@ export async function createEndpoint(
   input: { url: string; events?: string[] | undefined },
 ): Promise<EndpointView & { secret: string }> {
   const verdict = checkWebhookUrl(input.url, ctx.config.PALMID_ENV === 'development');
-  if (!verdict.ok) throw new AppError('INVALID_REQUEST', verdict.message, { field: 'url', reason: verdict.reason });
+  if (!verdict.ok)
+    throw new AppError('INVALID_REQUEST', verdict.message, { field: 'url', reason: verdict.reason });
   const events = [...new Set(input.events ?? WEBHOOK_EVENTS)];
   for (const e of events) {
     if (!(WEBHOOK_EVENTS as readonly string[]).includes(e))
-      throw new AppError('INVALID_REQUEST', `Unknown event type '${e}' (known: ${WEBHOOK_EVENTS.join(', ')})`, {
-        field: 'events',
-        reason: 'unknown_event',
-      });
+      throw new AppError(
+        'INVALID_REQUEST',
+        `Unknown event type '${e}' (known: ${WEBHOOK_EVENTS.join(', ')})`,
+        {
+          field: 'events',
+          reason: 'unknown_event',
+        },
+      );
   }
   if ((await activeEndpoints(db, vendorId)).length >= MAX_ENDPOINTS_PER_VENDOR)
-    throw new AppError('INVALID_REQUEST', `At most ${MAX_ENDPOINTS_PER_VENDOR} webhook endpoints per vendor`, {
-      field: 'url',
-      reason: 'too_many_endpoints',
-    });
+    throw new AppError(
+      'INVALID_REQUEST',
+      `At most ${MAX_ENDPOINTS_PER_VENDOR} webhook endpoints per vendor`,
+      {
+        field: 'url',
+        reason: 'too_many_endpoints',
+      },
+    );
   const id = `wh_${randomUUID().replace(/-/g, '')}`;
   const secret = newSecret('whsec_');
   const row: EndpointRow = {
@@ -175,7 +184,12 @@ export async function deliveryLog(
  * Sends a delivery's event again (same event id, so a receiver that already has it can tell): a new
  * delivery to the same endpoint, due now, after the context's other pending events.
  */
-export async function replayDelivery(db: Db, vendorId: string, id: string, now: number): Promise<DeliveryView> {
+export async function replayDelivery(
+  db: Db,
+  vendorId: string,
+  id: string,
+  now: number,
+): Promise<DeliveryView> {
   const d = await deliveryById(db, id);
   if (!d || d.vendor_id !== vendorId)
     throw new AppError('NOT_FOUND', 'No such webhook delivery', { field: 'id', reason: 'unknown' });

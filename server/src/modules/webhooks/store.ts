@@ -26,7 +26,12 @@ export async function endpointById(db: Db, id: string): Promise<EndpointRow | un
   return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function markEndpointDeleted(db: Db, vendorId: string, id: string, now: number): Promise<boolean> {
+export async function markEndpointDeleted(
+  db: Db,
+  vendorId: string,
+  id: string,
+  now: number,
+): Promise<boolean> {
   const res = await db
     .updateTable('webhook_endpoints')
     .set({ deleted_at: now })
