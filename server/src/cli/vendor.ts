@@ -257,7 +257,10 @@ async function runVendorCli(
   common(hooks.command('list').description('list your webhook endpoints')).action(
     async (o: { url: string; key?: string; json?: boolean }) => {
       const res = await call(baseUrl(o.url), apiKey(o.key), 'GET', '/api/v1/webhooks', io);
-      if (!res) return void (code = EXIT.FAILED);
+      if (!res) {
+        code = EXIT.FAILED;
+        return;
+      }
       const { webhooks } = res.data as { webhooks: { id: string; url: string; events: string[] }[] };
       io.out(
         o.json
@@ -275,7 +278,10 @@ async function runVendorCli(
   ).action(async (o: { url: string; key?: string; json?: boolean; authId?: string; limit: string }) => {
     const q = new URLSearchParams({ limit: o.limit, ...(o.authId ? { auth_id: o.authId } : {}) });
     const res = await call(baseUrl(o.url), apiKey(o.key), 'GET', `/api/v1/webhooks/deliveries?${q}`, io);
-    if (!res) return void (code = EXIT.FAILED);
+    if (!res) {
+      code = EXIT.FAILED;
+      return;
+    }
     const { deliveries } = res.data as { deliveries: DeliveryLine[] };
     io.out(
       o.json ? `${JSON.stringify(res.data)}\n` : `${deliveries.map(deliveryLine).join('\n') || '(none)'}\n`,
@@ -289,7 +295,10 @@ async function runVendorCli(
   ).action(async (id: string, o: { url: string; key?: string; json?: boolean }) => {
     const path = `/api/v1/webhooks/deliveries/${encodeURIComponent(id)}/replay`;
     const res = await call(baseUrl(o.url), apiKey(o.key), 'POST', path, io);
-    if (!res) return void (code = EXIT.FAILED);
+    if (!res) {
+      code = EXIT.FAILED;
+      return;
+    }
     io.out(
       o.json ? `${JSON.stringify(res.data)}\n` : `replaying: ${deliveryLine(res.data as DeliveryLine)}\n`,
     );
