@@ -8,8 +8,10 @@ import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zo
 import type { AppContext } from './context.ts';
 import { randomRequestId } from './lib/request-id.ts';
 import { registerAuth } from './plugins/app/auth.ts';
+import { claimVendorKey, keepVendorAnswer, releaseVendorKey } from './modules/kiosk-link/idempotency.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
 import { registerErrorHandling, sendError } from './plugins/app/errors.ts';
+import { registerIdempotency } from './plugins/app/idempotency.ts';
 import { responseSerializerCompiler } from './plugins/app/serializer.ts';
 import { ROUTE_MODULES } from './routes.ts';
 
@@ -114,6 +116,12 @@ export async function buildApp(
     done();
   });
   registerAuth(app, ctx);
+  // Idempotency-Key on vendor POSTs (docs/vendor-api.md, "Idempotency"), stored beside the kiosks' answers.
+  registerIdempotency(app, {
+    claim: (key, hash) => claimVendorKey(ctx, key, hash),
+    keep: (key, hash, answer, userId) => keepVendorAnswer(ctx, key, hash, answer, userId),
+    release: (key, hash) => releaseVendorKey(ctx, key, hash),
+  });
 
   await app.register(fastifySwagger, {
     openapi: {

@@ -162,6 +162,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
           return { user, changes, token, ledgerId };
         });
         publishPalms(ctx, out.user.id, out.changes.palmIds);
+        request.idempotencyUser = out.user.id; // a stored answer (Idempotency-Key) is sealed under their key
         return out;
       };
       const out = palms?.length ? await serialiseEnrolment(ctx, create) : await create();
@@ -218,6 +219,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
           return applyChanges(ctx, trx, vendor, caller, user_id, attributes, palms);
         });
         publishPalms(ctx, user_id, changes.palmIds);
+        request.idempotencyUser = user_id;
         return changes;
       };
       const changes = palms?.length ? await serialiseEnrolment(ctx, update) : await update();
