@@ -8,6 +8,7 @@ import type { Db } from '../../db/index.ts';
 import { checkWebhookUrl } from './addresses.ts';
 import {
   activeEndpoints,
+  allEndpoints,
   type DeliveryRow,
   deliveryById,
   type EndpointRow,
@@ -16,6 +17,7 @@ import {
   insertEndpoint,
   listDeliveries,
   markEndpointDeleted,
+  replaceSecret,
 } from './store.ts';
 
 /** docs/vendor-api.md, "Webhooks": at most this many endpoints per vendor. */
@@ -210,4 +212,31 @@ export async function replayDelivery(
     replayOf: d.id,
   });
   return deliveryView((await deliveryById(db, newId))!);
+}
+
+/**
+ * The webhooks' part of a master-key rotation (ops/rotate-master.ts): every endpoint's secret is re-sealed
+ * under the new key's sub-key (a compare-and-set on the old ciphertext); secrets the new key already opens
+ * are counted as done.
+ */
+export async function resealSecrets(
+  db: Db,
+  from: Pick<AppContext, 'keyring'>,
+  to: Pick<AppContext, 'keyring'>,
+): Promise<{ resealed: number; already: number }> {
+  const report = { resealed: 0, already: 0 };
+  for (const e of await allEndpoints(db)) {
+    let secret: string;
+    try {
+      endpointSecret(to, e);
+      report.already++;
+      continue;
+    } catch {
+      secret = endpointSecret(from, e);
+    }
+    const sealed = seal(secretKey(to), Buffer.from(secret, 'utf8'), `webhook:${e.id}`);
+    await replaceSecret(db, e.id, e.secret_enc, sealed);
+    report.resealed++;
+  }
+  return report;
 }

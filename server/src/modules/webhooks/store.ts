@@ -174,3 +174,16 @@ export async function recordAttempt(db: Db, seq: number, owner: string, o: Attem
     .where('lease_owner', '=', owner)
     .execute();
 }
+
+export async function allEndpoints(db: Db): Promise<EndpointRow[]> {
+  return db.selectFrom('webhook_endpoints').selectAll().orderBy('id').execute();
+}
+
+export async function replaceSecret(db: Db, id: string, old: Uint8Array, sealed: Uint8Array): Promise<void> {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ secret_enc: sealed })
+    .where('id', '=', id)
+    .where('secret_enc', '=', old)
+    .execute();
+}
