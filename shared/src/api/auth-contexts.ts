@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { captureAttestationSchema } from '../capture/schema.ts';
+import { formatAmount, isCurrency, MAX_MAJOR_AMOUNT, maxAmount } from '../money.ts';
 import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
 
 export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;
@@ -52,14 +53,22 @@ export const authContextInputSchema = z
     type: z.enum(AUTH_TYPES).describe('payment (needs amount), entrance (may carry minimum_age) or login'),
     amount: z
       .number()
-      .int()
-      .positive()
-      .max(Number.MAX_SAFE_INTEGER)
+      .refine(Number.isInteger, {
+        message: "must be a whole number of the currency's smallest unit",
+        params: { reason: 'invalid_type' },
+      })
+      .refine((n) => n > 0, { message: 'must be positive', params: { reason: 'too_small' } })
       .optional()
-      .describe("Payment only: in the currency's smallest unit (1250 EUR = 12.50 €; 1250 JPY = ¥1,250)"),
+      .describe(
+        "Payment only: in the currency's smallest unit (1250 EUR = 12.50 €; 1250 JPY = ¥1,250); at most " +
+          `${MAX_MAJOR_AMOUNT} major units (EUR: ${maxAmount('EUR')}, JPY: ${maxAmount('JPY')}, KWD: ${maxAmount('KWD')})`,
+      ),
     currency: z
       .string()
-      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR')
+      .refine(isCurrency, {
+        message: 'must be an ISO 4217 currency code such as EUR',
+        params: { reason: 'unknown_currency' },
+      })
       .optional()
       .describe('Payment only: ISO 4217 code, default EUR'),
     minimum_age: z
@@ -114,6 +123,17 @@ export const authContextInputSchema = z
         message: 'amount is required for payment',
         params: { reason: 'required' },
       });
+    }
+    if (v.type === 'payment' && v.amount !== undefined && Number.isInteger(v.amount)) {
+      const currency = v.currency ?? 'EUR';
+      if (isCurrency(currency) && v.amount > maxAmount(currency)) {
+        c.addIssue({
+          code: 'custom',
+          path: ['amount'],
+          message: `amount exceeds the maximum for ${currency}: ${maxAmount(currency)} (${formatAmount(maxAmount(currency), currency)})`,
+          params: { reason: 'too_big', maximum: maxAmount(currency) },
+        });
+      }
     }
     if (v.type !== 'payment' && (v.amount !== undefined || v.currency !== undefined)) {
       c.addIssue({

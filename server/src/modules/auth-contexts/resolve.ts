@@ -249,7 +249,12 @@ export async function resolveWithPalm(
     'context-id': c.id,
     attributes: [
       { type: 'pseudonym', context: pseudo },
-      c.type === 'payment' ? { type: 'payment', context: Number(c.amount) } : { type: c.type, context: null },
+      ...(c.type === 'payment'
+        ? [
+            { type: 'payment', context: Number(c.amount) },
+            { type: 'currency', context: c.currency ?? 'EUR' },
+          ]
+        : [{ type: c.type, context: null }]),
     ],
     vendor,
     timestamp: now,

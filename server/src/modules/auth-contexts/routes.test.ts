@@ -238,6 +238,7 @@ describe('vendor auth contexts', () => {
       attributes: [
         { type: 'pseudonym', context: pseudo },
         { type: 'payment', context: 499 },
+        { type: 'currency', context: 'EUR' },
       ],
       vendor: { id: vendorId, url: 'https://cafe-x.example' },
       timestamp: clock,
