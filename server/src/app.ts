@@ -7,8 +7,8 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';
 import { randomRequestId } from './lib/request-id.ts';
-import { registerAuth } from './plugins/app/auth.ts';
 import { claimVendorKey, keepVendorAnswer, releaseVendorKey } from './modules/kiosk-link/idempotency.ts';
+import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
 import { registerErrorHandling, sendError } from './plugins/app/errors.ts';
 import { registerIdempotency } from './plugins/app/idempotency.ts';

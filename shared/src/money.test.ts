@@ -4,7 +4,8 @@ import { CURRENCY_CODES, formatAmount, isCurrency, maxAmount } from './money.ts'
 describe('money', () => {
   it('knows ISO 4217 codes in use, and nothing else', () => {
     for (const c of ['EUR', 'USD', 'JPY', 'KWD', 'CHF', 'XOF', 'CLF']) expect(isCurrency(c), c).toBe(true);
-    for (const c of ['XYZ', 'eur', 'EURO', 'XAU', 'XTS', 'HRK', '', 'toString', 'constructor']) expect(isCurrency(c), c).toBe(false);
+    for (const c of ['XYZ', 'eur', 'EURO', 'XAU', 'XTS', 'HRK', '', 'toString', 'constructor'])
+      expect(isCurrency(c), c).toBe(false);
     expect(CURRENCY_CODES.length).toBeGreaterThan(150);
   });
 

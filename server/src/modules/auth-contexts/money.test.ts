@@ -22,7 +22,10 @@ describe('payment amounts and currencies', () => {
     for (const currency of ['XYZ', 'eur', 'EURO', 'XAU']) {
       const res = await create({ type: 'payment', amount: 100, currency });
       expect(res.statusCode, currency).toBe(400);
-      expect(res.json().error.details).toEqual({ field: 'auth_context.currency', reason: 'unknown_currency' });
+      expect(res.json().error.details).toEqual({
+        field: 'auth_context.currency',
+        reason: 'unknown_currency',
+      });
       expect(res.json().error.message).toMatch(/ISO 4217/);
     }
     for (const currency of ['USD', 'JPY', 'KWD', 'CHF'])

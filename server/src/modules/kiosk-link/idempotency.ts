@@ -162,7 +162,11 @@ export async function claimVendorKey(ctx: AppContext, key: string, hash: string)
     const sealed = row.response.slice(dot + 1);
     const stale = created < now - TTL_MS || (sealed === '' && created < now - IN_FLIGHT_MS);
     if (stale) {
-      await db.deleteFrom('idempotency').where('key', '=', key).where('response', '=', row.response).execute();
+      await db
+        .deleteFrom('idempotency')
+        .where('key', '=', key)
+        .where('response', '=', row.response)
+        .execute();
       continue;
     }
     if (storedHash !== hash) return { kind: 'reused' };
@@ -179,7 +183,11 @@ export async function claimVendorKey(ctx: AppContext, key: string, hash: string)
       answer = undefined; // sealed under a key since rotated away: forgotten
     }
     if (!answer) {
-      await db.deleteFrom('idempotency').where('key', '=', key).where('response', '=', row.response).execute();
+      await db
+        .deleteFrom('idempotency')
+        .where('key', '=', key)
+        .where('response', '=', row.response)
+        .execute();
       continue;
     }
     return { kind: 'replay', answer };

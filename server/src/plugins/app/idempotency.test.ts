@@ -102,10 +102,13 @@ describe('Idempotency-Key', () => {
     const [a, b] = await Promise.all([post('same'), post('same')]);
     const codes = [a.statusCode, b.statusCode].sort();
     // both answered at once: one did the work, the other was told to retry (or replayed it if it came after)
-    if (codes[0] === 201 && codes[1] === 201) expect([a, b].some((r) => r.headers['idempotent-replayed'])).toBe(true);
+    if (codes[0] === 201 && codes[1] === 201)
+      expect([a, b].some((r) => r.headers['idempotent-replayed'])).toBe(true);
     else {
       expect(codes).toEqual([201, 400]);
-      expect([a, b].find((r) => r.statusCode === 400)!.json().error.details.reason).toBe('idempotency_key_in_use');
+      expect([a, b].find((r) => r.statusCode === 400)!.json().error.details.reason).toBe(
+        'idempotency_key_in_use',
+      );
     }
     now += 24 * 3600_000 + 1000;
     const later = await post('same');

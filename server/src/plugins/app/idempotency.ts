@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '@palmid/shared/errors.ts';
-import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onSendHookHandler,
+  preHandlerHookHandler,
+} from 'fastify';
 
 /**
  * `Idempotency-Key` on every vendor POST (docs/vendor-api.md, "Idempotency"): the same key and body within
@@ -19,7 +25,12 @@ export interface IdempotencyStore {
     | { kind: 'reused' }
     | { kind: 'replay'; answer: { status: number; body: string } }
   >;
-  keep(key: string, hash: string, answer: { status: number; body: string }, userId: string | null): Promise<void>;
+  keep(
+    key: string,
+    hash: string,
+    answer: { status: number; body: string },
+    userId: string | null,
+  ): Promise<void>;
   release(key: string, hash: string): Promise<void>;
 }
 
