@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { captureAttestationSchema } from '../capture/schema.ts';
 import { formatAmount, isCurrency, MAX_MAJOR_AMOUNT, maxAmount } from '../money.ts';
-import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
+import { catalogueEntry, isReservedName } from './attribute-catalogue.ts';
+import { ATTRIBUTE_NAME_RE, attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
 
 export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;
 export const AUTH_STATUSES = ['pending', 'scanning', 'completed', 'failed', 'cancelled', 'expired'] as const;
@@ -48,6 +49,36 @@ export const inSetPredicateSchema = z
   .strict();
 export type InSetPredicate = z.infer<typeof inSetPredicateSchema>;
 
+/** An attribute name a context may request; checked by name in `requestedNameProblem`. */
+const requestedNameSchema = z.string().max(128);
+
+/**
+ * Why a context may not request `name`, in a sentence naming it: not a well-formed name, or a name the
+ * service derives itself and that is not in the catalogue (`payment`, `ledger_id`, `is_<x>`, `<x>_in_set`,
+ * an `age_over_<N>` other than the context's `minimum_age`). `pseudonym` and `age_proof` are requested by
+ * name.
+ */
+export function requestedNameProblem(
+  name: string,
+  minimumAge?: number,
+): { reason: string; message: string } | undefined {
+  if (!ATTRIBUTE_NAME_RE.test(name))
+    return {
+      reason: 'invalid_format',
+      message: `'${name.slice(0, 64)}' is not an attribute name (names match ^[a-z][a-z0-9_]{0,63}$)`,
+    };
+  if (name === 'pseudonym' || name === 'age_proof') return undefined;
+  if (minimumAge !== undefined && name === `age_over_${minimumAge}`) return undefined;
+  if (isReservedName(name) && catalogueEntry(name) === undefined)
+    return {
+      reason: 'unknown_attribute',
+      message: `'${name}' is neither in the attribute catalogue nor a valid custom name (the service derives it${
+        /^age_over_\d+$/.test(name) ? '; ask with minimum_age instead' : /_in_set$/.test(name) ? '; ask with predicates instead' : ''
+      })`,
+    };
+  return undefined;
+}
+
 export const authContextInputSchema = z
   .object({
     type: z.enum(AUTH_TYPES).describe('payment (needs amount), entrance (may carry minimum_age) or login'),
@@ -88,12 +119,12 @@ export const authContextInputSchema = z
           'a self-asserted one counts as missing (consent_missing); default `any`',
       ),
     attributes_required: z
-      .array(attributeNameSchema)
+      .array(requestedNameSchema)
       .max(MAX_ATTRIBUTES_PER_CONTEXT)
       .optional()
       .describe('Attributes the person must have consented to share with you; missing ones fail the context'),
     attributes_optional: z
-      .array(attributeNameSchema)
+      .array(requestedNameSchema)
       .max(MAX_ATTRIBUTES_PER_CONTEXT)
       .optional()
       .describe('Attributes returned when consented to; absent ones are simply left out'),
@@ -149,6 +180,14 @@ export const authContextInputSchema = z
         message: 'only entrance contexts carry minimum_age',
       });
     }
+    // A name that is neither in the catalogue nor a valid custom name is refused by name: a typo must not
+    // read as "not consented".
+    for (const field of ['attributes_required', 'attributes_optional'] as const) {
+      (v[field] ?? []).forEach((name, i) => {
+        const why = requestedNameProblem(name, v.minimum_age);
+        if (why) c.addIssue({ code: 'custom', path: [field, i], message: why.message, params: { reason: why.reason } });
+      });
+    }
     const all = [...(v.attributes_required ?? []), ...(v.attributes_optional ?? [])];
     if (new Set(all).size !== all.length) {
       c.addIssue({ code: 'custom', path: ['attributes_optional'], message: 'an attribute is listed twice' });
@@ -199,6 +238,8 @@ export const authResultSchema = z.object({
   ledger_id: hex64Schema.optional(),
   reason: z.enum(FAILURE_REASONS).optional(),
   missing: z.array(z.string()).optional(),
+  /** Requested attribute names the result does not carry (not consented to you, no value, or the context failed). */
+  withheld: z.array(z.string()).optional(),
 });
 export type AuthResult = z.infer<typeof authResultSchema>;
 
