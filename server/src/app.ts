@@ -10,7 +10,7 @@ import { randomRequestId } from './lib/request-id.ts';
 import { claimVendorKey, keepVendorAnswer, releaseVendorKey } from './modules/kiosk-link/idempotency.ts';
 import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
-import { registerErrorHandling, sendError } from './plugins/app/errors.ts';
+import { registerErrorHandling, registerJsonParser, sendError } from './plugins/app/errors.ts';
 import { registerIdempotency } from './plugins/app/idempotency.ts';
 import { responseSerializerCompiler } from './plugins/app/serializer.ts';
 import { ROUTE_MODULES } from './routes.ts';
@@ -110,6 +110,7 @@ export async function buildApp(
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler({ check: process.env.NODE_ENV === 'test' }));
   registerErrorHandling(app);
+  registerJsonParser(app);
   // Callback-style hooks where nothing is awaited: no promise per request (docs/performance.md).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id); // lower case: sent so anyway, and no new string per request

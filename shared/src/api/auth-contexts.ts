@@ -2,7 +2,14 @@ import { z } from 'zod';
 import { captureAttestationSchema } from '../capture/schema.ts';
 import { formatAmount, isCurrency, MAX_MAJOR_AMOUNT, maxAmount } from '../money.ts';
 import { catalogueEntry, isReservedName } from './attribute-catalogue.ts';
-import { ATTRIBUTE_NAME_RE, attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
+import {
+  ATTRIBUTE_NAME_RE,
+  attributeNameSchema,
+  handSchema,
+  hex64Schema,
+  templateB64Schema,
+  uuidSchema,
+} from './common.ts';
 
 export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;
 export const AUTH_STATUSES = ['pending', 'scanning', 'completed', 'failed', 'cancelled', 'expired'] as const;
@@ -73,7 +80,11 @@ export function requestedNameProblem(
     return {
       reason: 'unknown_attribute',
       message: `'${name}' is neither in the attribute catalogue nor a valid custom name (the service derives it${
-        /^age_over_\d+$/.test(name) ? '; ask with minimum_age instead' : /_in_set$/.test(name) ? '; ask with predicates instead' : ''
+        /^age_over_\d+$/.test(name)
+          ? '; ask with minimum_age instead'
+          : /_in_set$/.test(name)
+            ? '; ask with predicates instead'
+            : ''
       })`,
     };
   return undefined;
@@ -185,7 +196,13 @@ export const authContextInputSchema = z
     for (const field of ['attributes_required', 'attributes_optional'] as const) {
       (v[field] ?? []).forEach((name, i) => {
         const why = requestedNameProblem(name, v.minimum_age);
-        if (why) c.addIssue({ code: 'custom', path: [field, i], message: why.message, params: { reason: why.reason } });
+        if (why)
+          c.addIssue({
+            code: 'custom',
+            path: [field, i],
+            message: why.message,
+            params: { reason: why.reason },
+          });
       });
     }
     const all = [...(v.attributes_required ?? []), ...(v.attributes_optional ?? [])];

@@ -245,7 +245,9 @@ export async function resolveWithPalm(
         };
   // Requested names the result does not carry (not consented, no value, or failed): a typo shows here
   // instead of looking like a refusal (docs/vendor-api.md, "The result").
-  const withheld = [...c.attributesRequired, ...c.attributesOptional].filter((n) => !(n in result.attributes));
+  const withheld = [...c.attributesRequired, ...c.attributesOptional].filter(
+    (n) => !(n in result.attributes),
+  );
   if (withheld.length > 0) result.withheld = withheld;
 
   const tx: LedgerTransaction = {
