@@ -115,4 +115,32 @@ describe('Idempotency-Key', () => {
     expect(later.statusCode).toBe(201);
     expect(later.headers['idempotent-replayed']).toBeUndefined();
   });
+
+  it('OpenAPI documents the header on every vendor POST, the webhook routes and their signature', async () => {
+    t = await createTestApp({ PALMID_ENV: 'sandbox' });
+    const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json() as {
+      paths: Record<string, Record<string, { parameters?: { in: string; name: string }[] }>>;
+      tags?: { name: string; description: string }[];
+    };
+    const posts = Object.entries(doc.paths).filter(
+      ([path, ops]) => path.startsWith('/api/v1/') && ops.post !== undefined,
+    );
+    expect(posts.map(([p]) => p)).toEqual(
+      expect.arrayContaining([
+        '/api/v1/auth/create',
+        '/api/v1/auth',
+        '/api/v1/auth/{auth_id}/cancel',
+        '/api/v1/mpc/users/create',
+        '/api/v1/webhooks',
+        '/api/v1/webhooks/deliveries/{id}/replay',
+      ]),
+    );
+    for (const [path, ops] of posts)
+      expect(ops.post!.parameters?.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'), path).toBe(true);
+    expect(doc.paths['/api/v1/webhooks']!.get).toBeDefined();
+    expect(doc.paths['/api/v1/webhooks/{id}']!.delete).toBeDefined();
+    expect(doc.paths['/api/v1/webhooks/deliveries']!.get).toBeDefined();
+    expect(doc.tags?.find((g) => g.name === 'webhooks')?.description).toMatch(/Palmid-Signature: t=/);
+    expect(doc.paths['/api/v1/ledger/transactions/{ledger_id}']!.get).toBeDefined();
+  });
 });
