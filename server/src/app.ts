@@ -8,13 +8,25 @@ import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zo
 import type { AppContext } from './context.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from './lib/json-depth.ts';
 import { randomRequestId } from './lib/request-id.ts';
+import { claimVendorKey, keepVendorAnswer, releaseVendorKey } from './modules/kiosk-link/idempotency.ts';
 import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
-import { registerErrorHandling, sendError } from './plugins/app/errors.ts';
+import { registerErrorHandling, registerJsonParser, sendError } from './plugins/app/errors.ts';
+import { registerIdempotency } from './plugins/app/idempotency.ts';
 import { responseSerializerCompiler } from './plugins/app/serializer.ts';
 import { ROUTE_MODULES } from './routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
+
+/** OpenAPI's description of the Idempotency-Key header every vendor POST takes. */
+const IDEMPOTENCY_KEY_DOC = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 255,
+  description:
+    'Optional. The same key and body within 24 h (per API key) answer the first answer again with `Idempotent-Replayed: true`; ' +
+    'the same key with another body is 400 `idempotency_key_reused` (docs/vendor-api.md, "Idempotency").',
+};
 
 /**
  * Slow-loris defence: headers must arrive within 15 s and a whole request (headers and body) within 30 s;
@@ -124,6 +136,7 @@ export async function buildApp(
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler({ check: process.env.NODE_ENV === 'test' }));
   registerErrorHandling(app);
+  registerJsonParser(app);
   // Callback-style hooks where nothing is awaited: no promise per request (docs/performance.md).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id); // lower case: sent so anyway, and no new string per request
@@ -133,6 +146,12 @@ export async function buildApp(
     done();
   });
   registerAuth(app, ctx);
+  // Idempotency-Key on vendor POSTs (docs/vendor-api.md, "Idempotency"), stored beside the kiosks' answers.
+  registerIdempotency(app, {
+    claim: (key, hash) => claimVendorKey(ctx, key, hash),
+    keep: (key, hash, answer, userId) => keepVendorAnswer(ctx, key, hash, answer, userId),
+    release: (key, hash) => releaseVendorKey(ctx, key, hash),
+  });
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -142,6 +161,17 @@ export async function buildApp(
           'Palm-biometric identity and authentication network. Vendor API under /api/v1 (X-API-Key), user API under /v1 (Bearer token).',
         version: ctx.version,
       },
+      tags: [
+        {
+          name: 'webhooks',
+          description:
+            'Signed webhooks (docs/vendor-api.md, "Webhooks"). Each event is POSTed to your endpoint as `{id, type, created, data}` ' +
+            '(`auth.created`: `{auth_id, status}`; `auth.updated`: `{auth_id, status, auth_result?}`) with the header ' +
+            '`Palmid-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`; reject a `t` more than 5 minutes ' +
+            'old. A non-2xx answer is retried with exponential backoff and jitter for 24 hours, in order per context, at least once ' +
+            '(drop duplicates by `id`).',
+        },
+      ],
       components: {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
@@ -149,7 +179,24 @@ export async function buildApp(
         },
       },
     },
-    transform: jsonSchemaTransform,
+    transform: (opts) => {
+      const out = jsonSchemaTransform(opts);
+      const methods = [opts.route.method].flat();
+      // every vendor POST takes Idempotency-Key (docs/vendor-api.md, "Idempotency")
+      if (opts.route.config?.auth === 'vendor' && methods.includes('POST')) {
+        const schema = out.schema as Record<string, unknown>;
+        const headers = (schema.headers as { properties?: Record<string, unknown> } | undefined) ?? {};
+        out.schema = {
+          ...schema,
+          headers: {
+            type: 'object',
+            ...headers,
+            properties: { ...(headers.properties ?? {}), 'Idempotency-Key': IDEMPOTENCY_KEY_DOC },
+          },
+        } as typeof out.schema;
+      }
+      return out;
+    },
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   await app.register(fastifyWebsocket, { options: { maxPayload: 64 * 1024 } });

@@ -23,6 +23,7 @@ const OWNERS: Record<string, readonly string[]> = {
   pvs: ['pvs'],
   'kiosk-link': ['idempotency', 'kiosk_lockouts'],
   devices: ['capture_keys', 'capture_nonces'],
+  webhooks: ['webhook_endpoints', 'webhook_deliveries'],
   verification: [
     'verifiers',
     'zk_openings',
@@ -61,7 +62,7 @@ const RULES: [RegExp, Layer][] = [
   [/^modules\/auth-contexts\/history\.ts$/, 'store'],
   // module services
   [
-    /^modules\/(vendors|users|pvs|kiosk-link|devices|revocation|attributes|consents|ledger|audit|verification|session|health)\//,
+    /^modules\/(vendors|users|pvs|kiosk-link|devices|revocation|attributes|consents|ledger|audit|verification|session|health|webhooks)\//,
     'domain',
   ],
   // what every module may use

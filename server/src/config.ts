@@ -106,6 +106,12 @@ export const configSchema = z
     PALMID_ENROL_PER_MIN: z.coerce.number().int().min(1).max(10_000).default(10),
     PALMID_ENROL_PER_DAY: z.coerce.number().int().min(1).max(1_000_000).default(200),
     /**
+     * Webhooks (docs/vendor-api.md, "Webhooks"): the first retry's delay (each further one doubles, up to
+     * an hour, with jitter; retried for 24 h) and how often the shared outbox is polled.
+     */
+    PALMID_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
+    PALMID_WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+    /**
      * Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed (comma separated);
      * empty: none. Per-IP limits then count the real client, not the proxy.
      */

@@ -14,6 +14,7 @@ import { palmRoutes } from './modules/users/palm-routes.ts';
 import { vendorDirectoryRoutes } from './modules/vendors/routes.ts';
 import { verificationRoutes } from './modules/verification/routes.ts';
 import { webRoutes } from './modules/web/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
 
 /** Every route module, in one list: find an endpoint in modules/<domain>/routes.ts. */
 export const ROUTE_MODULES: FastifyPluginAsync[] = [
@@ -32,4 +33,5 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   vendorDirectoryRoutes,
   webRoutes,
   verificationRoutes,
+  webhookRoutes,
 ];

@@ -10,10 +10,12 @@ import {
   publishUpdate,
   readResult,
   stripLapsedValues,
+  webhookData,
   withdrawFromKiosks,
 } from './modules/auth-contexts/state.ts';
 import { pruneAnswers } from './modules/kiosk-link/idempotency.ts';
 import { warmUpProverInBackground } from './modules/verification/zk.ts';
+import { startWebhookSender } from './modules/webhooks/sender.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -129,6 +131,9 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   anchorTimer.unref();
   void anchor();
 
+  // Signed webhooks: this instance's sender on the shared outbox (modules/webhooks/sender.ts).
+  const webhooks = startWebhookSender(ctx, { data: (_d, stored) => webhookData(ctx, stored), log: app.log });
+
   return {
     app,
     address,
@@ -136,6 +141,7 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
     async stop() {
       clearInterval(timer);
       clearInterval(anchorTimer);
+      await webhooks.stop();
       await app.close();
       await anchor();
       await closeContext(ctx);

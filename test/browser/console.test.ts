@@ -135,6 +135,16 @@ describeNeeding(NO_CHROMIUM)('vendor console in Chromium', () => {
     await eventually(() => hint.textContent()).toBe('1250 is JP¥1,250 (JPY has no minor unit).');
     await page.getByLabel('Currency').fill('XX');
     await eventually(() => hint.textContent()).toContain('Enter a three-letter currency code');
+    await page.getByLabel('Currency').fill('XYZ');
+    await eventually(() => hint.textContent()).toContain('XYZ is not an ISO 4217 currency code');
+    await page.getByLabel('Currency').fill('KWD');
+    await eventually(() => hint.textContent()).toMatch(
+      /^1250 is KWD\s1\.250 \(amounts are in the smallest unit of KWD, 1\/1000\)\.$/,
+    );
+    await page.getByLabel('Amount (smallest unit)').fill('100000000000');
+    await page.getByLabel('Currency').fill('EUR');
+    await eventually(() => hint.textContent()).toBe('At most €999,999,999.99 (99999999999) in EUR.');
+    await page.getByLabel('Amount (smallest unit)').fill('1250');
 
     await page.getByLabel('Currency').fill('EUR');
     const before = await page.getByLabel('Currency').boundingBox();

@@ -65,7 +65,7 @@ describe('vendor developer, first hour', () => {
     const doc = (await (await fetch(`${server!.base}/docs/json`)).json()) as {
       paths: Record<string, Record<string, { description?: string; responses: Record<string, unknown> }>>;
     };
-    const ledger = doc.paths['/api/v1/ledger/transactions/{user_id}']!.get!;
+    const ledger = doc.paths['/api/v1/ledger/transactions/{ledger_id}']!.get!;
     expect(ledger.description).toMatch(/auth_result\.ledger_id/);
     expect(JSON.stringify(ledger.responses['404'])).toMatch(/not auth_result\.user_id/);
     for (const [path, method, statuses] of [

@@ -16,13 +16,17 @@ export function decodeTransaction(hex: string) {
 }
 
 /**
- * One ledger attribute in words: the payment formatted in its currency when this session knows it (the
- * ledger stores the amount in the smallest unit, without a currency), the context type alone for an
- * entrance or a login (their ledger context is empty).
+ * One ledger attribute in words: the payment formatted in its currency (recorded beside it as a
+ * `currency` attribute; older transactions have none, then the currency of a context seen in this session
+ * is used), the context type alone for an entrance or a login (their ledger context is empty).
  */
-function describeAttribute(a: { type: string; context?: unknown }, contextId: string): string {
+function describeAttribute(
+  a: { type: string; context?: unknown },
+  contextId: string,
+  recorded: string | undefined,
+): string {
   if (a.type === 'payment' && typeof a.context === 'number') {
-    const currency = currencyOf(contextId);
+    const currency = recorded ?? currencyOf(contextId);
     return currency
       ? `payment of ${money(a.context, currency)}`
       : `payment of ${new Intl.NumberFormat('en-GB').format(a.context)} in the smallest unit (currency not recorded)`;
@@ -30,6 +34,17 @@ function describeAttribute(a: { type: string; context?: unknown }, contextId: st
   if (a.type === 'pseudonym') return `pseudonym ${short(String(a.context ?? ''))}`;
   if (a.context === null || a.context === undefined) return a.type;
   return `${a.type}: ${valueText(a.context)}`;
+}
+
+/** A transaction's attributes in words; the currency shows in the payment it belongs to. */
+function describeAttributes(attributes: { type: string; context?: unknown }[], contextId: string): string {
+  const currency = attributes.find((a) => a.type === 'currency' && typeof a.context === 'string')?.context as
+    | string
+    | undefined;
+  return attributes
+    .filter((a) => !(a.type === 'currency' && currency !== undefined))
+    .map((a) => describeAttribute(a, contextId, currency))
+    .join(' · ');
 }
 
 function isoDay(d: Date): string {
@@ -108,7 +123,7 @@ export function wireLedger(): void {
                   { 'data-context-id': t['context-id'] },
                   h('td', { class: 'nowrap' }, when(t.timestamp)),
                   h('td', { class: 'nowrap' }, h('code', { title: t['context-id'] }, short(t['context-id']))),
-                  h('td', {}, t.attributes.map((a) => describeAttribute(a, t['context-id'])).join(' · ')),
+                  h('td', {}, describeAttributes(t.attributes, t['context-id'])),
                   h(
                     'td',
                     {},

@@ -1,6 +1,7 @@
 import type { AuthContextRecord } from '@palmid/shared/api/auth-contexts.ts';
 import { authContextInputSchema } from '@palmid/shared/api/auth-contexts.ts';
 import { uuidSchema } from '@palmid/shared/api/common.ts';
+import { maxAmount } from '@palmid/shared/money.ts';
 import { authUpdatedSchema } from '@palmid/shared/ws/vendor.ts';
 import { announce, formStatus, h, replace, setFieldError } from '../lib/dom.ts';
 import { minorDigits, money, when } from '../lib/format.ts';
@@ -176,9 +177,15 @@ function renderAmountHint(): void {
   const amount = byId<HTMLInputElement>('amount').value.trim();
   const currency = byId<HTMLInputElement>('currency').value.trim().toUpperCase();
   const hint = byId('amount-hint');
-  const digits = /^[A-Z]{3}$/.test(currency) ? minorDigits(currency) : undefined;
+  const digits = minorDigits(currency);
   if (digits === undefined) {
-    hint.textContent = 'Enter a three-letter currency code (ISO 4217) such as EUR to see the amount.';
+    hint.textContent = /^[A-Z]{3}$/.test(currency)
+      ? `${currency} is not an ISO 4217 currency code the API takes; try EUR, USD, GBP, JPY…`
+      : 'Enter a three-letter currency code (ISO 4217) such as EUR to see the amount.';
+    return;
+  }
+  if (/^\d+$/.test(amount) && Number(amount) > maxAmount(currency)) {
+    hint.textContent = `At most ${money(maxAmount(currency), currency)} (${maxAmount(currency)}) in ${currency}.`;
     return;
   }
   const unit =

@@ -1,3 +1,5 @@
+import { CURRENCY_MINOR_UNITS, formatAmount, isCurrency } from '@palmid/shared/money.ts';
+
 const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short' });
 const dateOnly = new Intl.DateTimeFormat('en-GB', { dateStyle: 'long' });
 
@@ -25,14 +27,12 @@ export function words(name: string): string {
   return special[name] ?? name.replace(/_/g, ' ');
 }
 
-/** Digits after the decimal point of `currency` (EUR 2, JPY 0, KWD 3); undefined for an unknown code. */
+/**
+ * Digits after the decimal point of `currency` (EUR 2, JPY 0, KWD 3) per ISO 4217, as the API counts them
+ * (shared/src/money.ts); undefined for a code the API does not take.
+ */
 export function minorDigits(currency: string): number | undefined {
-  try {
-    return new Intl.NumberFormat('en-GB', { style: 'currency', currency }).resolvedOptions()
-      .maximumFractionDigits;
-  } catch {
-    return undefined;
-  }
+  return isCurrency(currency) ? CURRENCY_MINOR_UNITS[currency] : undefined;
 }
 
 /** An amount in the currency's smallest unit (the API's unit), formatted: 1250 EUR → €12.50, 1250 JPY → ¥1,250. */
@@ -41,7 +41,16 @@ export function money(amount: number | null, currency: string | null): string {
   const cur = currency ?? 'EUR';
   const digits = minorDigits(cur);
   if (digits === undefined) return `${amount} ${cur} (smallest unit)`;
-  return new Intl.NumberFormat('en-GB', { style: 'currency', currency: cur }).format(amount / 10 ** digits);
+  try {
+    return new Intl.NumberFormat('en-GB', {
+      style: 'currency',
+      currency: cur,
+      minimumFractionDigits: digits,
+      maximumFractionDigits: digits,
+    }).format(amount / 10 ** digits);
+  } catch {
+    return formatAmount(amount, cur, 'en-GB');
+  }
 }
 
 export function valueText(value: unknown): string {

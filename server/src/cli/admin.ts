@@ -32,6 +32,7 @@ import {
   revokeVerifier,
   VERIFIED_ATTRIBUTE_NAMES,
 } from '../modules/verification/store.ts';
+import { createEndpoint, deleteEndpoint, listEndpoints } from '../modules/webhooks/service.ts';
 import { rotateMasterKey } from '../ops/rotate-master.ts';
 
 /**
@@ -154,6 +155,58 @@ vendor
       out,
       (v: typeof out) => v.map((r) => `${r.vendor_id}  ${r.mode}  ${r.name}`).join('\n') || '(no vendors)',
     );
+  });
+
+const webhook = vendor
+  .command('webhook')
+  .description('a vendor\'s signed webhook endpoints (docs/vendor-api.md, "Webhooks")');
+webhook
+  .command('add')
+  .description('register a webhook endpoint; prints its signing secret once')
+  .argument('<vendor_id>')
+  .requiredOption('--url <url>', 'https:// URL on a public address (development: also http:// loopback)')
+  .option('--events <list>', 'comma-separated event types (default: all)')
+  .action(async (vendorId: string, o: { url: string; events?: string }) => {
+    const res = await withStore(async (s) => {
+      if (!(await listVendors(s.database.db)).some((v) => v.id === vendorId))
+        throw new AppError('NOT_FOUND', `no vendor ${vendorId}`);
+      const events = o.events
+        ?.split(',')
+        .map((e) => e.trim())
+        .filter(Boolean);
+      return createEndpoint(
+        { keyring: s.keyring, now: () => Date.now(), config: s.config },
+        s.database.db,
+        vendorId,
+        { url: o.url, ...(events ? { events } : {}) },
+      );
+    });
+    print(
+      res,
+      (r: typeof res) =>
+        `webhook ${r.id} → ${r.url} (${r.events.join(', ')})\nsigning secret: ${r.secret}\nStore the secret now: it is shown only once.`,
+    );
+  });
+webhook
+  .command('list')
+  .description("list a vendor's webhook endpoints")
+  .argument('<vendor_id>')
+  .action(async (vendorId: string) => {
+    const rows = await withStore((s) => listEndpoints(s.database.db, vendorId));
+    print(
+      rows,
+      (v: typeof rows) =>
+        v.map((w) => `${w.id}  ${w.url}  ${w.events.join(',')}`).join('\n') || '(no webhooks)',
+    );
+  });
+webhook
+  .command('remove')
+  .description('delete a webhook endpoint')
+  .argument('<vendor_id>')
+  .argument('<webhook_id>')
+  .action(async (vendorId: string, id: string) => {
+    await withStore((s) => deleteEndpoint(s.database.db, vendorId, id, Date.now()));
+    print({ id, deleted: true }, () => `deleted ${id}`);
   });
 
 const pvs = program.command('pvs').description('manage kiosks (palm-vein scanner systems)');

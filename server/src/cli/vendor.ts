@@ -42,6 +42,69 @@ function baseUrl(value: string): URL {
   return url;
 }
 
+/**
+ * The server's base URL when `--url` is not given: PALMID_URL, else the address `npm start` listens on
+ * (`http://127.0.0.1:$PORT`, PORT defaulting to 8080, as the banner prints it).
+ */
+export function defaultBaseUrl(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.PALMID_URL) return env.PALMID_URL;
+  const port = env.PORT && /^\d+$/.test(env.PORT) && env.PORT !== '0' ? env.PORT : '8080';
+  const host = env.HOST && env.HOST !== '0.0.0.0' && env.HOST !== '::' ? env.HOST : '127.0.0.1';
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+function apiKey(key: string | undefined): string {
+  const k = key ?? process.env.PALMID_API_KEY;
+  if (!k) throw new UsageError('an API key is needed: --key sk_test_… or PALMID_API_KEY');
+  return k;
+}
+
+/** One REST call with the vendor key; prints the refusal and returns undefined when the server says no. */
+async function call(
+  base: URL,
+  key: string,
+  method: string,
+  path: string,
+  io: { err(s: string): void },
+): Promise<{ data: unknown } | undefined> {
+  let res: Response;
+  try {
+    res = await fetch(new URL(path, base), { method, headers: { 'X-API-Key': key } });
+  } catch (err) {
+    io.err(`cannot reach ${base.origin}: ${(err as Error).message} (is the server running? npm start)\n`);
+    return undefined;
+  }
+  const body = (await res.json().catch(() => ({}))) as {
+    data?: unknown;
+    error?: { code: string; message: string };
+  };
+  if (!res.ok || body.data === undefined) {
+    io.err(
+      `${method} ${path}: HTTP ${res.status} ${body.error ? `${body.error.code}: ${body.error.message}` : ''}\n`,
+    );
+    return undefined;
+  }
+  return { data: body.data };
+}
+
+interface DeliveryLine {
+  id: string;
+  event_id: string;
+  type: string;
+  auth_id: string;
+  state: string;
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+}
+
+function deliveryLine(d: DeliveryLine): string {
+  const last =
+    d.last_status !== null ? `  http=${d.last_status}` : d.last_error ? `  error=${d.last_error}` : '';
+  return `${d.created_at}  ${d.id}  ${d.type}  ${d.auth_id}  ${d.state}  attempts=${d.attempts}${last}`;
+}
+
 function wsUrl(base: URL): string {
   const u = new URL('/ws/vendor', base);
   u.protocol = base.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -57,6 +120,8 @@ function describe(u: Update): string {
   const r = u.auth_result;
   if (r) {
     if (r.reason) line += `  reason=${r.reason}`;
+    const missing = (r as { missing?: unknown }).missing;
+    if (Array.isArray(missing) && missing.length > 0) line += `  missing=${missing.join(',')}`;
     if (r.user_id) line += `  user_id=${r.user_id}`;
     if (r.ledger_id) line += `  ledger_id=${r.ledger_id}`;
     if (r.attributes && Object.keys(r.attributes).length > 0)
@@ -154,7 +219,11 @@ async function runVendorCli(
   program
     .command('watch')
     .description('print every change of your authentication contexts as it happens (/ws/vendor)')
-    .option('--url <url>', 'server base URL', 'http://127.0.0.1:8080')
+    .option(
+      '--url <url>',
+      'server base URL (default: $PALMID_URL, else http://127.0.0.1:$PORT)',
+      defaultBaseUrl(),
+    )
     .option('--key <api_key>', 'your API key (default: $PALMID_API_KEY)')
     .option(
       '--auth-id <id>',
@@ -173,6 +242,67 @@ async function runVendorCli(
       baseUrl(o.url);
       code = await watch(o, io);
     });
+  const hooks = program
+    .command('webhooks')
+    .description('your webhook endpoints and their delivery log (docs/vendor-api.md, "Webhooks")');
+  const common = (c: Command) =>
+    c
+      .option(
+        '--url <url>',
+        'server base URL (default: $PALMID_URL, else http://127.0.0.1:$PORT)',
+        defaultBaseUrl(),
+      )
+      .option('--key <api_key>', 'your API key (default: $PALMID_API_KEY)')
+      .option('--json', 'print the JSON answer');
+  common(hooks.command('list').description('list your webhook endpoints')).action(
+    async (o: { url: string; key?: string; json?: boolean }) => {
+      const res = await call(baseUrl(o.url), apiKey(o.key), 'GET', '/api/v1/webhooks', io);
+      if (!res) {
+        code = EXIT.FAILED;
+        return;
+      }
+      const { webhooks } = res.data as { webhooks: { id: string; url: string; events: string[] }[] };
+      io.out(
+        o.json
+          ? `${JSON.stringify(res.data)}\n`
+          : `${webhooks.map((w) => `${w.id}  ${w.url}  ${w.events.join(',')}`).join('\n') || '(no endpoints)'}\n`,
+      );
+    },
+  );
+  common(
+    hooks
+      .command('deliveries')
+      .description('the delivery log, newest first')
+      .option('--auth-id <id>', 'only the deliveries about this context')
+      .option('--limit <n>', 'at most this many (1-200)', '50'),
+  ).action(async (o: { url: string; key?: string; json?: boolean; authId?: string; limit: string }) => {
+    const q = new URLSearchParams({ limit: o.limit, ...(o.authId ? { auth_id: o.authId } : {}) });
+    const res = await call(baseUrl(o.url), apiKey(o.key), 'GET', `/api/v1/webhooks/deliveries?${q}`, io);
+    if (!res) {
+      code = EXIT.FAILED;
+      return;
+    }
+    const { deliveries } = res.data as { deliveries: DeliveryLine[] };
+    io.out(
+      o.json ? `${JSON.stringify(res.data)}\n` : `${deliveries.map(deliveryLine).join('\n') || '(none)'}\n`,
+    );
+  });
+  common(
+    hooks
+      .command('replay')
+      .description('send a delivery again (same event id); prints the new delivery')
+      .argument('<delivery_id>', 'whd_… from `webhooks deliveries`'),
+  ).action(async (id: string, o: { url: string; key?: string; json?: boolean }) => {
+    const path = `/api/v1/webhooks/deliveries/${encodeURIComponent(id)}/replay`;
+    const res = await call(baseUrl(o.url), apiKey(o.key), 'POST', path, io);
+    if (!res) {
+      code = EXIT.FAILED;
+      return;
+    }
+    io.out(
+      o.json ? `${JSON.stringify(res.data)}\n` : `replaying: ${deliveryLine(res.data as DeliveryLine)}\n`,
+    );
+  });
   try {
     await program.parseAsync(argv, { from: 'user' });
     return code;

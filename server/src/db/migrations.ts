@@ -441,6 +441,68 @@ function migrations(kind: DbKind): Record<string, Migration> {
           .execute();
       },
     },
+    '0070_webhooks': {
+      // Signed webhooks (modules/webhooks, docs/vendor-api.md "Webhooks"): each vendor's endpoints (the
+      // signing secret sealed under a derived key) and the outbox, one row per event and endpoint. `seq`
+      // orders the events of one context; a sender claims a row with a lease (any instance, restarts
+      // included), and the row is the delivery log.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('webhook_endpoints')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('vendor_id', 'text', (c) => c.notNull())
+          .addColumn('url', 'text', (c) => c.notNull())
+          .addColumn('events', 'text', (c) => c.notNull())
+          .addColumn('secret_enc', bin, (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('deleted_at', 'bigint')
+          .execute();
+        await db.schema
+          .createIndex('webhook_endpoints_vendor')
+          .on('webhook_endpoints')
+          .column('vendor_id')
+          .execute();
+        await db.schema
+          .createTable('webhook_deliveries')
+          .addColumn('seq', kind === 'postgres' ? 'bigserial' : 'integer', (c) =>
+            kind === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement(),
+          )
+          .addColumn('id', 'text', (c) => c.notNull().unique())
+          .addColumn('event_id', 'text', (c) => c.notNull())
+          .addColumn('endpoint_id', 'text', (c) => c.notNull())
+          .addColumn('vendor_id', 'text', (c) => c.notNull())
+          .addColumn('type', 'text', (c) => c.notNull())
+          .addColumn('context_id', 'text', (c) => c.notNull())
+          .addColumn('payload', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('state', 'text', (c) => c.notNull())
+          .addColumn('attempts', 'integer', (c) => c.notNull())
+          .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+          .addColumn('lease_owner', 'text')
+          .addColumn('lease_until', 'bigint')
+          .addColumn('last_attempt_at', 'bigint')
+          .addColumn('last_status', 'integer')
+          .addColumn('last_error', 'text')
+          .addColumn('delivered_at', 'bigint')
+          .addColumn('replay_of', 'text')
+          .execute();
+        await db.schema
+          .createIndex('webhook_deliveries_due')
+          .on('webhook_deliveries')
+          .columns(['state', 'next_attempt_at'])
+          .execute();
+        await db.schema
+          .createIndex('webhook_deliveries_order')
+          .on('webhook_deliveries')
+          .columns(['endpoint_id', 'context_id', 'seq'])
+          .execute();
+        await db.schema
+          .createIndex('webhook_deliveries_vendor')
+          .on('webhook_deliveries')
+          .columns(['vendor_id', 'seq'])
+          .execute();
+      },
+    },
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Generated, Kysely, Transaction } from 'kysely';
 
 /** Row types of every table. Times are Unix milliseconds (integers). Binary columns hold ciphertext. */
 export interface VendorsTable {
@@ -275,6 +275,44 @@ export interface AuthContextPredicatesTable {
   predicates: string;
 }
 
+/** A vendor's webhook endpoint (modules/webhooks); the signing secret is sealed, shown once at creation. */
+export interface WebhookEndpointsTable {
+  id: string;
+  vendor_id: string;
+  url: string;
+  /** JSON array of event types */
+  events: string;
+  secret_enc: Uint8Array;
+  created_at: number;
+  deleted_at: number | null;
+}
+
+/** The webhook outbox and delivery log: one row per event and endpoint. */
+export interface WebhookDeliveriesTable {
+  /** commit order (autoincrement / bigserial): events of one context are sent in this order */
+  seq: Generated<number>;
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  vendor_id: string;
+  type: string;
+  /** the auth context the event is about (the ordering key) */
+  context_id: string;
+  /** JSON of what the event says ({auth_id, status}); results are read when sent */
+  payload: string;
+  created_at: number;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  next_attempt_at: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  last_attempt_at: number | null;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: number | null;
+  replay_of: string | null;
+}
+
 export interface DB {
   vendors: VendorsTable;
   api_keys: ApiKeysTable;
@@ -302,6 +340,8 @@ export interface DB {
   palm_confirmations: PalmConfirmationsTable;
   vendor_user_ids: VendorUserIdsTable;
   in_set_asks: InSetAsksTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 /** A database handle or an open transaction: services accept either. */

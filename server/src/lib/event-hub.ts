@@ -20,6 +20,8 @@ export interface HubEvents {
   'gallery.changed': { userId: string; action: 'add' | 'update' | 'remove' };
   /** A kiosk (`pvs`, by pvs id) or a vendor's keys (`vendor`, by vendor id) were revoked (admin CLI). */
   'credential.revoked': { kind: 'pvs' | 'vendor'; id: string };
+  /** A webhook delivery was queued outside a context change (a replay): senders look at the outbox now. */
+  'webhook.queued': { vendorId: string };
 }
 
 export const HUB_TOPICS = [
@@ -28,6 +30,7 @@ export const HUB_TOPICS = [
   'scan.cancel',
   'gallery.changed',
   'credential.revoked',
+  'webhook.queued',
 ] as const satisfies readonly (keyof HubEvents)[];
 
 /** Where an event came from: the `instanceId` of the publishing hub (this one, or another server instance). */

@@ -96,6 +96,13 @@ describe('master key rotation', () => {
       success: true,
       attributes: { email: 'rot@example.com' },
     });
+    const hook = await before.app.inject({
+      method: 'POST',
+      url: '/api/v1/webhooks',
+      headers,
+      payload: { url: 'https://hooks.example.com/rot' },
+    });
+    expect(hook.statusCode).toBe(201);
     await rememberAnswer(before.ctx, before.ctx.database.db, 'pvs:k1:enroll:r1', {
       user_id: user.user_id,
       claim_code: 'X',
@@ -116,6 +123,7 @@ describe('master key rotation', () => {
       expect(report.users).toEqual({ rewrapped: 2, already: 0, erased: 1 });
       expect(report.results).toEqual({ resealed: 1, already: 0 });
       expect(report.idempotency).toMatchObject({ resealed: 1, already: 0 });
+      expect(report.webhooks).toEqual({ resealed: 1, already: 0 });
       expect(report.audit.resigned).toBe(true);
       // The old key opens nothing any more.
       const row = await database.db
@@ -130,6 +138,7 @@ describe('master key rotation', () => {
       expect(again.anchor).toBe('already');
       expect(again.users).toEqual({ rewrapped: 0, already: 2, erased: 1 });
       expect(again.results).toEqual({ resealed: 0, already: 1 });
+      expect(again.webhooks).toEqual({ resealed: 0, already: 1 });
     } finally {
       await database.close();
     }

@@ -5,6 +5,7 @@ import { resignHead, verifyAuditChain } from '../modules/audit/service.ts';
 import { resealResults } from '../modules/auth-contexts/state.ts';
 import { resealAnswers } from '../modules/kiosk-link/idempotency.ts';
 import { rewrapDataKeys } from '../modules/users/service.ts';
+import { resealSecrets } from '../modules/webhooks/service.ts';
 
 /**
  * Master key rotation (docs/deployment.md §4): everything the master key protects is moved from the old
@@ -26,6 +27,8 @@ export interface RotationReport {
   users: { rewrapped: number; already: number; erased: number };
   results: { resealed: number; already: number };
   idempotency: { resealed: number; already: number; expired: number };
+  /** webhook endpoints' signing secrets */
+  webhooks: { resealed: number; already: number };
   audit: { rows: number; resigned: boolean };
   /** the audit anchor file (docs/reliability.md), when `anchorFile` was given */
   anchor?: 'resigned' | 'already' | 'absent' | 'invalid';
@@ -56,6 +59,7 @@ export async function rotateMasterKey(
     users: { rewrapped: 0, already: 0, erased: 0 },
     results: { resealed: 0, already: 0 },
     idempotency: { resealed: 0, already: 0, expired: 0 },
+    webhooks: { resealed: 0, already: 0 },
     audit: { rows: 0, resigned: false },
   };
 
@@ -72,6 +76,7 @@ export async function rotateMasterKey(
   report.users = await rewrapDataKeys(db, from, to, batch, progress);
   report.results = await resealResults(db, from, to, batch, progress);
   report.idempotency = await resealAnswers(db, from, to, now, batch);
+  report.webhooks = await resealSecrets(db, { keyring: from }, { keyring: to });
   report.audit.resigned = await resignHead(db, to);
   const after = await verifyAuditChain(db, to);
   if (!after.ok)

@@ -1,7 +1,16 @@
 import { z } from 'zod';
 import { captureAttestationSchema } from '../capture/schema.ts';
-import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSchema } from './common.ts';
 import { invalidSetMembers } from './domains.ts';
+import { formatAmount, isCurrency, MAX_MAJOR_AMOUNT, maxAmount } from '../money.ts';
+import { catalogueEntry, isReservedName } from './attribute-catalogue.ts';
+import {
+  ATTRIBUTE_NAME_RE,
+  attributeNameSchema,
+  handSchema,
+  hex64Schema,
+  templateB64Schema,
+  uuidSchema,
+} from './common.ts';
 
 export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;
 export const AUTH_STATUSES = ['pending', 'scanning', 'completed', 'failed', 'cancelled', 'expired'] as const;
@@ -71,19 +80,61 @@ export const inSetPredicateSchema = z
   });
 export type InSetPredicate = z.infer<typeof inSetPredicateSchema>;
 
+/** An attribute name a context may request; checked by name in `requestedNameProblem`. */
+const requestedNameSchema = z.string().max(128);
+
+/**
+ * Why a context may not request `name`, in a sentence naming it: not a well-formed name, or a name the
+ * service derives itself and that is not in the catalogue (`payment`, `ledger_id`, `is_<x>`, `<x>_in_set`,
+ * an `age_over_<N>` other than the context's `minimum_age`). `pseudonym` and `age_proof` are requested by
+ * name.
+ */
+export function requestedNameProblem(
+  name: string,
+  minimumAge?: number,
+): { reason: string; message: string } | undefined {
+  if (!ATTRIBUTE_NAME_RE.test(name))
+    return {
+      reason: 'invalid_format',
+      message: `'${name.slice(0, 64)}' is not an attribute name (names match ^[a-z][a-z0-9_]{0,63}$)`,
+    };
+  if (name === 'pseudonym' || name === 'age_proof') return undefined;
+  if (minimumAge !== undefined && name === `age_over_${minimumAge}`) return undefined;
+  if (isReservedName(name) && catalogueEntry(name) === undefined)
+    return {
+      reason: 'unknown_attribute',
+      message: `'${name}' is neither in the attribute catalogue nor a valid custom name (the service derives it${
+        /^age_over_\d+$/.test(name)
+          ? '; ask with minimum_age instead'
+          : /_in_set$/.test(name)
+            ? '; ask with predicates instead'
+            : ''
+      })`,
+    };
+  return undefined;
+}
+
 export const authContextInputSchema = z
   .object({
     type: z.enum(AUTH_TYPES).describe('payment (needs amount), entrance (may carry minimum_age) or login'),
     amount: z
       .number()
-      .int()
-      .positive()
-      .max(Number.MAX_SAFE_INTEGER)
+      .refine(Number.isInteger, {
+        message: "must be a whole number of the currency's smallest unit",
+        params: { reason: 'invalid_type' },
+      })
+      .refine((n) => n > 0, { message: 'must be positive', params: { reason: 'too_small' } })
       .optional()
-      .describe("Payment only: in the currency's smallest unit (1250 EUR = 12.50 €; 1250 JPY = ¥1,250)"),
+      .describe(
+        "Payment only: in the currency's smallest unit (1250 EUR = 12.50 €; 1250 JPY = ¥1,250); at most " +
+          `${MAX_MAJOR_AMOUNT} major units (EUR: ${maxAmount('EUR')}, JPY: ${maxAmount('JPY')}, KWD: ${maxAmount('KWD')})`,
+      ),
     currency: z
       .string()
-      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR')
+      .refine(isCurrency, {
+        message: 'must be an ISO 4217 currency code such as EUR',
+        params: { reason: 'unknown_currency' },
+      })
       .optional()
       .describe('Payment only: ISO 4217 code, default EUR'),
     minimum_age: z
@@ -103,12 +154,12 @@ export const authContextInputSchema = z
           'a self-asserted one counts as missing (consent_missing); default `any`',
       ),
     attributes_required: z
-      .array(attributeNameSchema)
+      .array(requestedNameSchema)
       .max(MAX_ATTRIBUTES_PER_CONTEXT)
       .optional()
       .describe('Attributes the person must have consented to share with you; missing ones fail the context'),
     attributes_optional: z
-      .array(attributeNameSchema)
+      .array(requestedNameSchema)
       .max(MAX_ATTRIBUTES_PER_CONTEXT)
       .optional()
       .describe('Attributes returned when consented to; absent ones are simply left out'),
@@ -139,6 +190,17 @@ export const authContextInputSchema = z
         params: { reason: 'required' },
       });
     }
+    if (v.type === 'payment' && v.amount !== undefined && Number.isInteger(v.amount)) {
+      const currency = v.currency ?? 'EUR';
+      if (isCurrency(currency) && v.amount > maxAmount(currency)) {
+        c.addIssue({
+          code: 'custom',
+          path: ['amount'],
+          message: `amount exceeds the maximum for ${currency}: ${maxAmount(currency)} (${formatAmount(maxAmount(currency), currency)})`,
+          params: { reason: 'too_big', maximum: maxAmount(currency) },
+        });
+      }
+    }
     if (v.type !== 'payment' && (v.amount !== undefined || v.currency !== undefined)) {
       c.addIssue({
         code: 'custom',
@@ -151,6 +213,20 @@ export const authContextInputSchema = z
         code: 'custom',
         path: ['minimum_age'],
         message: 'only entrance contexts carry minimum_age',
+      });
+    }
+    // A name that is neither in the catalogue nor a valid custom name is refused by name: a typo must not
+    // read as "not consented".
+    for (const field of ['attributes_required', 'attributes_optional'] as const) {
+      (v[field] ?? []).forEach((name, i) => {
+        const why = requestedNameProblem(name, v.minimum_age);
+        if (why)
+          c.addIssue({
+            code: 'custom',
+            path: [field, i],
+            message: why.message,
+            params: { reason: why.reason },
+          });
       });
     }
     const all = [...(v.attributes_required ?? []), ...(v.attributes_optional ?? [])];
@@ -211,6 +287,8 @@ export const authResultSchema = z.object({
    * `attributes` then holds only what is still kept (docs/vendor-api.md, "Disclosed values do not linger").
    */
   attributes_removed: z.array(z.string()).optional(),
+  /** Requested attribute names the result does not carry (not consented to you, no value, or the context failed). */
+  withheld: z.array(z.string()).optional(),
 });
 export type AuthResult = z.infer<typeof authResultSchema>;
 

@@ -7,7 +7,7 @@ const unixSeconds = z
   .transform(Number);
 
 export const ledgerParamsSchema = z.object({
-  user_id: hex64Schema.describe(
+  ledger_id: hex64Schema.describe(
     'The ledger id: auth_result.ledger_id of a completed payment (64 hex), not auth_result.user_id',
   ),
 });

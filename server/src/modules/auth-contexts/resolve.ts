@@ -344,13 +344,24 @@ export async function resolveWithPalm(
           reason: outcome.reason!,
           ...(disclosure.missing.length > 0 ? { missing: disclosure.missing } : {}),
         };
+  // Requested names the result does not carry (not consented, no value, or failed): a typo shows here
+  // instead of looking like a refusal (docs/vendor-api.md, "The result").
+  const withheld = [...c.attributesRequired, ...c.attributesOptional].filter(
+    (n) => !(n in result.attributes),
+  );
+  if (withheld.length > 0) result.withheld = withheld;
 
   const tx: LedgerTransaction = {
     'user-id': vendorLedgerId,
     'context-id': c.id,
     attributes: [
       { type: 'pseudonym', context: pseudo },
-      c.type === 'payment' ? { type: 'payment', context: Number(c.amount) } : { type: c.type, context: null },
+      ...(c.type === 'payment'
+        ? [
+            { type: 'payment', context: Number(c.amount) },
+            { type: 'currency', context: c.currency ?? 'EUR' },
+          ]
+        : [{ type: c.type, context: null }]),
     ],
     vendor,
     timestamp: now,

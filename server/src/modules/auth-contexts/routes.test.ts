@@ -113,6 +113,32 @@ describe('vendor auth contexts', () => {
     expect(body.error.details).toMatchObject({ field: `auth_context.${field}`, reason });
   });
 
+  it('names an attribute that is neither in the catalogue nor a valid custom name', async () => {
+    for (const [list, name] of [
+      ['attributes_required', 'ledger_id'],
+      ['attributes_optional', 'age_over_18'],
+      ['attributes_optional', 'is_vip'],
+      ['attributes_required', 'country_in_set'],
+      ['attributes_required', 'Email'],
+    ] as const) {
+      const res = await api('POST', '/api/v1/auth/create', {
+        auth_context: { type: 'login', [list]: ['email', name] },
+      });
+      expect(res.statusCode, name).toBe(400);
+      expect(res.json().error.details).toMatchObject({ field: `auth_context.${list}.1` });
+      expect(res.json().error.message).toContain(`'${name}'`);
+    }
+    // catalogue names (computed, system), custom names and the context's own age name are fine
+    const fine = await api('POST', '/api/v1/auth/create', {
+      auth_context: {
+        type: 'entrance',
+        minimum_age: 21,
+        attributes_optional: ['is_adult', 'user_id', 'favourite_colour', 'age_over_21', 'pseudonym'],
+      },
+    });
+    expect(fine.statusCode).toBe(201);
+  });
+
   it('restricts excessive attribute requests', async () => {
     const names = Array.from({ length: 17 }, (_, i) => `attr_${i}`);
     const res = await api('POST', '/api/v1/auth/create', {
@@ -225,6 +251,8 @@ describe('vendor auth contexts', () => {
     const pseudo = pseudonym(alice.userId, vendorId);
     expect(data.auth_result).toMatchObject({ success: true, user_id: pseudo, ledger_id: alice.ledgerId });
     expect(data.auth_result.attributes).toEqual({ email: 'alice@example.com', pseudonym: pseudo });
+    // requested but not disclosed (no consent for phone): named, so a typo is not mistaken for a refusal
+    expect(data.auth_result.withheld).toEqual(['phone']);
 
     const from = Math.floor(clock / 1000) - 60;
     const ledger = await api('GET', `/api/v1/ledger/transactions/${alice.ledgerId}?from=${from}`);
@@ -238,6 +266,7 @@ describe('vendor auth contexts', () => {
       attributes: [
         { type: 'pseudonym', context: pseudo },
         { type: 'payment', context: 499 },
+        { type: 'currency', context: 'EUR' },
       ],
       vendor: { id: vendorId, url: 'https://cafe-x.example' },
       timestamp: clock,

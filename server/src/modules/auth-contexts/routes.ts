@@ -187,6 +187,8 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
         await settle?.(failed);
       }
       const { context: c, result } = resolved;
+      // A stored copy of this answer (Idempotency-Key) is sealed under the identified person's data key.
+      if (c.userId) request.idempotencyUser = c.userId;
       return ok(reply, { auth_id: c.id, status: c.status, auth_result: result });
     },
   );

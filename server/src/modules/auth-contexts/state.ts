@@ -15,6 +15,7 @@ import type { Db, WriteBatch } from '../../db/index.ts';
 import { lastIso } from '../../lib/iso-date.ts';
 import { findKiosk } from '../pvs/service.ts';
 import { savePredicates } from '../verification/zk.ts';
+import { enqueueContextEvent } from '../webhooks/service.ts';
 import { type AuthContext, authContextStore } from './store.ts';
 
 /**
@@ -256,6 +257,13 @@ export async function createAuthContext(
   if (batch) authContextStore(db).stage(batch, c);
   else await authContextStore(db).insert(c);
   if (input.predicates) await savePredicates(db, c.id, input.predicates);
+  await enqueueContextEvent(db, {
+    vendorId: c.vendorId,
+    contextId: c.id,
+    type: 'auth.created',
+    payload: { auth_id: c.id, status: c.status },
+    at: now,
+  });
   return c;
 }
 
@@ -313,7 +321,29 @@ export async function transition(
     updatedAt: now,
     valuesUntil: kept && holdsValues(kept) ? now + VALUES_KEPT_MS : null,
   };
-  return (await authContextStore(db).update(c, change)) ? { ...c, ...change } : undefined;
+  if (!(await authContextStore(db).update(c, change))) return undefined;
+  // The webhook outbox gets the event in the same transaction as the change (modules/webhooks).
+  await enqueueContextEvent(db, {
+    vendorId: c.vendorId,
+    contextId: c.id,
+    type: 'auth.updated',
+    payload: { auth_id: c.id, status },
+    at: now,
+  });
+  return { ...c, ...change };
+}
+
+/**
+ * What a webhook's `data` says about a context when it is sent (modules/webhooks/sender.ts): the event's
+ * `{auth_id, status}` and, for a final status, the result as a status read would show it now.
+ */
+export async function webhookData(ctx: AppContext, stored: unknown): Promise<unknown> {
+  const event = stored as { auth_id: string; status: AuthStatus };
+  if (!isTerminal(event.status)) return event;
+  const c = await loadContext(ctx.database.db, event.auth_id);
+  if (!c) return event;
+  const { result } = currentState(ctx, c);
+  return result ? { ...event, auth_result: result } : event;
 }
 
 function notOpen(status: AuthStatus, reason: 'not_cancellable' | 'not_resolvable'): AppError {
@@ -364,15 +394,11 @@ export async function expireOverdue(ctx: AppContext): Promise<AuthContext[]> {
   const db = ctx.database.db;
   const changed: AuthContext[] = [];
   for (const c of await authContextStore(db).listDue(ctx.now(), 500)) {
-    const done = await transition(
-      ctx,
-      db,
-      c,
-      'expired',
-      resultWithoutUser(c.expiresAt, 'expired'),
-      null,
-      ctx.now(),
-    );
+    const done = await db
+      .transaction()
+      .execute((trx) =>
+        transition(ctx, trx, c, 'expired', resultWithoutUser(c.expiresAt, 'expired'), null, ctx.now()),
+      );
     if (done) changed.push(done);
   }
   return changed;

@@ -85,6 +85,14 @@ export async function resealAnswers(
     .where('created_at', '<', now - TTL_MS)
     .executeTakeFirst();
   report.expired = Number(dropped.numDeletedRows);
+  // Vendors' stored answers (Idempotency-Key, below) under the service key are forgotten, not carried over:
+  // a retry after a rotation is processed afresh.
+  const vendorAnswers = await db
+    .deleteFrom('idempotency')
+    .where('key', 'like', 'vendor:%')
+    .where('user_id', 'is', null)
+    .executeTakeFirst();
+  report.expired += Number(vendorAnswers.numDeletedRows);
   const ctxAt = (keyring: Keyring) => ({ keyring, now: () => now }) as AppContext;
   await inBatches(db, {
     batch,
@@ -94,6 +102,7 @@ export async function resealAnswers(
         .selectAll()
         .where('key', '>', after)
         .where('user_id', 'is', null)
+        .where('key', 'not like', 'vendor:%')
         .orderBy('key')
         .limit(limit)
         .execute(),
@@ -115,4 +124,104 @@ export async function resealAnswers(
     },
   });
   return report;
+}
+
+/**
+ * Vendor `Idempotency-Key`s (docs/vendor-api.md, "Idempotency") share this table with the kiosks' request
+ * ids, under keys `vendor:<api key id>:<Idempotency-Key>`. `response` is `<request hash>.<sealed answer>`:
+ * the hash stays readable (a reuse with another body is told apart even when the answer's owner was erased),
+ * and an empty sealed part marks a request still being processed.
+ */
+const IN_FLIGHT_MS = 60_000;
+
+export type VendorKeyClaim =
+  | { kind: 'fresh' }
+  | { kind: 'in_use' }
+  | { kind: 'reused' }
+  | { kind: 'replay'; answer: { status: number; body: string } };
+
+export async function claimVendorKey(ctx: AppContext, key: string, hash: string): Promise<VendorKeyClaim> {
+  const db = ctx.database.db;
+  const now = ctx.now();
+  for (let tries = 0; tries < 3; tries++) {
+    const inserted = await db
+      .insertInto('idempotency')
+      .values({ key, response: `${hash}.`, created_at: now, user_id: null })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: 'fresh' };
+    const row = await db
+      .selectFrom('idempotency')
+      .select(['response', 'created_at', 'user_id'])
+      .where('key', '=', key)
+      .executeTakeFirst();
+    if (!row) continue; // pruned or released in between
+    const created = Number(row.created_at);
+    const dot = row.response.indexOf('.');
+    const storedHash = row.response.slice(0, dot);
+    const sealed = row.response.slice(dot + 1);
+    const stale = created < now - TTL_MS || (sealed === '' && created < now - IN_FLIGHT_MS);
+    if (stale) {
+      await db
+        .deleteFrom('idempotency')
+        .where('key', '=', key)
+        .where('response', '=', row.response)
+        .execute();
+      continue;
+    }
+    if (storedHash !== hash) return { kind: 'reused' };
+    if (sealed === '') return { kind: 'in_use' };
+    let sealKey: Buffer | undefined;
+    if (row.user_id === null) sealKey = ctx.keyring.derive('idempotency');
+    else sealKey = await dataKeyOf(ctx, db, row.user_id).catch(() => undefined);
+    // the person the answer was about was erased: it cannot be replayed, and the request is not redone
+    if (!sealKey) return { kind: 'reused' };
+    let answer: { status: number; body: string } | undefined;
+    try {
+      answer = JSON.parse(open(sealKey, Buffer.from(sealed, 'base64'), key).toString('utf8'));
+    } catch {
+      answer = undefined; // sealed under a key since rotated away: forgotten
+    }
+    if (!answer) {
+      await db
+        .deleteFrom('idempotency')
+        .where('key', '=', key)
+        .where('response', '=', row.response)
+        .execute();
+      continue;
+    }
+    return { kind: 'replay', answer };
+  }
+  return { kind: 'in_use' };
+}
+
+/** Stores the first answer to a claimed key (sealed under its person's data key when it is about one). */
+export async function keepVendorAnswer(
+  ctx: AppContext,
+  key: string,
+  hash: string,
+  answer: { status: number; body: string },
+  userId: string | null,
+): Promise<void> {
+  const db = ctx.database.db;
+  const sealKey = userId
+    ? await dataKeyOf(ctx, db, userId).catch(() => undefined)
+    : ctx.keyring.derive('idempotency');
+  const owner = sealKey && userId ? userId : null;
+  const sealed = seal(sealKey ?? ctx.keyring.derive('idempotency'), Buffer.from(JSON.stringify(answer)), key);
+  await db
+    .updateTable('idempotency')
+    .set({ response: `${hash}.${sealed.toString('base64')}`, user_id: owner })
+    .where('key', '=', key)
+    .where('response', '=', `${hash}.`)
+    .execute();
+}
+
+/** Lets a claimed key go (the request failed: a retry with the key is processed afresh). */
+export async function releaseVendorKey(ctx: AppContext, key: string, hash: string): Promise<void> {
+  await ctx.database.db
+    .deleteFrom('idempotency')
+    .where('key', '=', key)
+    .where('response', '=', `${hash}.`)
+    .execute();
 }

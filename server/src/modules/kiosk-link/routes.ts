@@ -115,7 +115,7 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
 
     const push = async (c: AuthContext) => {
       if (!(await live())) return;
-      const scanning = await markScanning(ctx, ctx.database.db, c);
+      const scanning = await ctx.database.db.transaction().execute((trx) => markScanning(ctx, trx, c));
       if (!scanning) return;
       if (scanning.status !== c.status) publishUpdate(ctx, scanning);
       // A fresh nonce per delivery, bound to this kiosk and context: the capture's attestation must carry it.

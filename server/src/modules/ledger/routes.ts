@@ -12,7 +12,7 @@ const LEDGER_ID_HINT =
 export const ledgerRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
   app.get(
-    '/api/v1/ledger/transactions/:user_id',
+    '/api/v1/ledger/transactions/:ledger_id',
     {
       config: { auth: 'vendor', scope: 'auth', rate: 'ledger' },
       schema: {
@@ -31,7 +31,7 @@ export const ledgerRoutes: FastifyPluginAsyncZod = async (app) => {
           ...vendorErrors(400, 401, 403, 429),
           404: errorReply(404, {
             message: 'No transactions of yours for this user',
-            details: { field: 'user_id', reason: 'unknown', hint: LEDGER_ID_HINT },
+            details: { field: 'ledger_id', reason: 'unknown', hint: LEDGER_ID_HINT },
           }),
         },
       },
@@ -50,10 +50,10 @@ export const ledgerRoutes: FastifyPluginAsyncZod = async (app) => {
         );
       }
       const db = ctx.database.db;
-      const ledgerUserId = request.params.user_id;
+      const ledgerUserId = request.params.ledger_id;
       if (!(await vendorKnowsLedgerId(db, vendor.id, ledgerUserId))) {
         throw new AppError('NOT_FOUND', 'No transactions of yours for this user', {
-          field: 'user_id',
+          field: 'ledger_id',
           reason: 'unknown',
           hint: LEDGER_ID_HINT,
         });

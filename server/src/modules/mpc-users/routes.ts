@@ -175,6 +175,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
           return { user, changes, token, ledgerId, scopedId };
         });
         publishPalms(ctx, out.user.id, out.changes.palmIds);
+        request.idempotencyUser = out.user.id; // a stored answer (Idempotency-Key) is sealed under their key
         return out;
       };
       const out = palms?.length ? await serialiseEnrolment(ctx, create) : await create();
@@ -234,6 +235,7 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
           };
         });
         publishPalms(ctx, out.userId, out.changes.palmIds);
+        request.idempotencyUser = out.userId; // a stored answer (Idempotency-Key) is sealed under their key
         return out.changes;
       };
       const changes = palms?.length ? await serialiseEnrolment(ctx, update) : await update();

@@ -97,6 +97,19 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
         checked(request, reply, apiKey, () => keys.remember(apiKey, () => ctx.credentials.vendor(apiKey)));
       return (request, reply, done) => {
         const apiKey = request.headers['x-api-key'];
+        // An API key sent the way user tokens are: say where it goes instead of only "missing".
+        if (apiKey === undefined && /^Bearer\s+sk_/i.test(request.headers.authorization ?? ''))
+          return done(
+            new AppError(
+              'UNAUTHORIZED',
+              'Send the API key in the X-API-Key header, not as Authorization: Bearer',
+              {
+                field: 'X-API-Key',
+                reason: 'missing',
+                hint: 'X-API-Key: sk_test_… (Authorization: Bearer is for user tokens, ut_…)',
+              },
+            ),
+          );
         const hit = keys.cached(apiKey);
         if (hit) {
           request.vendor = hit;

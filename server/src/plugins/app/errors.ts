@@ -39,6 +39,81 @@ function validationDetails(err: FastifyError): { field: string; reason: string; 
   return { field, reason, message: `Invalid ${field}: ${first.message ?? 'invalid value'}` };
 }
 
+/** Where a JSON body stopped being valid (0-based offset, 1-based line and column), set by the JSON parser. */
+interface JsonSyntaxError {
+  json?: { position: number; line: number; column: number; problem: string };
+}
+
+/**
+ * The offset of the first character that makes `text` invalid JSON: the length of its longest prefix that
+ * is still valid or only unfinished (binary search: a prefix with an error keeps it in every longer one).
+ */
+export function jsonErrorOffset(text: string): number {
+  const fine = (n: number) => {
+    try {
+      JSON.parse(text.slice(0, n));
+      return true;
+    } catch (err) {
+      const m = (err as Error).message;
+      if (/Unexpected end of JSON input/.test(m)) return true;
+      const at = /at position (\d+)/.exec(m);
+      return at !== null && Number(at[1]) >= n;
+    }
+  };
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (fine(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** What JSON.parse said, without the echo of the input some of its messages carry. */
+function jsonProblem(message: string): string {
+  return (
+    message
+      .replace(/,?\s*"[\s\S]*"\s*is not valid JSON$/, '')
+      .replace(/\s*in JSON at position \d+.*$/, '')
+      .trim()
+      .slice(0, 120) || 'invalid JSON'
+  );
+}
+
+/**
+ * Fastify's own JSON parser (same prototype-poisoning rules), with the place of a syntax error: the 400
+ * says where the body went wrong (`details.position`, `line`, `column`) instead of only that it did.
+ */
+export function registerJsonParser(app: FastifyInstance): void {
+  const base = app.getDefaultJsonParser(
+    app.initialConfig.onProtoPoisoning ?? 'error',
+    app.initialConfig.onConstructorPoisoning ?? 'error',
+  );
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
+    const body = typeof raw === 'string' ? raw : raw.toString('utf8');
+    base(request, body, (err, value) => {
+      if ((err as FastifyError | null)?.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+        let syntax: string | undefined;
+        try {
+          JSON.parse(body); // valid JSON refused for a poisoned prototype key: no position to give
+        } catch (e) {
+          syntax = (e as Error).message;
+        }
+        if (syntax !== undefined) {
+          const position = jsonErrorOffset(body);
+          const before = body.slice(0, position);
+          const line = before.split('\n').length;
+          const column = position - before.lastIndexOf('\n');
+          (err as unknown as JsonSyntaxError).json = { position, line, column, problem: jsonProblem(syntax) };
+        }
+      }
+      done(err as Error | null, value);
+    });
+  });
+}
+
 export function sendError(
   reply: FastifyReply,
   code: ErrorCode,
@@ -60,6 +135,22 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return sendError(reply, 'INVALID_REQUEST', message, { field, reason }, 400);
     }
     const reason = err.code ? FASTIFY_REASONS[err.code] : undefined;
+    const where = (err as unknown as JsonSyntaxError).json;
+    if (where) {
+      return sendError(
+        reply,
+        'INVALID_REQUEST',
+        `Malformed JSON body at position ${where.position} (line ${where.line}, column ${where.column}): ${where.problem}`,
+        {
+          field: 'body',
+          reason: 'malformed_json',
+          position: where.position,
+          line: where.line,
+          column: where.column,
+        },
+        400,
+      );
+    }
     if (reason || (err instanceof SyntaxError && err.statusCode === 400)) {
       return sendError(
         reply,
@@ -96,15 +187,43 @@ export function registerErrorHandling(app: FastifyInstance): void {
       own === undefined ? [envelopeEmptyError] : [...(Array.isArray(own) ? own : [own]), envelopeEmptyError];
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(
-      reply,
-      'NOT_FOUND',
-      `No route ${request.method} ${request.url.split('?')[0]}`,
-      { reason: 'no_route' },
-      404,
-    ),
-  );
+  // A known path called with a method it does not take stays 404 NOT_FOUND (SPEC §7 has no 405), but names
+  // the methods it takes in `Allow` and the message.
+  const paths: { pattern: RegExp; method: string }[] = [];
+  app.addHook('onRoute', (route) => {
+    const pattern = routePattern(route.url);
+    for (const method of Array.isArray(route.method) ? route.method : [route.method])
+      paths.push({ pattern, method: String(method).toUpperCase() });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = [...new Set(paths.filter((p) => p.pattern.test(path)).map((p) => p.method))];
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
+      reply.header('Allow', allowed.join(', '));
+      return sendError(
+        reply,
+        'NOT_FOUND',
+        `No route ${request.method} ${path}: this path takes ${allowed.join(', ')}`,
+        { reason: 'method_not_allowed', allowed },
+        404,
+      );
+    }
+    return sendError(reply, 'NOT_FOUND', `No route ${request.method} ${path}`, { reason: 'no_route' }, 404);
+  });
+}
+
+/** A route's URL (`/api/v1/auth/:auth_id/status`, `/docs/*`) as a regular expression over request paths. */
+function routePattern(url: string): RegExp {
+  const body = url
+    .replace(/\/+$/, '')
+    .split('/')
+    .map((part) => {
+      if (part === '*') return '.*';
+      if (part.startsWith(':')) return '[^/]+';
+      return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    })
+    .join('/');
+  return new RegExp(`^${body}/?$`);
 }
 
 /** An error answer with an empty body gets the SPEC error envelope (see `registerErrorHandling`). */

@@ -1,0 +1,242 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@palmid/shared/errors.ts';
+import { WEBHOOK_EVENTS, type WebhookEventType } from '@palmid/shared/webhooks.ts';
+import type { AppContext } from '../../context.ts';
+import { open, seal } from '../../crypto/keyring.ts';
+import { newSecret } from '../../crypto/secrets.ts';
+import type { Db } from '../../db/index.ts';
+import { checkWebhookUrl } from './addresses.ts';
+import {
+  activeEndpoints,
+  allEndpoints,
+  type DeliveryRow,
+  deliveryById,
+  type EndpointRow,
+  endpointById,
+  insertDelivery,
+  insertEndpoint,
+  listDeliveries,
+  markEndpointDeleted,
+  replaceSecret,
+} from './store.ts';
+
+/** docs/vendor-api.md, "Webhooks": at most this many endpoints per vendor. */
+export const MAX_ENDPOINTS_PER_VENDOR = 16;
+
+type Keyed = Pick<AppContext, 'keyring' | 'now'> & { config: Pick<AppContext['config'], 'PALMID_ENV'> };
+
+const secretKey = (ctx: Pick<AppContext, 'keyring'>) => ctx.keyring.derive('webhook-secrets');
+
+export function endpointSecret(ctx: Pick<AppContext, 'keyring'>, e: EndpointRow): string {
+  return open(secretKey(ctx), e.secret_enc, `webhook:${e.id}`).toString('utf8');
+}
+
+export interface EndpointView {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  created_at: string;
+}
+
+function view(e: EndpointRow): EndpointView {
+  return {
+    id: e.id,
+    url: e.url,
+    events: JSON.parse(e.events) as WebhookEventType[],
+    created_at: new Date(Number(e.created_at)).toISOString(),
+  };
+}
+
+/** Registers an endpoint; the answer holds the signing secret, shown this once. */
+export async function createEndpoint(
+  ctx: Keyed,
+  db: Db,
+  vendorId: string,
+  input: { url: string; events?: string[] | undefined },
+): Promise<EndpointView & { secret: string }> {
+  const verdict = checkWebhookUrl(input.url, ctx.config.PALMID_ENV === 'development');
+  if (!verdict.ok)
+    throw new AppError('INVALID_REQUEST', verdict.message, { field: 'url', reason: verdict.reason });
+  const events = [...new Set(input.events ?? WEBHOOK_EVENTS)];
+  for (const e of events) {
+    if (!(WEBHOOK_EVENTS as readonly string[]).includes(e))
+      throw new AppError(
+        'INVALID_REQUEST',
+        `Unknown event type '${e}' (known: ${WEBHOOK_EVENTS.join(', ')})`,
+        {
+          field: 'events',
+          reason: 'unknown_event',
+        },
+      );
+  }
+  if ((await activeEndpoints(db, vendorId)).length >= MAX_ENDPOINTS_PER_VENDOR)
+    throw new AppError(
+      'INVALID_REQUEST',
+      `At most ${MAX_ENDPOINTS_PER_VENDOR} webhook endpoints per vendor`,
+      {
+        field: 'url',
+        reason: 'too_many_endpoints',
+      },
+    );
+  const id = `wh_${randomUUID().replace(/-/g, '')}`;
+  const secret = newSecret('whsec_');
+  const row: EndpointRow = {
+    id,
+    vendor_id: vendorId,
+    url: verdict.url.toString(),
+    events: JSON.stringify(events),
+    secret_enc: seal(secretKey(ctx), Buffer.from(secret, 'utf8'), `webhook:${id}`),
+    created_at: ctx.now(),
+    deleted_at: null,
+  };
+  await insertEndpoint(db, row);
+  return { ...view(row), secret };
+}
+
+export async function listEndpoints(db: Db, vendorId: string): Promise<EndpointView[]> {
+  return (await activeEndpoints(db, vendorId)).map(view);
+}
+
+export async function deleteEndpoint(db: Db, vendorId: string, id: string, now: number): Promise<void> {
+  if (!(await markEndpointDeleted(db, vendorId, id, now)))
+    throw new AppError('NOT_FOUND', 'No such webhook endpoint', { field: 'id', reason: 'unknown' });
+}
+
+/**
+ * Puts an event about an auth context into the outbox, one delivery per endpoint of the vendor that takes
+ * the type. Called inside the transaction that makes the change, so the event exists exactly when the
+ * change does (a crash never loses one, and a rolled-back change sends none).
+ */
+export async function enqueueContextEvent(
+  db: Db,
+  e: { vendorId: string; contextId: string; type: WebhookEventType; payload: unknown; at: number },
+): Promise<number> {
+  const endpoints = (await activeEndpoints(db, e.vendorId)).filter((p) =>
+    (JSON.parse(p.events) as string[]).includes(e.type),
+  );
+  if (endpoints.length === 0) return 0;
+  const eventId = `evt_${randomUUID().replace(/-/g, '')}`;
+  // the event's time travels with it: a replay or a late retry still says when it happened
+  const payload = JSON.stringify({ created: e.at, data: e.payload });
+  for (const p of endpoints)
+    await insertDelivery(db, {
+      eventId,
+      endpointId: p.id,
+      vendorId: e.vendorId,
+      type: e.type,
+      contextId: e.contextId,
+      payload,
+      createdAt: e.at,
+    });
+  return endpoints.length;
+}
+
+export interface DeliveryView {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  type: string;
+  auth_id: string;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  created_at: string;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: string | null;
+  replay_of: string | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+export function deliveryView(d: DeliveryRow): DeliveryView {
+  return {
+    id: d.id,
+    event_id: d.event_id,
+    endpoint_id: d.endpoint_id,
+    type: d.type,
+    auth_id: d.context_id,
+    state: d.state,
+    attempts: Number(d.attempts),
+    created_at: new Date(Number(d.created_at)).toISOString(),
+    next_attempt_at: d.state === 'pending' ? iso(d.next_attempt_at) : null,
+    last_attempt_at: iso(d.last_attempt_at),
+    last_status: d.last_status === null ? null : Number(d.last_status),
+    last_error: d.last_error,
+    delivered_at: iso(d.delivered_at),
+    replay_of: d.replay_of,
+  };
+}
+
+export async function deliveryLog(
+  db: Db,
+  vendorId: string,
+  opts: { endpointId?: string; authId?: string; limit: number },
+): Promise<DeliveryView[]> {
+  const rows = await listDeliveries(db, vendorId, {
+    limit: opts.limit,
+    ...(opts.endpointId ? { endpointId: opts.endpointId } : {}),
+    ...(opts.authId ? { contextId: opts.authId } : {}),
+  });
+  return rows.map(deliveryView);
+}
+
+/**
+ * Sends a delivery's event again (same event id, so a receiver that already has it can tell): a new
+ * delivery to the same endpoint, due now, after the context's other pending events.
+ */
+export async function replayDelivery(
+  db: Db,
+  vendorId: string,
+  id: string,
+  now: number,
+): Promise<DeliveryView> {
+  const d = await deliveryById(db, id);
+  if (!d || d.vendor_id !== vendorId)
+    throw new AppError('NOT_FOUND', 'No such webhook delivery', { field: 'id', reason: 'unknown' });
+  const endpoint = await endpointById(db, d.endpoint_id);
+  if (!endpoint || endpoint.deleted_at !== null)
+    throw new AppError('INVALID_REQUEST', 'The endpoint of this delivery was deleted', {
+      field: 'id',
+      reason: 'endpoint_deleted',
+    });
+  const newId = await insertDelivery(db, {
+    eventId: d.event_id,
+    endpointId: d.endpoint_id,
+    vendorId,
+    type: d.type,
+    contextId: d.context_id,
+    payload: d.payload,
+    createdAt: now,
+    replayOf: d.id,
+  });
+  return deliveryView((await deliveryById(db, newId))!);
+}
+
+/**
+ * The webhooks' part of a master-key rotation (ops/rotate-master.ts): every endpoint's secret is re-sealed
+ * under the new key's sub-key (a compare-and-set on the old ciphertext); secrets the new key already opens
+ * are counted as done.
+ */
+export async function resealSecrets(
+  db: Db,
+  from: Pick<AppContext, 'keyring'>,
+  to: Pick<AppContext, 'keyring'>,
+): Promise<{ resealed: number; already: number }> {
+  const report = { resealed: 0, already: 0 };
+  for (const e of await allEndpoints(db)) {
+    let secret: string;
+    try {
+      endpointSecret(to, e);
+      report.already++;
+      continue;
+    } catch {
+      secret = endpointSecret(from, e);
+    }
+    const sealed = seal(secretKey(to), Buffer.from(secret, 'utf8'), `webhook:${e.id}`);
+    await replaceSecret(db, e.id, e.secret_enc, sealed);
+    report.resealed++;
+  }
+  return report;
+}
