@@ -7,6 +7,7 @@ import { consentRoutes } from './modules/consents/routes.ts';
 import { gdprRoutes } from './modules/gdpr/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { pvsRoutes } from './modules/kiosk-link/routes.ts';
+import { paymentRoutes } from './modules/ledger/payments-routes.ts';
 import { ledgerRoutes } from './modules/ledger/routes.ts';
 import { mpcUserRoutes } from './modules/mpc-users/routes.ts';
 import { sessionRoutes } from './modules/session/routes.ts';
@@ -27,6 +28,7 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   attributeRoutes,
   consentRoutes,
   auditRoutes,
+  paymentRoutes,
   gdprRoutes,
   sessionRoutes,
   vendorDirectoryRoutes,

@@ -5,6 +5,8 @@ import { ApiError, call } from '../lib/http.ts';
 import { downloadExport, renderAudit, showPalmCode } from './activity.ts';
 import { renderAttributes } from './attributes.ts';
 import { fillGrantForm, renderConsents, wireGrantForm } from './consents.ts';
+import { renderPayments } from './payments.ts';
+import { plainError } from './plain.ts';
 import { onSessionExpired, rememberVendors, signedIn, signIn, signOut, userApi } from './session.ts';
 
 const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -21,7 +23,7 @@ async function refreshAll(): Promise<void> {
   rememberVendors(data.vendors);
   const attributes = await renderAttributes();
   fillGrantForm(attributes);
-  await Promise.all([renderConsents(), renderAudit()]);
+  await Promise.all([renderConsents(), renderAudit(), renderPayments()]);
 }
 
 function showSignedIn(userId: string | null): void {
@@ -38,7 +40,14 @@ function showSignedOut(): void {
   byId('sign-out').hidden = true;
   byId('sign-in').hidden = false;
   byId('who').textContent = '';
-  for (const id of ['user-attributes', 'verified-attributes', 'system-attributes', 'consents', 'audit']) {
+  for (const id of [
+    'user-attributes',
+    'verified-attributes',
+    'system-attributes',
+    'consents',
+    'audit',
+    'payments',
+  ]) {
     replace(byId(id));
   }
   byId<HTMLInputElement>('user-token').value = '';
@@ -55,9 +64,7 @@ async function enter(token: string, input: HTMLInputElement, userId: string | nu
     const message =
       err instanceof ApiError && err.status === 401
         ? 'That token is not valid (it may have expired or the account was erased).'
-        : err instanceof ApiError
-          ? err.message
-          : 'Could not sign in.';
+        : plainError(err, 'Could not sign in. Try again.');
     setFieldError(input, message);
     input.focus();
     return;
@@ -100,9 +107,7 @@ function wireSignIn(): void {
       const message =
         err instanceof ApiError && err.status === 401
           ? 'That code is not valid or was already used. Codes work once and expire.'
-          : err instanceof ApiError
-            ? err.message
-            : 'Could not sign in.';
+          : plainError(err, 'Could not sign in. Try again.');
       setFieldError(input, message);
       input.focus();
     }
@@ -118,14 +123,14 @@ function wireSignIn(): void {
 function background(work: Promise<unknown>, what: string): void {
   work.catch((err: unknown) => {
     if (err instanceof ApiError && err.status === 401) return;
-    notice(`${what} failed: ${err instanceof Error ? err.message : 'unknown error'}`, 'bad');
+    notice(`${what} failed. ${plainError(err, 'Try again in a moment.')}`, 'bad');
   });
 }
 
 function wireData(): void {
   byId('refresh-audit').addEventListener('click', () => {
     background(
-      renderAudit().then(() => announce('Activity refreshed.')),
+      Promise.all([renderAudit(), renderPayments()]).then(() => announce('Activity refreshed.')),
       'Refreshing the activity',
     );
   });
@@ -168,7 +173,7 @@ function wireData(): void {
       notice(`Your account was erased on ${when(data.deleted_at)}. Your token no longer works.`);
       byId('main').focus();
     } catch (err) {
-      setFieldError(confirmInput, err instanceof ApiError ? err.message : 'The erasure failed. Try again.');
+      setFieldError(confirmInput, plainError(err, 'The erasure failed. Try again.'));
     } finally {
       submit.disabled = false;
     }
