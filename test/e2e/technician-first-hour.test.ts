@@ -124,6 +124,30 @@ describe('kiosk technician, first hour', () => {
     expect(code).toBe(2);
   }, 120_000);
 
+  it('unplugging the scanner for 3 s: one "disconnected" line, one reconnect loop, one "reconnected" line', async () => {
+    const spare = lastJson<{ pvs_id: string; device_token: string }>(
+      await run('server/src/cli/admin.ts', ['--json', 'pvs', 'create', '--name', 'unplugged'], {
+        DATABASE_URL: serverEnv.DATABASE_URL,
+        PALMID_KEY_FILE: serverEnv.PALMID_KEY_FILE,
+      }),
+    );
+    const p = start('agent/src/cli/main.ts', ['run'], envFor(spare, 'unplugged.json'));
+    try {
+      await p.waitFor(/kiosk ready/, 60_000);
+      await p.waitFor(/connected to /, 60_000);
+      await sim.post('/unplug', { ms: 3000 });
+      await p.waitFor(/scanner reconnected/, 30_000);
+      // a while longer: a second loop would go on printing
+      await new Promise((r) => setTimeout(r, 1500));
+      const lines = p.output.join('\n');
+      expect(lines.match(/scanner disconnected/g) ?? [], lines).toHaveLength(1);
+      expect(lines.match(/scanner reconnected/g) ?? [], lines).toHaveLength(1);
+      expect(p.output.filter((l) => /scanner error/.test(l)), lines).toEqual([]);
+    } finally {
+      await p.stop();
+    }
+  }, 120_000);
+
   it('capture checks --out before capturing: a missing directory is exit 2 and one line', async () => {
     const res = await agent(['capture', '--out', '/nonexistent/dir/x.png'], envFor(kiosk));
     expect(res.code).toBe(2);
