@@ -131,7 +131,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         // SAME_HAND_GIVE_UP times for the other; it can be added later with --code. docs/kiosk-install.md.
         const secondOptional = cmd.getOptionValueSource('hands') === 'default';
         try {
-          hands: for (const [index, hand] of hands.entries()) {
+          everyHand: for (const [index, hand] of hands.entries()) {
             for (let n = 1; n <= opts.samples; n++) {
               log(`Hold your ${hand.toUpperCase()} palm over the scanner (${n}/${opts.samples})…`);
               let got: Sample | undefined;
@@ -154,7 +154,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                       log(
                         `  the ${hand} hand was not shown; enrolling the ${first} hand alone (add the ${hand} one later: enroll --code)`,
                       );
-                      break hands;
+                      break everyHand;
                     }
                   }
                   log(`  ${wrongSide}`);
