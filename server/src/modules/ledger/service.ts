@@ -77,47 +77,6 @@ export async function userTransactions(db: Db, ownerId: string, sinceMs = 0): Pr
   return rows.map((r) => JSON.parse(r.tx) as LedgerTransaction);
 }
 
-/**
- * The user's payments, newest first (GET /v1/payments): the ledger's payment transactions of the user,
- * the currency from the transaction's `currency` attribute where it records one, else from the context
- * (while it is kept).
- */
-export async function userPayments(db: Db, userId: string, limit: number) {
-  const rows = await db
-    .selectFrom('ledger')
-    .innerJoin('users', 'users.ledger_id', 'ledger.owner_id')
-    .leftJoin('auth_contexts', 'auth_contexts.id', 'ledger.context_id')
-    .select(['ledger.tx as tx', 'auth_contexts.currency as currency'])
-    .where('users.id', '=', userId)
-    .orderBy('ledger.timestamp', 'desc')
-    .orderBy('ledger.id', 'desc')
-    .execute();
-  const out: {
-    context_id: string;
-    vendor_id: string;
-    amount: number;
-    currency: string | null;
-    result: string;
-    timestamp: string;
-  }[] = [];
-  for (const r of rows) {
-    const tx = JSON.parse(r.tx) as LedgerTransaction;
-    const payment = tx.attributes.find((a) => a.type === 'payment');
-    if (!payment || typeof payment.context !== 'number') continue;
-    const recorded = tx.attributes.find((a) => a.type === 'currency')?.context;
-    out.push({
-      context_id: tx['context-id'],
-      vendor_id: tx.vendor.id,
-      amount: payment.context,
-      currency: typeof recorded === 'string' ? recorded : (r.currency ?? null),
-      result: tx.result.code,
-      timestamp: new Date(tx.timestamp).toISOString(),
-    });
-    if (out.length >= limit) break;
-  }
-  return out;
-}
-
 /** The ledger's part of an erasure (modules/gdpr): the user's transactions. */
 export async function eraseLedgerOf(db: Db, ownerId: string): Promise<void> {
   await db.deleteFrom('ledger').where('owner_id', '=', ownerId).execute();

@@ -3,7 +3,7 @@ import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { userPayments } from './service.ts';
+import { userPayments } from './payments.ts';
 
 /** The user's own payment history (the portal's "Your payments"), newest first. */
 export const paymentRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -13,7 +13,7 @@ export const paymentRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       config: { auth: 'user', rate: 'user' },
       schema: {
-        tags: ['ledger'],
+        tags: ['payments'],
         security: [{ bearer: [] }],
         summary: "The user's own payments from the ledger, newest first",
         description:
