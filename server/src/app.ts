@@ -70,11 +70,22 @@ function trustedProxies(value: string): false | string[] {
 
 export async function buildApp(
   ctx: AppContext,
-  opts: { logger?: FastifyServerOptions['logger']; timeouts?: Partial<typeof HTTP_TIMEOUTS> } = {},
+  opts: {
+    logger?: FastifyServerOptions['logger'];
+    timeouts?: Partial<typeof HTTP_TIMEOUTS>;
+    /**
+     * `line`: one line per request once it is answered ("GET /health 200 1.4 ms (request <id>)"), for the readable
+     * development log (docs/quickstart.md); default: Fastify's "incoming request" and "request completed"
+     * records, for log collectors.
+     */
+    requestLog?: 'line' | 'default';
+  } = {},
 ): Promise<FastifyInstance> {
   const timeouts = { ...HTTP_TIMEOUTS, ...opts.timeouts };
+  const oneLine = opts.requestLog === 'line';
   const app = Fastify({
     logger: opts.logger ?? false,
+    disableRequestLogging: oneLine,
     requestTimeout: timeouts.requestTimeout,
     keepAliveTimeout: timeouts.keepAliveTimeout,
     http: {
@@ -145,6 +156,13 @@ export async function buildApp(
       reply.header('cache-control', 'no-store');
     done();
   });
+  if (oneLine)
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.info(
+        `${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)} ms (request ${request.id})`,
+      );
+      done();
+    });
   registerAuth(app, ctx);
   // Idempotency-Key on vendor POSTs (docs/vendor-api.md, "Idempotency"), stored beside the kiosks' answers.
   registerIdempotency(app, {

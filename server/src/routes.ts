@@ -4,6 +4,7 @@ import { auditRoutes } from './modules/audit/routes.ts';
 import { authContextRoutes } from './modules/auth-contexts/routes.ts';
 import { vendorSocketRoutes } from './modules/auth-contexts/ws.ts';
 import { consentRoutes } from './modules/consents/routes.ts';
+import { paymentRoutes } from './modules/gdpr/payments-routes.ts';
 import { gdprRoutes } from './modules/gdpr/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { pvsRoutes } from './modules/kiosk-link/routes.ts';
@@ -28,6 +29,7 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   attributeRoutes,
   consentRoutes,
   auditRoutes,
+  paymentRoutes,
   gdprRoutes,
   sessionRoutes,
   vendorDirectoryRoutes,

@@ -47,7 +47,8 @@ async function logDestination(config: AppContext['config']): Promise<NodeJS.Writ
   return pretty({
     colorize: process.stdout.isTTY === true,
     translateTime: 'SYS:HH:MM:ss.l',
-    ignore: 'pid,hostname',
+    // the request line names its request id itself (app.ts requestLog 'line')
+    ignore: 'pid,hostname,reqId',
     singleLine: true,
     sync: true,
   });
@@ -61,6 +62,8 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
       redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]'], censor: '[redacted]' },
       ...(stream ? { stream } : {}),
     },
+    // the readable log says each request once, on one line; JSON lines keep Fastify's records
+    requestLog: stream ? 'line' : 'default',
   });
   const address = await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
   const port = (app.server.address() as { port: number }).port;

@@ -67,7 +67,9 @@ export async function startSimKiosk(
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...process.env,
-      PALMID_AGENT_CONFIG: `${dataDir}/agent.json`,
+      // its own config name, so its device key (sim-kiosk.device-key.pem) is never the one a technician's
+      // agent makes by default beside ./data/agent.json for a kiosk of their own
+      PALMID_AGENT_CONFIG: `${dataDir}/sim-kiosk.json`,
       PALMID_DEVICE: device,
       PALMID_SERVER_URL: serverUrl,
       PALMID_PVS_ID: pvsId,

@@ -200,6 +200,61 @@ describeNeeding(NO_CHROMIUM)('vendor console in Chromium', () => {
     expect(time).toEqual({ lines: 1, whiteSpace: 'nowrap' });
   });
 
+  it('the ledger table fits its card: no sideways scrolling on a laptop screen', async () => {
+    // a refused payment (no consent for the phone number) adds a long result code to the ledger
+    const refused = await hx.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth',
+      headers: { 'x-api-key': shop.api_key },
+      payload: {
+        auth_context: { type: 'payment', amount: 125_000, currency: 'EUR', attributes_required: ['phone'] },
+        palm: (await vendorDevice(hx.t.ctx, shop.vendor_id)).direct({
+          template: TEMPLATE,
+          hand: 'right',
+          liveness: 0.95,
+        }),
+      },
+    });
+    expect(refused.json().data.auth_result.reason).toBe('consent_missing');
+    // a small laptop screen
+    await page.setViewportSize({ width: 1024, height: 768 });
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await page.locator(`#ledger-table tr[data-context-id="${refused.json().data.auth_id}"]`).waitFor();
+    await page.screenshot({ path: join(SCREENSHOT_DIR, 'console-ledger-1024.png'), fullPage: true });
+    const fit = (await page.evaluate(`(() => {
+      const table = document.querySelector('#ledger-table');
+      const wrap = table.closest('.table-wrap');
+      const card = table.closest('.card');
+      const t = table.getBoundingClientRect(), c = card.getBoundingClientRect();
+      return { overflow: wrap.scrollWidth - wrap.clientWidth, right: Math.round(t.right - c.right) };
+    })()`)) as { overflow: number; right: number };
+    await page.setViewportSize({ width: 1280, height: 900 });
+    expect(fit.overflow).toBeLessThanOrEqual(0);
+    expect(fit.right).toBeLessThanOrEqual(0);
+  });
+
+  it('a context created elsewhere and followed by id shows its type and amount', async () => {
+    const created = await hx.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/create',
+      headers: { 'x-api-key': shop.api_key },
+      payload: { auth_context: { type: 'payment', amount: 1234, currency: 'EUR' } },
+    });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().data.auth_id as string;
+    await page.getByLabel('Context id').fill(id);
+    await page.getByRole('button', { name: 'Follow' }).click();
+    const row = page.locator(`#contexts tr[data-auth-id="${id}"]`);
+    await row.waitFor();
+    await eventually(() => row.locator('td').nth(2).textContent()).toBe('payment');
+    await eventually(() => row.locator('td').nth(3).textContent()).toBe('€12.34');
+    await hx.t.app.inject({
+      method: 'POST',
+      url: `/api/v1/auth/${id}/cancel`,
+      headers: { 'x-api-key': shop.api_key },
+    });
+  });
+
   it('cancels a pending context from its row', async () => {
     kiosk?.close();
     kiosk = undefined;

@@ -93,7 +93,7 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
     expect(stored).toBe('[0,0,""]');
   });
 
-  it('corrects an attribute: an invalid value shows the API message inline, a valid one is saved', async () => {
+  it('corrects an attribute: an invalid value is explained in plain words inline, a valid one is saved (spaces normalised)', async () => {
     const phone = page.locator('#user-attributes').getByLabel('Phone number');
     const form = page.locator('form[data-attribute="phone"]');
     await phone.fill('12345');
@@ -108,10 +108,16 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
         value: '12345',
       },
     );
-    expect(await error.textContent()).toBe(put.json().error.message);
+    // plain words chosen by the reason, not the API's developer-facing message
+    expect(put.json().error.details.reason).toBe('invalid_phone');
+    expect(await error.textContent()).toBe(
+      'Enter the number with its country code, for example +49 151 1234 5678.',
+    );
+    expect(await error.textContent()).not.toContain('E.164');
     expect(await phone.getAttribute('aria-invalid')).toBe('true');
 
-    await page.locator('#user-attributes').getByLabel('Phone number').fill('+4915112345678');
+    // written as people write it: spaces and a dash are fine, the server stores E.164
+    await page.locator('#user-attributes').getByLabel('Phone number').fill('+49 151 1234-5678');
     await page.locator('form[data-attribute="phone"]').getByRole('button', { name: 'Save' }).click();
     await page.locator('form[data-attribute="phone"] .form-status').waitFor();
     expect(await page.locator('form[data-attribute="phone"] .form-status').textContent()).toBe('Saved.');
@@ -171,6 +177,10 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
     await eventually(() => page.locator('#audit').textContent()).toMatch(
       /Cafe X read your email on \d{1,2} \w{3} \d{4}/,
     );
+    // the payment is in the user's payment history, in its currency
+    const paid = page.locator(`#payments-table tr[data-context-id="${auth.json().data.auth_id}"]`);
+    await paid.waitFor();
+    expect(await paid.textContent()).toMatch(/Cafe X.*€4\.50.*Paid/);
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'portal.png'), fullPage: true });
 
     await page.getByRole('button', { name: "Revoke Cafe X's access to email" }).click();
@@ -212,6 +222,44 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
     const consentId = consent.json().data.consent_id as string;
     const revoked = await api('DELETE', `/v1/consents/${consentId}`, auth);
     expect(revoked.statusCode).toBe(200);
+  });
+
+  it("the user's own page loads are one line, never read as a palm registration", async () => {
+    // every page load reads each attribute (palm_registered among them): three loads elsewhere, then this tab
+    for (let i = 0; i < 3; i++) {
+      expect(
+        (await api('GET', '/v1/attributes', { authorization: `Bearer ${user.user_token}` })).statusCode,
+      ).toBe(200);
+    }
+    await page.reload();
+    await page.waitForSelector('html[data-ready="portal"]');
+    await page.getByLabel('User token').fill(user.user_token);
+    await page.getByRole('button', { name: 'Sign in with token' }).click();
+    await page.getByRole('heading', { name: 'Your palm identity', level: 1 }).waitFor();
+    const own = await api('GET', '/v1/audit', { authorization: `Bearer ${user.user_token}` });
+    const ownReads = (
+      own.json().data.records as { vendor_id?: string; operation: string; attribute_name: string }[]
+    ).filter((r) => !r.vendor_id && r.operation === 'READ');
+    expect(ownReads.some((r) => r.attribute_name === 'palm_registered')).toBe(true);
+    expect(ownReads.length).toBeGreaterThan(13);
+    const lines = await page.locator('#audit li').allTextContents();
+    // the four loads of this visit are one line, and no two lines in a row are the user's own reads
+    expect(lines[0]).toMatch(/^You viewed your details \(\d+ items\) [4-9] times between .+ and .+\.$/);
+    const adjacent = lines.filter(
+      (l, i) => i > 0 && l.startsWith('You viewed') && lines[i - 1]!.startsWith('You viewed'),
+    );
+    expect(adjacent).toEqual([]);
+    expect(lines.filter((l) => l.startsWith('You viewed')).length).toBeLessThan(
+      new Set(ownReads.map((r) => (r as unknown as { timestamp: string }).timestamp)).size,
+    );
+    expect(lines.join('\n')).not.toContain('A palm was registered to your account at a kiosk');
+  });
+
+  it('explains the risk score beside its value', async () => {
+    const risk = page.locator('#system-attributes dd[data-attribute="risk_score"]');
+    expect(await risk.textContent()).toMatch(
+      /^0\.\d+ — from 0 \(low\) to 1 \(high\): the share of your palm checks/,
+    );
   });
 
   it('downloads the GDPR export as a JSON file', async () => {

@@ -193,7 +193,7 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
   it('synth shows its progress on stderr even when stderr is not a terminal', async () => {
     const r = await cli(
       'agent/src/palm/cli.ts',
-      ['synth', set, '--identities', '2', '--captures', '2', '--attack', 'print'],
+      ['synth', set, '--identities', '2', '--captures', '2', '--attack', 'print', '--json'],
       {},
       120_000,
     );
@@ -233,7 +233,19 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
     const out = join(tmp.dir, 'colour');
     const r = await cli(
       'agent/src/palm/cli.ts',
-      ['synth', out, '--identities', '1', '--captures', '1', '--hand', 'right', '--sensor', 'colour'],
+      [
+        'synth',
+        out,
+        '--identities',
+        '1',
+        '--captures',
+        '1',
+        '--hand',
+        'right',
+        '--sensor',
+        'colour',
+        '--json',
+      ],
       {},
       120_000,
     );
@@ -296,7 +308,12 @@ describe('npm run palm -- eval with captures of undecided hand side', () => {
     expect(summary.code, summary.stderr).toBe(0);
     expect(summary.stdout).toMatch(/^images\s+6 \(3 subjects\), 6 enrolled \(2 of undecided hand side/m);
     // the simulator profile mirrors left hands: it needs the side and refuses these two as partial
-    const sim = await cli('agent/src/palm/cli.ts', ['eval', set, '--json'], {}, 180_000);
+    const sim = await cli(
+      'agent/src/palm/cli.ts',
+      ['eval', set, '--sensor', 'simulator', '--json'],
+      {},
+      180_000,
+    );
     expect(sim.code, sim.stderr).toBe(0);
     const simReport = JSON.parse(sim.stdout) as Record<string, unknown>;
     expect(simReport).toMatchObject({ unknown_side: 0 });

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   cli,
@@ -124,6 +125,33 @@ describe('kiosk technician, first hour', () => {
     expect(code).toBe(2);
   }, 120_000);
 
+  it('unplugging the scanner for 3 s: one "disconnected" line, one reconnect loop, one "reconnected" line', async () => {
+    const spare = lastJson<{ pvs_id: string; device_token: string }>(
+      await run('server/src/cli/admin.ts', ['--json', 'pvs', 'create', '--name', 'unplugged'], {
+        DATABASE_URL: serverEnv.DATABASE_URL,
+        PALMID_KEY_FILE: serverEnv.PALMID_KEY_FILE,
+      }),
+    );
+    const p = start('agent/src/cli/main.ts', ['run'], envFor(spare, 'unplugged.json'));
+    try {
+      await p.waitFor(/kiosk ready/, 60_000);
+      await p.waitFor(/connected to /, 60_000);
+      await sim.post('/unplug', { ms: 3000 });
+      await p.waitFor(/scanner reconnected/, 30_000);
+      // a while longer: a second loop would go on printing
+      await new Promise((r) => setTimeout(r, 1500));
+      const lines = p.output.join('\n');
+      expect(lines.match(/scanner disconnected/g) ?? [], lines).toHaveLength(1);
+      expect(lines.match(/scanner reconnected/g) ?? [], lines).toHaveLength(1);
+      expect(
+        p.output.filter((l) => /scanner error/.test(l)),
+        lines,
+      ).toEqual([]);
+    } finally {
+      await p.stop();
+    }
+  }, 120_000);
+
   it('capture checks --out before capturing: a missing directory is exit 2 and one line', async () => {
     const res = await agent(['capture', '--out', '/nonexistent/dir/x.png'], envFor(kiosk));
     expect(res.code).toBe(2);
@@ -133,6 +161,69 @@ describe('kiosk technician, first hour', () => {
     expect(res.stderr).not.toMatch(/waiting for a palm|scanner:/);
     noStack(res);
   });
+
+  it('enroll with the defaults against a simulator that shows one hand enrols that hand and says so', async () => {
+    // what `npm run sim` does by default: one walk-up person showing the right hand
+    await sim.autoPresent({ identity: 'tech-walkup', hand: 'right' });
+    const res = await agent(['enroll'], envFor(kiosk), 120_000);
+    await sim.autoPresent({ off: true });
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toMatch(/Hold your RIGHT palm over the scanner \(2\/2\)/);
+    expect(res.stderr).toMatch(/Hold your LEFT palm over the scanner \(1\/2\)/);
+    expect(res.stderr).toMatch(
+      /the left hand was not shown; enrolling the right hand alone \(add the left one later: enroll --code\)/,
+    );
+    expect(res.stdout).toMatch(/Your claim code: {2}[A-Z2-9]{5}-[A-Z2-9]{5}/);
+    noStack(res);
+  }, 150_000);
+
+  it('enroll --hands right,left (given) still requires both hands', async () => {
+    await sim.autoPresent({ identity: 'tech-walkup-2', hand: 'right' });
+    const res = await agent(
+      ['enroll', '--hands', 'right,left', '--samples', '1', '--max-attempts', '2'],
+      envFor(kiosk),
+      120_000,
+    );
+    await sim.autoPresent({ off: true });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/no usable capture of the left palm after 2 attempts/);
+    expect(res.stderr).not.toMatch(/enrolling the right hand alone/);
+  }, 150_000);
+
+  it('enroll --code checks the code before anyone holds a hand over the scanner', async () => {
+    const res = await agent(['enroll', '--code', 'ABCDE-23456'], envFor(kiosk));
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(
+      /the code ABCDE-23456 is unknown, used or expired: ask the user for a new one .*nothing was captured/,
+    );
+    expect(res.stderr).not.toMatch(/Hold your/);
+    noStack(res);
+  }, 60_000);
+
+  it('a refused device token leaves no device-key file; an accepted one makes it', async () => {
+    const fresh = lastJson<{ pvs_id: string; device_token: string; provisioning_secret: string }>(
+      await run('server/src/cli/admin.ts', ['--json', 'pvs', 'create', '--name', 'fresh'], {
+        DATABASE_URL: serverEnv.DATABASE_URL,
+        PALMID_KEY_FILE: serverEnv.PALMID_KEY_FILE,
+      }),
+    );
+    const wrongKey = `${tmp.dir}/wrong.device-key.pem`;
+    const wrong = await agent(
+      ['enroll', '--hands', 'right', '--samples', '1'],
+      envFor({ ...fresh, device_token: `dt_${'z'.repeat(43)}` }, 'wrong.json'),
+    );
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/refused the device token/);
+    expect(existsSync(wrongKey)).toBe(false);
+    expect(existsSync(`${wrongKey}.counter`)).toBe(false);
+    expect(`${wrong.stdout}${wrong.stderr}`).not.toMatch(/made a new device key/);
+
+    // the same config with the right token: the key is written once the server accepted the kiosk
+    const right = await agent(['enroll', '--code', 'ABCDE-23456'], envFor(fresh, 'wrong.json'));
+    expect(right.code).toBe(2); // the code is wrong, the credentials are not
+    expect(right.stderr).toMatch(/made a new device key at .*wrong\.device-key\.pem/);
+    expect(existsSync(wrongKey)).toBe(true);
+  }, 120_000);
 
   it('enroll on a kiosk bound to a vendor refuses before any capture', async () => {
     const res = await agent(['enroll', '--hands', 'right', '--samples', '1'], envFor(bound, 'bound.json'));

@@ -76,9 +76,43 @@ export function applyUpdate(u: AuthUpdated): void {
   };
   rows.set(u.auth_id, next);
   render();
+  if (!row) void describe(u.auth_id);
   if (row?.status !== u.status) {
     const log = document.getElementById('context-log');
     log?.append(h('p', {}, `Context ${short(u.auth_id)} is now ${u.status}.`));
+  }
+}
+
+const describing = new Set<string>();
+
+/**
+ * A context this tab did not create (made by the vendor's backend, another tab, or tracked by id): its
+ * type, amount and currency come from its status (GET /api/v1/auth/{id}/status), asked once.
+ */
+async function describe(authId: string): Promise<void> {
+  if (describing.has(authId)) return;
+  describing.add(authId);
+  try {
+    const { data } = await vendorApi<{
+      type?: string;
+      amount?: number | null;
+      currency?: string | null;
+      created_at?: string;
+    }>(`/api/v1/auth/${authId}/status`);
+    const row = rows.get(authId);
+    if (!row || !data.type) return;
+    rows.set(authId, {
+      ...row,
+      type: data.type,
+      amount: data.amount ?? null,
+      currency: data.currency ?? null,
+      created_at: row.created_at ?? data.created_at ?? null,
+    });
+    render();
+  } catch {
+    // the row keeps its dashes; the socket still updates its status
+  } finally {
+    describing.delete(authId);
   }
 }
 

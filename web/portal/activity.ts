@@ -1,6 +1,7 @@
 import { announce, h, replace } from '../lib/dom.ts';
 import { when, words } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';
+import { plainError } from './plain.ts';
 import { authHeader, userApi, vendorName } from './session.ts';
 
 interface AuditRecord {
@@ -22,10 +23,22 @@ function list(names: string[]): string {
 /** The audit name of a palm change or a refused attempt on the user's palm (docs/security.md). */
 const PALM = 'palm_registered';
 
-/** A palm change in words: who registered a palm, or who tried and was refused. */
+/**
+ * Whether a record is a change to the user's palms (or a refused attempt at one). Reading the
+ * `palm_registered` attribute (which hands are registered) is an ordinary read: the user's own page load
+ * does that, and it must not read as "a palm was registered".
+ */
+function isPalmChange(r: AuditRecord): boolean {
+  return r.attribute_name === PALM && r.operation !== 'READ';
+}
+
+/** A palm change in words: who registered or removed a palm, or who tried and was refused. */
 function palmSentence(r: AuditRecord): string {
   const who = r.vendor_id ? vendorName(r.vendor_id) : 'A kiosk';
-  if (r.operation === 'DELETE') return 'You removed a palm from your account';
+  if (r.operation === 'DELETE') {
+    if (r.result !== 'SUCCESS') return 'Removing a palm from your account failed';
+    return r.vendor_id ? `${who} removed a palm from your account` : 'You removed a palm from your account';
+  }
   if (r.result === 'SUCCESS')
     return r.vendor_id
       ? `${who} registered a palm to your account`
@@ -50,7 +63,7 @@ function ageSentence(who: string, r: AuditRecord, ages: string[], rest: string):
 
 /** One audit group as a sentence: "Cafe X read your email and phone number". */
 export function sentence(r: AuditRecord, names: string[]): string {
-  if (r.attribute_name === PALM) return palmSentence(r);
+  if (isPalmChange(r)) return palmSentence(r);
   const ages = names.filter((n) => AGE_CHECK.test(n));
   if (r.vendor_id && ages.length > 0 && r.operation === 'READ') {
     const others = names.filter((n) => !AGE_CHECK.test(n));
@@ -76,15 +89,45 @@ export function sentence(r: AuditRecord, names: string[]): string {
   return names.includes('*') ? 'You erased your account' : `You deleted ${what}`;
 }
 
-/** Records written in the same moment by the same caller for the same operation read as one event. */
-function group(records: AuditRecord[]) {
-  const groups: { first: AuditRecord; names: string[] }[] = [];
+/** The user's own successful reads within this long of each other are one visit. */
+const VISIT_MS = 30 * 60_000;
+
+/** The user reading their own details (each page load reads every attribute, one record each). */
+function isOwnRead(r: AuditRecord): boolean {
+  return !r.vendor_id && r.operation === 'READ' && r.result === 'SUCCESS';
+}
+
+interface Group {
+  first: AuditRecord;
+  names: string[];
+  /** For the user's own reads: the oldest record of the visit (records come newest first). */
+  last?: AuditRecord;
+  /** For the user's own reads: how many separate moments (page loads, refreshes) the visit holds. */
+  moments?: number;
+}
+
+/**
+ * Records written in the same moment by the same caller for the same operation read as one event; the
+ * user's own reads go further: every read of theirs within half an hour of the previous one is one
+ * "You viewed your details" line, however many page loads and refreshes it took.
+ */
+export function group(records: AuditRecord[]): Group[] {
+  const groups: Group[] = [];
   for (const r of records) {
     const last = groups.at(-1);
+    if (last && isOwnRead(r) && isOwnRead(last.first)) {
+      const prev = last.last ?? last.first;
+      if (Date.parse(prev.timestamp) - Date.parse(r.timestamp) <= VISIT_MS) {
+        last.names.push(r.attribute_name);
+        if (prev.timestamp !== r.timestamp) last.moments = (last.moments ?? 1) + 1;
+        last.last = r;
+        continue;
+      }
+    }
     if (
       last &&
-      r.attribute_name !== PALM &&
-      last.first.attribute_name !== PALM &&
+      !isPalmChange(r) &&
+      !isPalmChange(last.first) &&
       last.first.timestamp === r.timestamp &&
       last.first.vendor_id === r.vendor_id &&
       last.first.operation === r.operation &&
@@ -94,6 +137,22 @@ function group(records: AuditRecord[]) {
     } else groups.push({ first: r, names: [r.attribute_name] });
   }
   return groups;
+}
+
+/** "You viewed your details (13 items) 3 times between 10:02 and 10:20": one line per visit. */
+function ownReadLine(g: Group) {
+  const unique = new Set(g.names);
+  const what = unique.size > 4 ? `your details (${unique.size} items)` : `your ${list(g.names)}`;
+  const times = g.moments && g.moments > 1 ? ` ${g.moments} times` : '';
+  if (g.last && g.last.timestamp !== g.first.timestamp)
+    return [
+      `You viewed ${what}${times} between `,
+      h('time', { datetime: g.last.timestamp }, when(g.last.timestamp)),
+      ' and ',
+      h('time', { datetime: g.first.timestamp }, when(g.first.timestamp)),
+      '.',
+    ];
+  return [`You viewed ${what} on `, h('time', { datetime: g.first.timestamp }, when(g.first.timestamp)), '.'];
 }
 
 export async function renderAudit(): Promise<void> {
@@ -106,19 +165,24 @@ export async function renderAudit(): Promise<void> {
   }
   replace(
     box,
-    groups.map(({ first, names }) =>
-      h(
+    groups.map((g) => {
+      const { first, names } = g;
+      return h(
         'li',
         { class: first.result === 'SUCCESS' ? '' : 'audit-denied', 'data-vendor': first.vendor_id ?? '' },
         h(
           'p',
           { class: 'sentence' },
-          `${sentence(first, names)} on `,
-          h('time', { datetime: first.timestamp }, when(first.timestamp)),
-          '.',
+          ...(isOwnRead(first)
+            ? ownReadLine(g)
+            : [
+                `${sentence(first, names)} on `,
+                h('time', { datetime: first.timestamp }, when(first.timestamp)),
+                '.',
+              ]),
         ),
-      ),
-    ),
+      );
+    }),
   );
 }
 
@@ -154,7 +218,7 @@ export async function downloadExport(): Promise<void> {
     status.textContent = `Downloaded ${filenameOf(response)} (${Math.max(1, Math.round(blob.size / 1024))} KB).`;
     announce(status.textContent);
   } catch (err) {
-    status.textContent = err instanceof ApiError ? err.message : 'The export failed. Try again.';
+    status.textContent = plainError(err, 'The export failed. Try again.');
   }
 }
 

@@ -2,7 +2,7 @@ import { CATALOGUE, type CatalogueEntry } from '@palmid/shared/api/attribute-cat
 import type { AttributeItem } from '@palmid/shared/api/attributes.ts';
 import { announce, h, replace, setFieldError } from '../lib/dom.ts';
 import { day, valueText, when, words } from '../lib/format.ts';
-import { ApiError } from '../lib/http.ts';
+import { plainError } from './plain.ts';
 import { userApi, vendorName } from './session.ts';
 
 const ENTRIES = CATALOGUE as Record<string, CatalogueEntry>;
@@ -20,10 +20,22 @@ const LABELS: Record<string, string> = {
   promotion_eligible: 'Vendor promotions',
 };
 const HINTS: Record<string, string> = {
-  phone: 'International format with country code, e.g. +4915112345678.',
+  phone: 'With the country code, e.g. +49 151 1234 5678 (spaces are fine).',
   country: 'Two-letter code, e.g. DE, FR, GB.',
   postal_code: 'Checked against your country when you have set one.',
   promotion_eligible: 'Whether shops may offer you promotions.',
+};
+
+/** What a value palmid keeps or works out means, beside the value (docs/attributes.md). */
+const NOTES: Record<string, string> = {
+  risk_score:
+    'from 0 (low) to 1 (high): the share of your palm checks in the last 90 days that failed, 0.4 before there is any history, raised by failures in the last day. palmid does not act on it; a shop sees it only if you allow it',
+  loyalty_tier: 'worked out from how often you paid with your palm in the last year',
+  is_adult: 'worked out from your date of birth; a shop you allow sees yes or no only',
+  is_senior: 'worked out from your date of birth; a shop you allow sees yes or no only',
+  palm_registered: 'which hands are registered to your account',
+  registration_date: 'when your account was created',
+  last_auth: 'your last successful palm check',
 };
 
 export function label(name: string): string {
@@ -103,7 +115,7 @@ function editForm(name: string, item: AttributeItem | undefined, reload: () => P
       const box = document.querySelector(`form[data-attribute="${name}"]`);
       if (box) box.append(h('p', { class: 'form-status', 'data-kind': 'ok', role: 'status' }, 'Saved.'));
     } catch (err) {
-      const message = err instanceof ApiError ? err.message : 'Could not save. Try again.';
+      const message = plainError(err, 'Could not save. Try again.');
       setFieldError(input, message);
       input.focus();
     } finally {
@@ -164,10 +176,10 @@ export async function renderAttributes(): Promise<AttributeItem[]> {
   const system = data.attributes.filter((a) => a.kind === 'system' || a.kind === 'computed');
   replace(
     document.getElementById('system-attributes')!,
-    factList(system, (i) => {
-      if (i.kind === 'computed') return 'worked out from your other details';
-      return null;
-    }),
+    factList(
+      system,
+      (i) => NOTES[i.name] ?? (i.kind === 'computed' ? 'worked out from your other details' : null),
+    ),
   );
   return data.attributes;
 }

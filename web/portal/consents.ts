@@ -4,6 +4,7 @@ import { announce, formStatus, h, replace, setFieldError } from '../lib/dom.ts';
 import { day, words } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';
 import { label } from './attributes.ts';
+import { plainError } from './plain.ts';
 import { userApi, vendorName, vendors } from './session.ts';
 
 function keepText(days: number): string {
@@ -32,7 +33,7 @@ function consentCard(c: Consent, reload: () => Promise<void>) {
       document.getElementById('consents-title')?.focus();
     } catch (err) {
       revoke.disabled = false;
-      formStatus(card, err instanceof ApiError ? err.message : 'Could not revoke. Try again.', 'error');
+      formStatus(card, plainError(err, 'Could not revoke. Try again.'), 'error');
     }
   });
   const card = h(
@@ -179,7 +180,7 @@ export function wireGrantForm(): void {
       await renderConsents();
     } catch (err) {
       const input = err instanceof ApiError ? inputForField(err.field) : null;
-      const message = err instanceof ApiError ? err.message : 'Could not give access. Try again.';
+      const message = plainError(err, 'Could not give access. Try again.');
       if (input) setFieldError(input, message);
       else formStatus(form, message, 'error');
     }
@@ -187,7 +188,11 @@ export function wireGrantForm(): void {
   document.getElementById('show-all-consents')!.addEventListener('change', () => {
     renderConsents().catch((err: unknown) => {
       if (!(err instanceof ApiError && err.status === 401))
-        formStatus(document.getElementById('consents')!, (err as Error).message, 'error');
+        formStatus(
+          document.getElementById('consents')!,
+          plainError(err, 'Could not load the permissions. Try again.'),
+          'error',
+        );
     });
   });
 }

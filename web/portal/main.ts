@@ -6,6 +6,8 @@ import { downloadExport, renderAudit, showPalmCode } from './activity.ts';
 import { renderAttributes } from './attributes.ts';
 import { fillGrantForm, renderConsents, wireGrantForm } from './consents.ts';
 import { renderPalms, revokeTokens } from './palms.ts';
+import { renderPayments } from './payments.ts';
+import { plainError } from './plain.ts';
 import { onSessionExpired, rememberVendors, signedIn, signIn, signOut, userApi } from './session.ts';
 
 const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -22,7 +24,7 @@ async function refreshAll(): Promise<void> {
   rememberVendors(data.vendors);
   const attributes = await renderAttributes();
   fillGrantForm(attributes);
-  await Promise.all([renderConsents(), renderAudit(), renderPalms(renderAudit)]);
+  await Promise.all([renderConsents(), renderAudit(), renderPalms(renderAudit), renderPayments()]);
 }
 
 function showSignedIn(userId: string | null): void {
@@ -46,6 +48,7 @@ function showSignedOut(): void {
     'consents',
     'audit',
     'palms',
+    'payments',
   ]) {
     replace(byId(id));
   }
@@ -63,9 +66,7 @@ async function enter(token: string, input: HTMLInputElement, userId: string | nu
     const message =
       err instanceof ApiError && err.status === 401
         ? 'That token is not valid (it may have expired or the account was erased).'
-        : err instanceof ApiError
-          ? err.message
-          : 'Could not sign in.';
+        : plainError(err, 'Could not sign in. Try again.');
     setFieldError(input, message);
     input.focus();
     return;
@@ -108,9 +109,7 @@ function wireSignIn(): void {
       const message =
         err instanceof ApiError && err.status === 401
           ? 'That code is not valid or was already used. Codes work once and expire.'
-          : err instanceof ApiError
-            ? err.message
-            : 'Could not sign in.';
+          : plainError(err, 'Could not sign in. Try again.');
       setFieldError(input, message);
       input.focus();
     }
@@ -126,14 +125,14 @@ function wireSignIn(): void {
 function background(work: Promise<unknown>, what: string): void {
   work.catch((err: unknown) => {
     if (err instanceof ApiError && err.status === 401) return;
-    notice(`${what} failed: ${err instanceof Error ? err.message : 'unknown error'}`, 'bad');
+    notice(`${what} failed. ${plainError(err, 'Try again in a moment.')}`, 'bad');
   });
 }
 
 function wireData(): void {
   byId('refresh-audit').addEventListener('click', () => {
     background(
-      renderAudit().then(() => announce('Activity refreshed.')),
+      Promise.all([renderAudit(), renderPayments()]).then(() => announce('Activity refreshed.')),
       'Refreshing the activity',
     );
   });
@@ -200,7 +199,7 @@ function wireData(): void {
       notice(`Your account was erased on ${when(data.deleted_at)}. Your token no longer works.`);
       byId('main').focus();
     } catch (err) {
-      setFieldError(confirmInput, err instanceof ApiError ? err.message : 'The erasure failed. Try again.');
+      setFieldError(confirmInput, plainError(err, 'The erasure failed. Try again.'));
     } finally {
       submit.disabled = false;
     }

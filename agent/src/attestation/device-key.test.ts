@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -42,5 +42,32 @@ describe('DeviceKey counter', () => {
     expect(k.key.nextCounter(42)).toBe(42);
     expect(readFileSync(k.counter, 'utf8')).toBe('42\n');
     expect(k.key.nextCounter(1)).toBe(43);
+  });
+});
+
+describe('DeviceKey.prepare', () => {
+  it('makes a key in memory only; save writes it once (mode 0600) and the same key loads again', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palmid-device-key-'));
+    dirs.push(dir);
+    const path = join(dir, 'sub', 'agent.device-key.pem');
+    const k = DeviceKey.prepare(path);
+    expect(k.saved).toBe(false);
+    expect(existsSync(path)).toBe(false);
+    expect(k.save()).toBe(true);
+    expect(k.saved).toBe(true);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(k.save()).toBe(false);
+    expect(DeviceKey.prepare(path).publicKey).toBe(k.publicKey);
+    expect(DeviceKey.prepare(path).saved).toBe(true);
+  });
+
+  it('does not overwrite a key another process wrote first', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palmid-device-key-'));
+    dirs.push(dir);
+    const path = join(dir, 'agent.device-key.pem');
+    const mine = DeviceKey.prepare(path);
+    const theirs = DeviceKey.loadOrCreate(path).key;
+    expect(mine.save()).toBe(false);
+    expect(DeviceKey.load(path).publicKey).toBe(theirs.publicKey);
   });
 });

@@ -66,7 +66,14 @@ export class DeviceKey {
   private constructor(
     readonly path: string,
     readonly privateKey: KeyObject,
+    /** A key made in memory and not yet written to `path` (see `prepare`). */
+    private unsaved = false,
   ) {}
+
+  /** Whether the key is on disk (a prepared key is not until `save`). */
+  get saved(): boolean {
+    return !this.unsaved;
+  }
 
   /** The raw public key, base64url (what `hello` registers). */
   get publicKey(): string {
@@ -92,20 +99,39 @@ export class DeviceKey {
 
   /** Loads the key, or makes one (mode 0600) when there is none yet. */
   static loadOrCreate(path: string): { key: DeviceKey; created: boolean } {
-    if (existsSync(path)) return { key: DeviceKey.load(path), created: false };
-    mkdirSync(dirname(path), { recursive: true });
-    const { privateKey } = generateDeviceKey();
-    const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+    const key = DeviceKey.prepare(path);
+    if (key.saved) return { key, created: false };
+    return key.save() ? { key, created: true } : { key: DeviceKey.load(path), created: false };
+  }
+
+  /**
+   * Loads the key, or makes one in memory only: `save` writes it once the server has accepted the
+   * device, so credentials the server refuses (a mistyped token) leave no key file behind.
+   */
+  static prepare(path: string): DeviceKey {
+    if (existsSync(path)) return DeviceKey.load(path);
+    return new DeviceKey(path, generateDeviceKey().privateKey, true);
+  }
+
+  /**
+   * Writes a prepared key (mode 0600); true when it wrote one, false when the key was already on disk
+   * or another agent process on this device wrote its own first (that one stays; this one was not saved).
+   */
+  save(): boolean {
+    if (!this.unsaved) return false;
+    mkdirSync(dirname(this.path), { recursive: true });
+    const pem = this.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
     try {
-      writeFileSync(path, pem, { mode: 0o600, flag: 'wx' });
+      writeFileSync(this.path, pem, { mode: 0o600, flag: 'wx' });
     } catch (err) {
-      // another agent process on this device made it first: use that one
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST')
-        return { key: DeviceKey.load(path), created: false };
-      throw err;
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw new DeviceKeyError(
+        `cannot write the device key ${this.path}: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
-    chmodSync(path, 0o600);
-    return { key: new DeviceKey(path, privateKey), created: true };
+    chmodSync(this.path, 0o600);
+    this.unsaved = false;
+    return true;
   }
 
   /**

@@ -4,6 +4,7 @@ import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
 import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
 import { type ParamsOf, type ResultOf, RpcClient, RpcError } from '@palmid/shared/ws/rpc.ts';
 import WebSocket from 'ws';
+import { closeInWords } from '../uplink/uplink.ts';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -293,7 +294,11 @@ export async function checkKioskLogin(
       result = {
         name: 'token',
         status: 'fail',
-        detail: `could not log in to ${url}: ${(err as Error).message}`,
+        detail: `could not log in to ${url}: ${
+          closed
+            ? `the server closed the link (${closeInWords(closed.code, closed.reason)})`
+            : (err as Error).message
+        }`,
         hint: 'check serverUrl and that the server is a palmid server of a compatible version',
       };
     return [result, ...skipped('skipped: the kiosk could not log in')];

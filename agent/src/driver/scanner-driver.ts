@@ -525,6 +525,11 @@ export class ScannerDriver extends EventEmitter {
     if (this.channel !== channel) return;
     this.teardownChannel(new WireError('DISCONNECTED', error?.message ?? 'link closed'));
     if (this.closingByUs || this.current === 'closed') return;
+    // A link that closes before the device was identified (a connect or a reconnect attempt in flight:
+    // a port that opens and drops while the scanner is still unplugged) is that attempt's failure: its
+    // identification fails and the one reconnect loop tries again. Only a working link going down is a
+    // disconnection, said once, with one loop started.
+    if (this.current !== 'connected') return;
     this.palmPresent = false;
     const reason = error ?? new Error('link closed');
     this.emit('disconnected', reason);
@@ -537,6 +542,7 @@ export class ScannerDriver extends EventEmitter {
   }
 
   private scheduleReconnect(waitMs: number): void {
+    if (this.reconnectTimer) return; // one loop: a second caller joins the one already waiting
     const jittered = waitMs * (0.75 + Math.random() * 0.5);
     this.reconnectTimer = setTimeout(async () => {
       this.reconnectTimer = undefined;

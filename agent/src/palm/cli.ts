@@ -23,7 +23,9 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import sharp from 'sharp';
 import { angleList, evalCommand } from './eval/command.ts';
 import { lookAlikeCommand } from './eval/look-alike-command.ts';
+import { evaluatePadDir, formatPadSummary } from './eval/pad-dir.ts';
 import { evaluatePad } from './eval/pad-eval.ts';
+import { recordedSensor, SET_MANIFEST } from './eval/sensor-hint.ts';
 import { readImage } from './image-io.ts';
 import { processCapture } from './pipeline.ts';
 import { progressBar } from './progress.ts';
@@ -73,6 +75,14 @@ function packAll(templates: Uint8Array[]): Uint32Array {
   return out;
 }
 
+interface PadCliOptions {
+  identities: number;
+  seed: string;
+  offset: number;
+  sensor?: SensorName;
+  json?: boolean;
+}
+
 export function buildCli(): Command {
   const program = new Command('palm')
     .description('palmid palm pipeline tools: synthesise, extract, match and evaluate')
@@ -94,6 +104,7 @@ export function buildCli(): Command {
     .option('--width <px>', 'frame width', int('width', 32, 2000), 320)
     .option('--height <px>', 'frame height', int('height', 32, 2000), 240)
     .option('--seed <prefix>', 'identity name prefix', 'id')
+    .option('--json', 'print what was written as one JSON object (also kept in <out>/palmid-synth.json)')
     .addOption(
       new Option(
         '--sensor <profile>',
@@ -114,6 +125,7 @@ export function buildCli(): Command {
           height: number;
           seed: string;
           sensor: Sensor;
+          json?: boolean;
         },
       ) => {
         if (!['left', 'right', 'both'].includes(o.hand))
@@ -142,15 +154,38 @@ export function buildCli(): Command {
           }
         }
         bar.stop();
-        console.log(
-          JSON.stringify({
-            out,
-            identities: o.identities,
-            hands: hands.length,
-            captures: o.captures,
-            sensor: o.sensor,
-            images: total,
-          }),
+        // what was rendered, kept beside the frames: `palm eval` reads the sensor from it
+        const manifest = {
+          out,
+          identities: o.identities,
+          hands: hands.length,
+          captures: o.captures,
+          sensor: o.sensor,
+          attack: o.attack ?? null,
+          width: o.width,
+          height: o.height,
+          seed: o.seed,
+          images: total,
+          manifest: join(out, SET_MANIFEST),
+        };
+        await writeFile(manifest.manifest, `${JSON.stringify(manifest, null, 2)}\n`);
+        if (o.json) {
+          console.log(JSON.stringify(manifest));
+          return;
+        }
+        const first = `${o.seed}${'1'.padStart(4, '0')}_${hands[0]}`;
+        const last = `${o.seed}${String(o.identities).padStart(4, '0')}_${hands.at(-1)}`;
+        process.stdout.write(
+          [
+            `wrote ${total} frame(s) to ${out}: ${o.identities} identit${o.identities === 1 ? 'y' : 'ies'} × ${
+              hands.length === 2 ? 'both hands' : `the ${hands[0]} hand`
+            } × ${o.captures} capture(s)${o.attack ? `, ${o.attack} attacks` : ''}`,
+            `  sensor ${o.sensor} (${SENSOR_DESCRIPTIONS[o.sensor]}), ${o.width} × ${o.height} PNG`,
+            `  files: ${join(out, first, '1.png')} … ${join(out, last, `${o.captures}.png`)}`,
+            `  recorded in ${manifest.manifest} (palm eval takes the sensor from it)`,
+            `next: npm run palm -- eval ${out}`,
+            '',
+          ].join('\n'),
         );
       },
     );
@@ -237,7 +272,17 @@ export function buildCli(): Command {
   program.addCommand(lookAlikeCommand());
   program
     .command('pad')
-    .description('presentation-attack detection on synthetic captures: APCER / BPCER (ISO/IEC 30107-3)')
+    .description(
+      'presentation-attack detection, APCER / BPCER (ISO/IEC 30107-3): on your own captures with <dir> ' +
+        '(<dir>/bona-fide/ and one folder per attack type), else on synthetic captures',
+    )
+    .argument('[dir]', 'your captures: <dir>/bona-fide/* and <dir>/<attack type>/* (e.g. print/, screen/)')
+    .option(
+      '--sensor <profile>',
+      `with <dir>: the captures' sensor profile (default simulator):\n${sensorHelp()}`,
+      sensorArg,
+    )
+    .option('--json', 'with <dir>: print the JSON report instead of the summary')
     .option(
       '--identities <n>',
       'bona fide captures (and as many print and screen attacks)',
@@ -246,7 +291,21 @@ export function buildCli(): Command {
     )
     .option('--seed <prefix>', 'identity name prefix (another prefix is an independent data set)', 'pad')
     .option('--offset <n>', 'index of the first identity', int('offset', 0, 1e9), 0)
-    .action(async (o: { identities: number; seed: string; offset: number }) => {
+    .action(async (dir: string | undefined, o: PadCliOptions) => {
+      if (dir !== undefined) {
+        const sensor = o.sensor ?? (await recordedSensor(dir)) ?? 'simulator';
+        const dirBar = o.json ? null : progressBar(1, 'checking');
+        const report = await evaluatePadDir(dir, sensor, (done, total) => {
+          dirBar?.setTotal(total);
+          dirBar?.update(done);
+        });
+        dirBar?.stop();
+        if (o.json) console.log(JSON.stringify(report));
+        else process.stdout.write(formatPadSummary(report));
+        if (report.bona_fide.images === 0 && report.attacks.every((a) => a.images === 0))
+          process.exitCode = EXIT.FAILED;
+        return;
+      }
       const bar = progressBar(o.identities * 3, 'rendering and checking');
       const report = await evaluatePad(o.identities, {
         seed: o.seed,

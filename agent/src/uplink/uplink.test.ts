@@ -1,7 +1,7 @@
 import type { MethodMap } from '@palmid/shared/ws/rpc.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
-import { Uplink, UplinkError } from './uplink.ts';
+import { closeInWords, Uplink, UplinkError } from './uplink.ts';
 
 async function fakeServer(
   onRequest: (
@@ -68,6 +68,34 @@ describe('Uplink', () => {
     expect(srv.seen.filter((s) => s.method === 'hello')).toHaveLength(2);
     expect(srv.seen[0]!.auth).toBe('Bearer pvs_x');
     expect(up.connections).toBe(2);
+  });
+
+  it('says each close in words: a dropped link and a too-many-failures refusal', async () => {
+    let n = 0;
+    const srv = await fakeServer((f, reply, drop) => {
+      if (f.method === 'ping' && n++ === 0) return drop();
+      reply({ id: f.id, result: { ok: true } });
+    });
+    cleanups.push(srv.close);
+    const lines: string[] = [];
+    const up = new Uplink<MethodMap>({
+      serverUrl: `http://127.0.0.1:${srv.port()}`,
+      deviceToken: 'pvs_x',
+      hello: () => ({ pvs_id: 'p' }),
+      backoff: { baseMs: 10, capMs: 50 },
+      log: (l) => lines.push(l),
+    });
+    cleanups.push(() => up.stop());
+    up.start();
+    await up.call('ping', {}, { timeoutMs: 5000 });
+    expect(lines.find((l) => l.startsWith('link closed'))).toMatch(
+      /^link closed \(1006: connection lost \(network, or the server stopped without closing\)\); reconnecting in \d+ ms$/,
+    );
+    expect(closeInWords(1008, 'too_many_failures')).toBe(
+      '1008 too_many_failures: too many refused logins from this address; the server waits before it listens again',
+    );
+    expect(closeInWords(1001, '')).toBe('1001: the server is going away (restart or shutdown)');
+    expect(closeInWords(4321, 'odd')).toBe('4321 odd: closed');
   });
 
   it('rejects with the server error and times out when nobody answers', async () => {

@@ -49,6 +49,36 @@ const PERMANENT_CLOSE_REASONS: Record<string, string> = {
   revoked: 'the server revoked this kiosk (admin pvs revoke)',
 };
 
+/** What a 1008 close's reason means, in words (the server's reasons, docs/websocket.md). */
+const POLICY_REASONS: Record<string, string> = {
+  unauthorized: 'the server refused the device token',
+  revoked: 'the server revoked this kiosk',
+  too_many_failures: 'too many refused logins from this address; the server waits before it listens again',
+  too_many_sockets: 'this kiosk already has two links open (is another agent running with the same token?)',
+  auth_timeout: 'the login did not arrive in time',
+};
+
+/**
+ * A WebSocket close in words, for the technician's log: "1006 connection lost (network, or the server
+ * stopped without closing)" rather than a bare number.
+ */
+export function closeInWords(code: number, reason: string): string {
+  const words: Record<number, string> = {
+    1000: 'closed normally',
+    1001: 'the server is going away (restart or shutdown)',
+    1005: 'closed without a reason',
+    1006: 'connection lost (network, or the server stopped without closing)',
+    1008: reason ? (POLICY_REASONS[reason] ?? 'refused by the server') : 'refused by the server',
+    1009: 'a message was too large',
+    1011: 'the server hit an internal error',
+    1012: 'the server is restarting',
+    1013: 'the server is overloaded; try again later',
+    1015: 'TLS handshake failed (check the certificate of serverUrl)',
+  };
+  const what = words[code] ?? 'closed';
+  return `${code}${reason ? ` ${reason}` : ''}: ${what}`;
+}
+
 /**
  * The kiosk's link to the server. Requests carry ids that are idempotency keys: a request in flight when
  * the link drops is sent again, with the same id, after the reconnect, so the server answers it once.
@@ -201,7 +231,7 @@ export class Uplink<M extends MethodMap = PvsMethods> extends EventEmitter {
         return;
       }
       const delay = this.#backoff.next(code === CLOSE_POLICY ? 5_000 : 0);
-      this.#log(`link closed (${code}${reason ? ` ${reason}` : ''}); reconnecting in ${delay} ms`);
+      this.#log(`link closed (${closeInWords(code, reason)}); reconnecting in ${delay} ms`);
       this.#retryTimer = setTimeout(() => this.#open(), delay);
       this.#retryTimer.unref();
     });

@@ -102,13 +102,25 @@ vendor
   .description('create a vendor and its first API key (shown once)')
   .requiredOption('--name <name>', 'display name')
   .option('--url <url>', 'vendor URL (appears in ledger transactions)', '')
-  .addOption(new Option('--mode <mode>', 'key mode').choices(['test', 'live']).default('test'))
+  .addOption(
+    new Option(
+      '--mode <mode>',
+      'key mode; default: the one the server of PALMID_ENV accepts (live in production, test elsewhere)',
+    ).choices(['test', 'live']),
+  )
   .option('--scopes <list>', `comma-separated scopes (${VENDOR_SCOPES.join(',')})`, VENDOR_SCOPES.join(','))
-  .action(async (o: { name: string; url: string; mode: 'test' | 'live'; scopes: string }) => {
+  .action(async (o: { name: string; url: string; mode?: 'test' | 'live'; scopes: string }) => {
     const scopes = parseScopes(o.scopes);
-    const res = await withStore((s) =>
-      createVendor(s.database.db, { name: o.name, url: o.url, mode: o.mode, scopes }),
-    );
+    const res = await withStore(async (s) => {
+      // a production server refuses test keys and every other one refuses live keys (docs/vendor-api.md)
+      const accepted = s.config.PALMID_ENV === 'production' ? 'live' : 'test';
+      const mode = o.mode ?? accepted;
+      if (mode !== accepted)
+        process.stderr.write(
+          `note: a ${mode} key is refused by this ${s.config.PALMID_ENV} server (PALMID_ENV); it works only against ${mode === 'live' ? 'a production server' : 'a development or sandbox server'}\n`,
+        );
+      return createVendor(s.database.db, { name: o.name, url: o.url, mode, scopes });
+    });
     print(
       res,
       (r: typeof res) =>

@@ -311,6 +311,11 @@ export type AuthContextRecord = z.infer<typeof authContextRecordSchema>;
 export const authStatusSchema = z.object({
   auth_id: uuidSchema,
   status: z.enum(AUTH_STATUSES),
+  /** What the context asked for (absent in the cancel answer): shown by clients that did not create it. */
+  type: z.enum(AUTH_TYPES).optional(),
+  amount: z.number().int().nullable().optional(),
+  currency: z.string().nullable().optional(),
+  created_at: z.string().optional(),
   auth_result: authResultSchema.optional(),
 });
 

@@ -72,8 +72,12 @@ export const pvsMethods = {
     }),
   },
   'enroll.begin': {
-    /** Starts an enrolment: its id and single-use nonce go into the signature of every sample. */
-    params: z.object({}).strict(),
+    /**
+     * Starts an enrolment: its id and single-use nonce go into the signature of every sample. With the
+     * user's `confirmation_code` the code is checked (not spent) first, so a wrong one is said before any
+     * capture.
+     */
+    params: z.object({ confirmation_code: z.string().min(1).max(64).optional() }).strict(),
     result: z.object({ enrolment_id: z.string(), nonce: z.string(), expires_at: z.string() }),
   },
   enroll: {

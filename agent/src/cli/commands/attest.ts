@@ -6,7 +6,7 @@ import { helloOnce } from '../../attestation/hello.ts';
 import type { LoadedConfig } from '../../config.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
 import type { CheckResult } from '../doctor-checks.ts';
-import { AGENT_VERSION, deviceKeyOf, requireKioskIdentity } from './run.ts';
+import { AGENT_VERSION, deviceKeyOf, keepDeviceKey, requireKioskIdentity } from './run.ts';
 
 function unit(flag: string, value: string): number {
   const n = Number(value);
@@ -110,7 +110,7 @@ export function registerAttest(program: Command, ctx: CliContext): void {
     .action(async (opts: { json?: boolean; timeout: number }, cmd: Command) => {
       const loaded = ctx.config(cmd);
       const id = requireKioskIdentity(loaded);
-      const key = deviceKeyOf(loaded, (l) => ctx.io.err(`${l}\n`));
+      const key = deviceKeyOf(loaded);
       const secret = loaded.config.provisioningSecret;
       const answer = await helloOnce(
         loaded.config.serverUrl,
@@ -130,6 +130,7 @@ export function registerAttest(program: Command, ctx: CliContext): void {
           `the server refused the key: ${answer.message}${answer.reason ? ` (${answer.reason})` : ''}`,
           EXIT.FAILED,
         );
+      keepDeviceKey(key, (l) => ctx.io.err(`${l}\n`));
       const bound = answer.result.device_key === 'bound';
       const out = {
         pvs_id: id.pvsId,
@@ -196,7 +197,8 @@ export function registerAttest(program: Command, ctx: CliContext): void {
             'pvsId is not configured: npm run admin -- pvs create --name <host> --vendor <vendor_id>, then npm run agent -- config set pvsId <id>',
             EXIT.USAGE,
           );
-        const key = deviceKeyOf(loaded, (l) => ctx.io.err(`${l}\n`));
+        const key = deviceKeyOf(loaded);
+        keepDeviceKey(key, (l) => ctx.io.err(`${l}\n`)); // it signs now, so it must be the one kept
         const hand = opts.hand as 'left' | 'right' | undefined;
         const attestation = key.attest({
           purpose: opts.for === 'register' ? 'register' : 'direct',

@@ -8,7 +8,7 @@ import {
   parseConfigValue,
   writeConfigKey,
 } from '../../config.ts';
-import { SENSOR_NAMES, SENSOR_PROFILES } from '../../palm/sensor-profiles.ts';
+import { SENSOR_NAMES, SENSOR_PROFILES, validationTag } from '../../palm/sensor-profiles.ts';
 import type { CliContext } from '../context.ts';
 
 /** `agent config --help`: the sensor profiles and what each one's liveness check detects. */
@@ -18,6 +18,7 @@ export function sensorProfilesHelp(): string {
     const p = SENSOR_PROFILES[n];
     lines.push(
       `  ${n}: ${p.summary}`,
+      `    validated: ${validationTag(p.validation)}: ${p.validation.evidence}`,
       `    liveness cues: ${p.cues.join(', ')}`,
       `    detects: ${p.detects}`,
     );

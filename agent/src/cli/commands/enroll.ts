@@ -1,9 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
+import { RpcError } from '@palmid/shared/ws/rpc.ts';
 import type { Command } from 'commander';
 import { type CaptureHand, processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
-import { connectKiosk, deviceKeyOf, kioskUplink, openScannerPatiently, requireKioskIdentity } from './run.ts';
+import {
+  connectKiosk,
+  deviceKeyOf,
+  keepDeviceKey,
+  kioskUplink,
+  openScannerPatiently,
+  requireKioskIdentity,
+} from './run.ts';
 
 type Hand = 'left' | 'right';
 interface Sample {
@@ -26,6 +34,9 @@ export function sideRefusal(seen: CaptureHand, asked: Hand): string | null {
   return null;
 }
 
+/** How many captures of the first hand, when the second is asked for, end a default enrolment with one hand. */
+const SAME_HAND_GIVE_UP = 2;
+
 function parseHands(value: string): Hand[] {
   const hands = value.split(',').map((h) => h.trim());
   if (
@@ -44,7 +55,11 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
     .description(
       'enrol a new user at this kiosk: capture palms, then show a one-time claim code (redeem at POST /v1/session); with --code, add the palms to the user who gave the code',
     )
-    .option('--hands <list>', 'hands to capture, in order', 'right,left')
+    .option(
+      '--hands <list>',
+      'hands to capture, in order; by default right then left, and the left is skipped when only the right is shown (a person with one hand, the simulator): given explicitly, every hand is required',
+      'right,left',
+    )
     .option('--samples <n>', 'captures per hand', (v) => Number(v), 2)
     .option('--max-attempts <n>', 'captures per sample before giving up', (v) => Number(v), 6)
     .option(
@@ -66,7 +81,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
         const log = (line: string) => ctx.io.err(`${line}\n`);
         const stop = new AbortController();
         process.once('SIGINT', () => stop.abort());
-        const key = deviceKeyOf(loaded, log);
+        const key = deviceKeyOf(loaded);
         // The server first: a refused token, or a kiosk bound to a vendor without --code, is told before anyone
         // holds a palm.
         const uplink = kioskUplink(loaded, id, undefined, () => undefined, 'enrol', key);
@@ -77,6 +92,7 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
           await uplink.stop();
           throw err;
         }
+        keepDeviceKey(key, log);
         if (hello.vendor_id !== null && !opts.code) {
           await uplink.stop();
           throw new CliError(
@@ -85,11 +101,20 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
           );
         }
         // The server's nonce comes next: every sample captured after it is signed with it (freshness).
+        // With --code the server checks the code here (without spending it): a mistyped or expired code is
+        // said now, not after the person held both hands over the scanner.
         let begun: { enrolment_id: string; nonce: string };
         try {
-          begun = await uplink.call('enroll.begin', {}, { timeoutMs: 15_000 });
+          begun = await uplink.call('enroll.begin', opts.code ? { confirmation_code: opts.code } : {}, {
+            timeoutMs: 15_000,
+          });
         } catch (err) {
           await uplink.stop();
+          if (opts.code && err instanceof RpcError && err.details.reason === 'invalid_confirmation_code')
+            throw new CliError(
+              `the code ${opts.code} is unknown, used or expired: ask the user for a new one (portal: "Get a code to add a palm", valid 10 minutes, once); nothing was captured`,
+              EXIT.USAGE,
+            );
           throw new CliError(
             `enrolment failed: ${err instanceof Error ? err.message : String(err)}`,
             EXIT.FAILED,
@@ -101,11 +126,16 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
           return;
         }
         const samples: Sample[] = [];
+        // Without --hands the second hand is asked for, not required: a person who can show one hand only
+        // (or a scanner, like the simulator, that shows one) enrols that hand after the same hand was shown
+        // SAME_HAND_GIVE_UP times for the other; it can be added later with --code. docs/kiosk-install.md.
+        const secondOptional = cmd.getOptionValueSource('hands') === 'default';
         try {
-          for (const hand of hands) {
+          everyHand: for (const [index, hand] of hands.entries()) {
             for (let n = 1; n <= opts.samples; n++) {
               log(`Hold your ${hand.toUpperCase()} palm over the scanner (${n}/${opts.samples})…`);
               let got: Sample | undefined;
+              let sameHandAgain = 0;
               for (let attempt = 1; attempt <= opts.maxAttempts && !got; attempt++) {
                 const frame = await driver.capture({ signal: stop.signal });
                 const p = await processCapture(frame, { sensor: loaded.config.sensor });
@@ -117,6 +147,16 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
                 }
                 const wrongSide = sideRefusal(p.hand, hand);
                 if (wrongSide) {
+                  const first = hands[0]!;
+                  if (secondOptional && index > 0 && n === 1 && p.hand === first) {
+                    sameHandAgain++;
+                    if (sameHandAgain >= SAME_HAND_GIVE_UP) {
+                      log(
+                        `  the ${hand} hand was not shown; enrolling the ${first} hand alone (add the ${hand} one later: enroll --code)`,
+                      );
+                      break everyHand;
+                    }
+                  }
                   log(`  ${wrongSide}`);
                   continue;
                 }

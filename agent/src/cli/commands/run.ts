@@ -44,12 +44,23 @@ export async function openScannerPatiently(
   return undefined;
 }
 
-/** The device key (made on first use, beside the config file unless deviceKeyFile says otherwise). */
-export function deviceKeyOf(loaded: LoadedConfig, log?: (l: string) => void): DeviceKey {
+/**
+ * The device key (beside the config file unless deviceKeyFile says otherwise). A new one is made in
+ * memory: `keepDeviceKey` writes it once the server accepted the kiosk's credentials, so a refused token
+ * leaves no key file.
+ */
+export function deviceKeyOf(loaded: LoadedConfig): DeviceKey {
   try {
-    const { key, created } = DeviceKey.loadOrCreate(deviceKeyPath(loaded.file, loaded.config.deviceKeyFile));
-    if (created) log?.(`made a new device key at ${key.path} (mode 0600; it never leaves this device)`);
-    return key;
+    return DeviceKey.prepare(deviceKeyPath(loaded.file, loaded.config.deviceKeyFile));
+  } catch (err) {
+    throw new CliError(err instanceof Error ? err.message : String(err), EXIT.USAGE);
+  }
+}
+
+/** Writes a new device key after the server accepted the kiosk (see deviceKeyOf); says so once. */
+export function keepDeviceKey(key: DeviceKey, log?: (l: string) => void): void {
+  try {
+    if (key.save()) log?.(`made a new device key at ${key.path} (mode 0600; it never leaves this device)`);
   } catch (err) {
     throw new CliError(err instanceof Error ? err.message : String(err), EXIT.USAGE);
   }
@@ -143,10 +154,11 @@ export function registerRun(program: Command, ctx: CliContext): void {
       log(`scanner ${i.model}, firmware ${i.firmware} on ${loaded.config.device}`);
       driver.on('disconnected', (err: Error) => log(`scanner disconnected: ${err.message}`));
       driver.on('reconnected', () => log('scanner reconnected'));
-      const key = deviceKeyOf(loaded, log);
+      const key = deviceKeyOf(loaded);
       const uplink = kioskUplink(loaded, id, driver, log, 'kiosk', key);
       uplink.on('connected', (r: { device_key?: string }) => {
         log(`connected to ${loaded.config.serverUrl} as kiosk ${id.pvsId}`);
+        keepDeviceKey(key, log);
         if (r.device_key !== 'bound')
           log(
             'the server has no key registered for this device: captures will be refused (set provisioningSecret from admin pvs create / pvs rekey)',

@@ -4,13 +4,14 @@ import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { progressBar } from '../progress.ts';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '../roi-rotation.ts';
-import { type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
+import { DEFAULT_SENSOR, type SensorName, sensorArg, sensorHelp } from '../sensor-profiles.ts';
 import { baselineDistance } from './baseline.ts';
 import { cachedExtract } from './cache.ts';
 import { listDataset, mergeSameIdentities, type SameIdentity } from './dataset.ts';
 import { type DetCurve, writeDetPlot } from './det-plot.ts';
 import { type EvalExtra, type EvalOptions, type EvalReport, type Extract, evaluate } from './evaluate.ts';
 import { baselineExtract, palmExtract } from './extract.ts';
+import { profileHint, recordedSensor, tryProfiles } from './sensor-hint.ts';
 import { formatSummary } from './summary.ts';
 
 /** `--rotations` value: probe angles in degrees, 0° first ("0" turns the rotation search off). */
@@ -131,7 +132,7 @@ export function evalCommand(): Command {
     .option('--roi', 'images are already-cropped palm ROIs (any size)')
     .option(
       '--sensor <profile>',
-      `whole frames: the capture's sensor profile (default simulator):\n${sensorHelp()}`,
+      `whole frames: the capture's sensor profile (default: the one palm synth recorded for the set, else simulator; when most frames fail without it, eval suggests one):\n${sensorHelp()}`,
       sensorArg,
     )
     .option(
@@ -193,17 +194,20 @@ export function evalCommand(): Command {
           '--baseline needs --roi: the CompCode baseline codes already-cropped palms only',
         );
       const quiet = o.json === true;
+      // whole frames: the profile given, else the one `palm synth` recorded for the set, else the default
+      const recorded = o.roi || o.sensor ? undefined : await recordedSensor(dir);
+      const sensor: SensorName | undefined = o.roi ? undefined : (o.sensor ?? recorded ?? DEFAULT_SENSOR);
       const extractPalm = o.cache
         ? cachedExtract(
-            palmExtract(o),
+            palmExtract({ ...o, sensor }),
             o.cache,
             JSON.stringify({
               roi: o.roi === true,
               rotations: o.roi ? o.rotations : [],
-              sensor: o.sensor ?? null,
+              sensor: sensor ?? null,
             }),
           )
-        : palmExtract(o);
+        : palmExtract({ ...o, sensor });
       const { report, extra } = await run(
         dir,
         'palmid',
@@ -248,8 +252,12 @@ export function evalCommand(): Command {
             .join('; ')}`,
         );
       }
+      // most frames refused under a profile nobody chose: say which one it was and which fit better
+      if (sensor && !o.sensor && !recorded && report.images > 0 && report.fta >= 0.5) {
+        process.stderr.write(profileHint(dir, sensor, report.fta, await tryProfiles(dir)));
+      }
       if (o.json) {
-        const out: Record<string, unknown> = { ...report };
+        const out: Record<string, unknown> = { ...report, sensor: sensor ?? null };
         if (o.same) out.same_person = o.same.map((m) => `${m.into}=${m.from}`);
         if (base) {
           out.baseline = { name: 'CompCode', ...base.report };
@@ -261,7 +269,12 @@ export function evalCommand(): Command {
         const merged = o.same
           ? `; one person under two labels: ${o.same.map((m) => `${m.into}=${m.from}`).join(', ')}`
           : '';
-        const title = `palm eval ${dir} (${o.roi ? 'palm ROIs' : 'whole frames, kiosk pipeline'}${merged})`;
+        const how = o.sensor
+          ? `sensor ${sensor}`
+          : recorded
+            ? `sensor ${sensor}, recorded by palm synth`
+            : `sensor ${sensor}, the default`;
+        const title = `palm eval ${dir} (${o.roi ? 'palm ROIs' : `whole frames, kiosk pipeline, ${how}`}${merged})`;
         process.stdout.write(
           formatSummary(title, report, base ? { name: 'CompCode', report: base.report } : undefined),
         );

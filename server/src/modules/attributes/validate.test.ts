@@ -64,6 +64,18 @@ describe('attribute validators (properties)', () => {
     fc.assert(fc.property(fc.string(), (s) => !isE164(s) || /^\+[1-9]\d{1,14}$/.test(s)));
   });
 
+  it('phone numbers written with spaces, dashes, dots, parentheses or a leading 00 are stored as E.164', () => {
+    const store = (v: string) => validateAttributeValue('phone', v, { now: NOW });
+    expect(store('+49 151 1234 5678')).toBe('+4915112345678');
+    expect(store(' +49 (151) 1234-5678 ')).toBe('+4915112345678');
+    expect(store('0049 151.1234\u00a05678')).toBe('+4915112345678');
+    expect(store('+1 (415) 555-0100')).toBe('+14155550100');
+    // still no number without a country code, and nothing but digits after the plus
+    expect(reason(() => store('0151 1234 5678'))).toBe('invalid_phone');
+    expect(reason(() => store('+49 151 ABC'))).toBe('invalid_phone');
+    expect(reason(() => store('+49 151 1234 5678 9012 34'))).toBe('invalid_phone');
+  });
+
   it('dates: every real past date in YYYY-MM-DD is accepted; future ones are refused', () => {
     const past = fc.date({
       min: new Date(Date.UTC(1900, 0, 1)),

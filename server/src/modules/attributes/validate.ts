@@ -34,6 +34,16 @@ export function isE164(value: string): boolean {
   return E164.test(value);
 }
 
+/**
+ * A phone number as people write it, made E.164: spaces (also no-break spaces), hyphens, dots, slashes
+ * and parentheses are dropped and a leading international `00` becomes `+`, so "+49 151 1234-5678" and
+ * "0049 (151) 12345678" are stored as "+4915112345678". A number without a country code stays invalid.
+ */
+export function normalisePhone(value: string): string {
+  const compact = value.trim().replace(/[\s\u00a0\u202f()./-]/g, '');
+  return compact.startsWith('00') ? `+${compact.slice(2)}` : compact;
+}
+
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** A real calendar date written `YYYY-MM-DD` (no time, no zone). */
@@ -137,7 +147,7 @@ export function validateAttributeValue(name: string, value: unknown, vc: Validat
       return s;
     }
     case 'phone': {
-      const s = requireString(value, 'an E.164 phone number');
+      const s = normalisePhone(requireString(value, 'an E.164 phone number'));
       if (!isE164(s))
         throw invalid('invalid_phone', 'value must be an E.164 phone number, e.g. +4915112345678');
       return s;

@@ -182,7 +182,14 @@ describe('vendor auth contexts', () => {
       404,
     );
     const status = await api('GET', `/api/v1/auth/${data.auth_id}/status`);
-    expect(status.json().data).toEqual({ auth_id: data.auth_id, status: 'pending' });
+    expect(status.json().data).toEqual({
+      auth_id: data.auth_id,
+      status: 'pending',
+      type: 'login',
+      amount: null,
+      currency: null,
+      created_at: data.created_at,
+    });
     const cancel = await api('POST', `/api/v1/auth/${data.auth_id}/cancel`);
     expect(cancel.json().data).toEqual({ auth_id: data.auth_id, status: 'cancelled' });
     const again = await api('POST', `/api/v1/auth/${data.auth_id}/cancel`);

@@ -97,7 +97,11 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       return statusReads.load(request.params.auth_id).then((row) => {
         const c = ownContext(row, vendor.id);
         const { status, result, once } = deliverableState(ctx, c);
-        ok(reply, result ? { auth_id: c.id, status, auth_result: result } : { auth_id: c.id, status });
+        // what the context asked for, so a client that did not create it (a second console tab, a
+        // dashboard) can show it: type, amount, currency, created_at
+        const { type, amount, currency, created_at } = toRecord(c);
+        const base = { auth_id: c.id, status, type, amount, currency, created_at };
+        ok(reply, result ? { ...base, auth_result: result } : base);
         // delivered: values consented with retention_days 0 are not kept (rare: no write otherwise)
         if (once.length > 0)
           dropDelivered(ctx, c).catch((err: unknown) => request.log.warn({ err }, 'delivered values kept'));

@@ -21,6 +21,7 @@ import {
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { authenticatePvs, type PvsPrincipal, touchPvs } from '../pvs/service.ts';
 import { guardHandlers } from '../revocation/watcher.ts';
+import { checkPalmConfirmation } from '../users/palms.ts';
 import { enrolAtKiosk } from './enrol.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 import { KioskLockout, lockoutOutcome } from './lockout.ts';
@@ -182,7 +183,9 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
           },
 
           // Any kiosk may begin one: whether it may then enrol is decided by `enroll` itself (enrol.ts).
-          'enroll.begin': async () => {
+          'enroll.begin': async (params) => {
+            if (params.confirmation_code !== undefined)
+              await checkPalmConfirmation(ctx, ctx.database.db, params.confirmation_code);
             const now = ctx.now();
             const enrolmentId = randomUUID();
             const expiresAt = now + ENROLMENT_NONCE_TTL_MS;

@@ -48,6 +48,20 @@ function invalidCode(): AppError {
 }
 
 /**
+ * Checks a confirmation code without spending it (a kiosk's `enroll.begin` with the code, so a wrong
+ * code is said before anyone holds a palm over the scanner). Unknown, used and expired codes are the
+ * same 400 as when spent; the `enroll` that follows still spends it (and may still find it gone).
+ */
+export async function checkPalmConfirmation(ctx: AppContext, db: Db, code: string): Promise<void> {
+  const row = await db
+    .selectFrom('palm_confirmations')
+    .select(['used_at', 'expires_at'])
+    .where('code_hash', '=', hashSecret(`palm:${normaliseClaimCode(code)}`))
+    .executeTakeFirst();
+  if (!row || row.used_at !== null || Number(row.expires_at) <= ctx.now()) throw invalidCode();
+}
+
+/**
  * Spends a confirmation code and returns its user. With `forUser`, the code must be that user's (a
  * vendor updating its user cannot use another user's code). Unknown, used, expired and foreign codes
  * are one and the same 400.
