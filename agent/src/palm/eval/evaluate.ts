@@ -91,6 +91,9 @@ export interface FusionRow {
   fnir_step_up: number;
   step_up_rate: number;
   fpir: number;
+  fpir_step_up: number;
+  enrolled_as_another: number;
+  enrolled_as_another_step_up: number;
 }
 
 export interface EvalExtra {
@@ -416,6 +419,9 @@ function fusionStudy(
       fnir_step_up: row.fnir_step_up,
       step_up_rate: row.step_up_rate,
       fpir: row.fpir,
+      fpir_step_up: row.fpir_step_up,
+      enrolled_as_another: row.enrolled_as_another,
+      enrolled_as_another_step_up: row.enrolled_as_another_step_up,
     };
   });
 }

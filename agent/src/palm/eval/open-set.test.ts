@@ -135,7 +135,7 @@ describe('open-set identification (palm eval open_set)', () => {
         palms,
         distance: (a, b) => {
           if (palmOf(a) === 0 && palmOf(b) === 1) return 0.05;
-          return palmOf(a) === palmOf(b) ? (palmOf(a) === 0 ? 0.3 : 0.02) : 0.5;
+          return palmOf(a) === palmOf(b) ? (palmOf(a) === 0 ? 0.45 : 0.02) : 0.5;
         },
         impostor: new Float64Array(1000).fill(0.5),
         truth: MODEL,

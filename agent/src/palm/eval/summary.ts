@@ -100,7 +100,7 @@ function openSetLines(r: EvalReport): string[] {
   if (r.open_set_fusion)
     for (const f of r.open_set_fusion)
       out.push(
-        `fusion            ${f.enrol} template(s) per palm, ${f.frames} frame(s): at distance ${f.at_distance} FMR ${sci(f.fmr_at)}, FNMR ${pct(f.fnmr_at)}; at N = 1e6 FNIR ${pct(f.fnir)}, with step-up ${pct(f.fnir_step_up)} (${f.presentations} presentations)`,
+        `fusion            ${f.enrol} template(s) per palm, ${f.frames} frame(s): at distance ${f.at_distance} FMR ${sci(f.fmr_at)}, FNMR ${pct(f.fnmr_at)}; at N = 1e6 FPIR ${sci(f.fpir)} (${sci(f.fpir_step_up)} with step-up), FNIR ${pct(f.fnir)}, with step-up ${pct(f.fnir_step_up)}, ${pct(f.step_up_rate)} asked (${f.presentations} presentations)`,
       );
   return out;
 }
