@@ -114,7 +114,9 @@ describe('zero-knowledge proofs across processes', () => {
     const { user_token } = user.body.data;
     // an attestation names the user as the user knows itself: the internal id (the vendor holds its own id)
     const user_id = (
-      await api<{ data: { value: string } }>(server.base, 'GET', '/v1/attributes/user_id', { token: user_token })
+      await api<{ data: { value: string } }>(server.base, 'GET', '/v1/attributes/user_id', {
+        token: user_token,
+      })
     ).body.data.value;
     expect(user_id).not.toBe(user.body.data.user_id);
 

@@ -340,13 +340,26 @@ describe('second pass: ids, set predicates, credentials, erasure (real server pr
       // audit rows of erased users keep their place but no person, vendor, IP or User-Agent
       const leftovers = db
         .prepare(
-          "select count(*) as n from audit where user_id = 'erased' and (vendor_id is not null or ip_address != '' or user_agent != '' or personal_enc is not null)",
+          "select count(*) as n from audit where user_id = 'erased' and (vendor_id is not null or ip_address != '' or user_agent != '' or personal_enc is not null or personal_salt is not null)",
         )
         .get() as { n: number };
       expect(leftovers.n).toBe(0);
       expect(
         (db.prepare("select count(*) as n from audit where user_id = 'erased'").get() as { n: number }).n,
       ).toBeGreaterThan(4);
+      // a live user's rows hold IP address and User-Agent only sealed (under that user's key)
+      const live = db
+        .prepare('select ip_address, user_agent, personal_enc from audit where user_id = ? and hv = 2')
+        .all(
+          (db.prepare('select id from users where erased_at is null limit 1').get() as { id: string }).id,
+        ) as {
+        ip_address: string;
+        user_agent: string;
+        personal_enc: Buffer | null;
+      }[];
+      expect(live.length).toBeGreaterThan(0);
+      for (const r of live)
+        expect(r).toMatchObject({ ip_address: '', user_agent: '', personal_enc: expect.any(Buffer) });
     } finally {
       db.close();
     }

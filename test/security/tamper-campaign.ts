@@ -31,6 +31,9 @@ export const COLUMNS = [
   'result',
   'prev_hash',
   'hash',
+  'hv',
+  'personal_salt',
+  'personal_digest',
 ] as const;
 
 export type Tamper =

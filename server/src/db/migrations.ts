@@ -406,15 +406,16 @@ function migrations(kind: DbKind): Record<string, Migration> {
       },
     },
     '0053_audit_sealed': {
-      // Audit rows whose personal fields (user, vendor, IP, User-Agent) are sealed under the user's data key
-      // (modules/audit/service.ts, hash version 2): the chain covers a digest of the sealed fields, so an
-      // erasure can clear them and the chain still verifies. Rows written before keep version 1.
+      // Audit rows whose personal fields (user, vendor, IP, User-Agent) the chain covers through a salted
+      // digest, IP and User-Agent sealed under the user's data key (modules/audit/service.ts, hash version
+      // 2), so an erasure can clear them and the chain still verifies. Rows written before keep version 1.
       async up(db: Kysely<unknown>) {
         await db.schema
           .alterTable('audit')
           .addColumn('hv', 'integer', (c) => c.notNull().defaultTo(1))
           .execute();
         await db.schema.alterTable('audit').addColumn('personal_enc', bin).execute();
+        await db.schema.alterTable('audit').addColumn('personal_salt', 'text').execute();
         await db.schema.alterTable('audit').addColumn('personal_digest', 'text').execute();
       },
     },

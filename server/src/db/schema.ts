@@ -171,9 +171,11 @@ export interface AuditTable {
   hash: string;
   /** hash version: 1 covers every field; 2 covers `personal_digest` instead of the personal fields */
   hv: number;
-  /** version 2: `{user_id, vendor_id, ip_address, user_agent}` sealed under the user's data key */
+  /** version 2: `[ip_address, user_agent]` of a row about a live user, sealed under the user's data key */
   personal_enc: Uint8Array | null;
-  /** version 2: SHA-256 of the sealed (or, for a row about no user, the plain) personal fields */
+  /** version 2: random per-row salt of the digest; null once an erasure shredded the row */
+  personal_salt: string | null;
+  /** version 2: SHA-256 of the salt, user, vendor, IP address, User-Agent and sealed copy */
   personal_digest: string | null;
 }
 

@@ -273,7 +273,12 @@ export const createAuthBodySchema = z.object({ auth_context: authContextInputSch
 
 export const authResultSchema = z.object({
   success: z.boolean(),
-  user_id: z.string().nullable(),
+  user_id: z
+    .string()
+    .nullable()
+    .describe(
+      "Your pseudonym of the person: hex HMAC-SHA256(key = the person's internal id, message = your vendor id); null when nobody was identified",
+    ),
   attributes: z.record(z.string(), z.unknown()),
   timestamp: z.string(),
   ledger_id: hex64Schema.optional(),

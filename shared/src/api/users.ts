@@ -4,6 +4,10 @@ import { attributeNameSchema, handSchema, hex64Schema, templateB64Schema, uuidSc
 import { palmConfirmationCodeSchema } from './palms.ts';
 
 /** Vendor-side user management (docs/vendor-api.md, "User management": /api/v1/mpc/users/*). */
+/** Every `user_id` here is the id issued to the calling vendor for the user (docs/vendor-api.md, "User ids"). */
+const vendorUserIdSchema = z
+  .string()
+  .describe('Your id for the user: a UUID v4 issued to your vendor account (never the internal id)');
 const attributesMap = z
   .record(attributeNameSchema, z.unknown())
   .refine((m) => Object.keys(m).length <= 32, 'at most 32 attributes per request');
@@ -30,29 +34,31 @@ export const mpcCreateBodySchema = z
   .strict();
 export const mpcUpdateBodySchema = z
   .object({
-    user_id: uuidSchema,
+    user_id: uuidSchema.describe('Your id for the user, as mpc/users/create returned it'),
     attributes: attributesMap.optional(),
     palms: palms.optional(),
     /** Required with `palms`: the user's one-time code from `POST /v1/palms/confirm`. */
     confirmation_code: palmConfirmationCodeSchema.optional(),
   })
   .strict();
-export const mpcUserRefSchema = z.object({ user_id: uuidSchema }).strict();
+export const mpcUserRefSchema = z
+  .object({ user_id: uuidSchema.describe('Your id for the user, as mpc/users/create returned it') })
+  .strict();
 
 export const mpcCreatedSchema = z.object({
-  user_id: z.string(),
+  user_id: vendorUserIdSchema,
   pseudonym: hex64Schema,
   ledger_id: hex64Schema,
   user_token: z.string().optional(),
   expires_at: z.string().optional(),
 });
-export const mpcUpdatedSchema = z.object({ user_id: z.string(), updated: z.array(z.string()) });
+export const mpcUpdatedSchema = z.object({ user_id: vendorUserIdSchema, updated: z.array(z.string()) });
 export const mpcReadSchema = z.object({
-  user_id: z.string(),
+  user_id: vendorUserIdSchema,
   pseudonym: hex64Schema,
   ledger_id: hex64Schema,
   palm_registered: z.array(handSchema),
   registration_date: z.string(),
   attributes: z.record(z.string(), z.unknown()),
 });
-export const mpcDeletedSchema = z.object({ user_id: z.string(), deleted: z.literal(true) });
+export const mpcDeletedSchema = z.object({ user_id: vendorUserIdSchema, deleted: z.literal(true) });

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Caller } from '../../context.ts';
 import { type Keyring, open, seal } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
@@ -11,13 +11,15 @@ import { dataKeysOf } from '../users/service.ts';
  * edited, removed, reordered or truncated row is detected by `verifyAuditChain` (`admin audit verify`).
  * Rows never hold attribute values.
  *
- * Erasure leaves nothing linkable (docs/security.md): since migration 0053 a row about a user (hash version
- * 2) keeps its personal fields — user, vendor, IP address, User-Agent — sealed under the user's data key in
- * `personal_enc`, and the hash covers their digest instead of the fields. The plain `user_id` and `vendor_id`
- * columns only serve the user's listing (which reads the sealed copy). `delete-me` clears both columns and
- * the sealed copy (the data key is gone anyway); the chain still verifies, and the rows no longer name the
- * person, link to each other or to a vendor. Rows about no user (a capture device) keep their fields in the
- * clear, covered by the digest. Rows written before migration 0053 (version 1) keep what they hold.
+ * Erasure leaves nothing linkable (docs/security.md): since migration 0053 a row (hash version 2) keeps its
+ * personal fields — user, vendor, IP address, User-Agent — out of the hash itself: the hash covers
+ * `personal_digest` = SHA-256 of a random per-row salt and those fields, and a row about a user keeps its
+ * IP address and User-Agent only sealed under the user's data key (`personal_enc`). `verifyAuditChain`
+ * recomputes the digest from the stored fields and the salt, so any edit of them is detected. `delete-me`
+ * clears the user and vendor, the sealed copy and the salt (the data key is gone anyway): the digest can
+ * no longer be recomputed nor tested against a guess, the chain still verifies, and the rows no longer
+ * name the person, link to each other or to a vendor. Rows written before migration 0053 (version 1) keep
+ * what they hold.
  */
 export type AuditOperation = 'READ' | 'UPDATE' | 'DELETE';
 export type AuditResult = 'SUCCESS' | 'DENIED' | 'ERROR';
@@ -77,8 +79,8 @@ const HASHED_V2 = [
   'personal_digest',
   'prev_hash',
 ] as const satisfies readonly (keyof RowFields)[];
-/** Columns covered by neither list directly: the personal fields and their sealed copy (through the digest). */
-type Covered = (typeof HASHED)[number] | (typeof HASHED_V2)[number] | 'personal_enc';
+/** Covered through `personal_digest` in version 2: the sealed copy and the salt. */
+type Covered = (typeof HASHED)[number] | (typeof HASHED_V2)[number] | 'personal_enc' | 'personal_salt';
 /** Compile-time: a column added to the audit table without joining a hashed list fails to type-check here. */
 const everyColumnHashed: [Exclude<keyof RowFields, Covered>] extends [never] ? true : never = true;
 void everyColumnHashed;
@@ -97,9 +99,26 @@ interface Personal {
   user_agent: string;
 }
 
-const sha256 = (data: Uint8Array | string) => createHash('sha256').update(data).digest('hex');
-const plainDigest = (p: Personal) =>
-  sha256(JSON.stringify([p.user_id, p.vendor_id, p.ip_address, p.user_agent]));
+const sha256 = (data: string) => createHash('sha256').update(data, 'utf8').digest('hex');
+/** What `personal_digest` covers: the salt, the personal columns as stored, and the sealed copy. */
+const personalDigest = (r: {
+  personal_salt: string | null;
+  user_id: string;
+  vendor_id: string | null;
+  ip_address: string;
+  user_agent: string;
+  personal_enc: Uint8Array | null;
+}) =>
+  sha256(
+    JSON.stringify([
+      r.personal_salt,
+      r.user_id,
+      r.vendor_id,
+      r.ip_address,
+      r.user_agent,
+      r.personal_enc ? Buffer.from(r.personal_enc).toString('hex') : null,
+    ]),
+  );
 const personalAad = (rowId: string) => `audit:${rowId}`;
 
 /** The data key of each user named in a batch (the users module's lookup). */
@@ -148,26 +167,35 @@ export async function appendAudit(
             ip_address: caller.ip.slice(0, 64),
             user_agent: caller.userAgent.slice(0, 256),
           };
+    // IP address and User-Agent of a live user's row are kept only sealed under the user's key
     const sealed =
       key instanceof Buffer
-        ? seal(key, Buffer.from(JSON.stringify(personal), 'utf8'), personalAad(id))
+        ? seal(
+            key,
+            Buffer.from(JSON.stringify([personal.ip_address, personal.user_agent]), 'utf8'),
+            personalAad(id),
+          )
         : null;
+    const stored = {
+      // a row in the erased form from the start (about an erased user) is stored as a shredded one
+      personal_salt: key === 'erased' ? null : randomBytes(16).toString('hex'),
+      user_id: personal.user_id,
+      vendor_id: personal.vendor_id,
+      ip_address: sealed ? '' : personal.ip_address,
+      user_agent: sealed ? '' : personal.user_agent,
+      personal_enc: sealed,
+    };
     const fields: RowFields = {
       seq,
       id,
       timestamp: now,
-      user_id: personal.user_id,
-      vendor_id: personal.vendor_id,
+      ...stored,
       attribute_name: e.attributeName,
       operation: e.operation,
-      // sealed rows keep IP and User-Agent only in the sealed copy
-      ip_address: sealed ? '' : personal.ip_address,
-      user_agent: sealed ? '' : personal.user_agent,
       result: e.result,
       prev_hash: prev,
       hv: HASH_VERSION,
-      personal_enc: sealed,
-      personal_digest: sealed ? sha256(sealed) : plainDigest(personal),
+      personal_digest: personalDigest(stored),
     };
     const hash = rowHash(fields);
     await db
@@ -205,7 +233,7 @@ export async function listAudit(
   let key: Buffer | 'erased' | null | undefined;
   const out: AuditRecord[] = [];
   for (const r of rows) {
-    let p: Personal = {
+    const p: Personal = {
       user_id: r.user_id,
       vendor_id: r.vendor_id,
       ip_address: r.ip_address,
@@ -214,8 +242,9 @@ export async function listAudit(
     if (r.personal_enc) {
       key ??= (await subjectKeys(db, keyring, [userId])).get(userId);
       if (!(key instanceof Buffer)) continue;
-      p = JSON.parse(open(key, r.personal_enc, personalAad(r.id)).toString('utf8')) as Personal;
-      if (p.user_id !== userId) continue;
+      [p.ip_address, p.user_agent] = JSON.parse(
+        open(key, r.personal_enc, personalAad(r.id)).toString('utf8'),
+      ) as [string, string];
     }
     out.push({
       id: r.id,
@@ -241,10 +270,16 @@ export async function listAudit(
 export async function shredAuditOf(db: Db, userId: string): Promise<number> {
   const res = await db
     .updateTable('audit')
-    .set({ user_id: ERASED_SUBJECT, vendor_id: null, personal_enc: null })
+    .set({
+      user_id: ERASED_SUBJECT,
+      vendor_id: null,
+      ip_address: '',
+      user_agent: '',
+      personal_enc: null,
+      personal_salt: null,
+    })
     .where('user_id', '=', userId)
     .where('hv', '=', HASH_VERSION)
-    .where('personal_enc', 'is not', null)
     .executeTakeFirst();
   return Number(res.numUpdatedRows);
 }
@@ -282,13 +317,19 @@ export async function verifyAuditChain(db: Db, keyring: Keyring): Promise<AuditV
       if (rowHash(fields) !== r.hash)
         problems.push({ seq, problem: 'row content does not match its hash (edited)' });
       if (fields.hv === HASH_VERSION) {
-        const digest = r.personal_enc
-          ? sha256(r.personal_enc)
-          : r.user_id === ERASED_SUBJECT && r.vendor_id === null
-            ? r.personal_digest // erased: the sealed copy is gone, the digest alone holds the row's place
-            : plainDigest(r);
-        if (digest !== r.personal_digest)
-          problems.push({ seq, problem: 'personal fields do not match their digest (edited)' });
+        if (r.personal_salt !== null) {
+          if (personalDigest(r) !== r.personal_digest)
+            problems.push({ seq, problem: 'personal fields do not match their digest (edited)' });
+        } else if (
+          // shredded by an erasure: nothing personal is left, the digest alone holds the row's place
+          r.user_id !== ERASED_SUBJECT ||
+          r.vendor_id !== null ||
+          r.ip_address !== '' ||
+          r.user_agent !== '' ||
+          r.personal_enc !== null
+        ) {
+          problems.push({ seq, problem: 'personal fields without their salt (edited)' });
+        }
       }
       prev = r.hash;
       expectedSeq = seq + 1;
