@@ -185,9 +185,20 @@ describe('signed webhooks, end to end', () => {
     const refused = await admin('vendor', 'webhook', 'add', vendorId, '--url', 'https://192.168.1.10/hook');
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/public address/);
-    const added = await admin('--json', 'vendor', 'webhook', 'add', vendorId, '--url', 'https://hooks.example.com/p');
+    const added = await admin(
+      '--json',
+      'vendor',
+      'webhook',
+      'add',
+      vendorId,
+      '--url',
+      'https://hooks.example.com/p',
+    );
     expect(added.code, added.stderr).toBe(0);
-    expect(JSON.parse(added.stdout)).toMatchObject({ url: 'https://hooks.example.com/p', secret: expect.stringMatching(/^whsec_/) });
+    expect(JSON.parse(added.stdout)).toMatchObject({
+      url: 'https://hooks.example.com/p',
+      secret: expect.stringMatching(/^whsec_/),
+    });
 
     // the documented openssl/shell check accepts a delivery as received and refuses a tampered one
     const snippet = shellSnippet();
