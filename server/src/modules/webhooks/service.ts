@@ -17,6 +17,7 @@ import {
   insertEndpoint,
   listDeliveries,
   markEndpointDeleted,
+  pruneFinished,
   replaceSecret,
 } from './store.ts';
 
@@ -259,4 +260,12 @@ export async function resealSecrets(
     report.resealed++;
   }
   return report;
+}
+
+/** docs/vendor-api.md, "Webhooks": the delivery log keeps finished deliveries this long. */
+export const DELIVERY_LOG_DAYS = 30;
+
+/** Drops finished deliveries past the log's keep (run by the server's sweep). */
+export async function pruneDeliveries(db: Db, now: number): Promise<number> {
+  return pruneFinished(db, now - DELIVERY_LOG_DAYS * 86_400_000);
 }
