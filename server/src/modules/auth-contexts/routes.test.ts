@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -16,6 +17,7 @@ import { addPalm, dataKeyOf, ledgerIdFor, requireUser } from '../users/service.t
 import { expireOverdue, loadContext } from './state.ts';
 
 const TEMPLATE = Buffer.from('palm-template-alice-0001').toString('base64');
+const ROOT_CLI = new URL('../../cli/vendor.ts', import.meta.url).pathname;
 const UNKNOWN = Buffer.from('palm-template-nobody-999').toString('base64');
 
 describe('vendor auth contexts', () => {
@@ -300,8 +302,26 @@ describe('vendor auth contexts', () => {
       reason: 'consent_missing',
       missing: ['phone'],
       attributes: {},
+      withheld: ['email', 'phone'],
     });
-  });
+
+    // `npm run vendor -- watch` names what is missing, and finds the server through PORT
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (t.app.server.address() as { port: number }).port;
+    const watched = await new Promise<{ code: number; out: string }>((done) =>
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', ROOT_CLI, 'watch', '--auth-id', data.auth_id, '--until', data.auth_id],
+        {
+          env: { ...process.env, PALMID_API_KEY: key, PORT: String(port), PALMID_URL: '' },
+          timeout: 60_000,
+        },
+        (err, out) => done({ code: err ? Number(err.code ?? 1) : 0, out }),
+      ),
+    );
+    expect(watched.code).toBe(0);
+    expect(watched.out).toMatch(new RegExp(`${data.auth_id}  failed  reason=consent_missing  missing=phone`));
+  }, 90_000);
 
   it('unknown palm → no_match; low liveness → liveness_failed', async () => {
     const none = (
@@ -343,13 +363,13 @@ describe('vendor auth contexts', () => {
   it('ledger: validation and isolation', async () => {
     const now = Math.floor(clock / 1000);
     const cases: [string, number, string][] = [
-      [`/api/v1/ledger/transactions/${alice.ledgerId.toUpperCase()}?from=${now - 10}`, 400, 'user_id'],
+      [`/api/v1/ledger/transactions/${alice.ledgerId.toUpperCase()}?from=${now - 10}`, 400, 'ledger_id'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}`, 400, 'from'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}?from=abc`, 400, 'from'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}?from=${now}&to=${now - 1}`, 400, 'to'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}?from=${now - 7_776_001}&to=${now}`, 400, 'to'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}?from=${now - 7_776_001}`, 400, 'from'],
-      [`/api/v1/ledger/transactions/${'0'.repeat(64)}?from=${now - 10}`, 404, 'user_id'],
+      [`/api/v1/ledger/transactions/${'0'.repeat(64)}?from=${now - 10}`, 404, 'ledger_id'],
     ];
     for (const [url, status, field] of cases) {
       const res = await api('GET', url);
