@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';
 import { randomRequestId } from './lib/request-id.ts';
+import { currentAnswer } from './modules/auth-contexts/state.ts';
 import { claimVendorKey, keepVendorAnswer, releaseVendorKey } from './modules/kiosk-link/idempotency.ts';
 import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
@@ -132,6 +133,7 @@ export async function buildApp(
     claim: (key, hash) => claimVendorKey(ctx, key, hash),
     keep: (key, hash, answer, userId) => keepVendorAnswer(ctx, key, hash, answer, userId),
     release: (key, hash) => releaseVendorKey(ctx, key, hash),
+    current: (body) => currentAnswer(ctx, body),
   });
 
   await app.register(fastifySwagger, {

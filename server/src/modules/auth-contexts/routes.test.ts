@@ -14,7 +14,7 @@ import { writeAttribute } from '../attributes/service.ts';
 import { verifyAuditChain } from '../audit/service.ts';
 import { grantConsent } from '../consents/service.ts';
 import { addPalm, dataKeyOf, ledgerIdFor, requireUser } from '../users/service.ts';
-import { expireOverdue, loadContext } from './state.ts';
+import { expireOverdue, forgetResultsOf, loadContext } from './state.ts';
 
 const TEMPLATE = Buffer.from('palm-template-alice-0001').toString('base64');
 const ROOT_CLI = new URL('../../cli/vendor.ts', import.meta.url).pathname;
@@ -389,6 +389,33 @@ describe('vendor auth contexts', () => {
     );
     expect(exact.statusCode).toBe(200);
     expect(exact.headers['x-ratelimit-limit']).toBe('50');
+  });
+
+  // last: it drops alice's stored results
+  it('an Idempotency-Key replay of a resolution shows the result as the context keeps it now', async () => {
+    const body = attestBody(
+      device,
+      { auth_context: { type: 'login', attributes_optional: ['email'] }, palm: { template: TEMPLATE } },
+      clock,
+    ) as object;
+    const send = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth',
+        headers: { 'x-api-key': key, 'idempotency-key': 'login-42' },
+        payload: body,
+      });
+    const first = await send();
+    expect(first.json().data.auth_result.attributes).toMatchObject({ email: 'alice@example.com' });
+    const again = await send();
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json().data).toEqual(first.json().data);
+    await forgetResultsOf(t.ctx.database.db, alice.userId);
+    const later = await send();
+    expect(later.headers['idempotent-replayed']).toBe('true');
+    expect(later.json().data.auth_id).toBe(first.json().data.auth_id);
+    expect(later.json().data.auth_result.attributes).toEqual({});
+    expect(later.body).not.toContain('alice@example.com');
   });
 });
 
