@@ -8,6 +8,7 @@ import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zo
 import type { AppContext } from './context.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from './lib/json-depth.ts';
 import { randomRequestId } from './lib/request-id.ts';
+import { currentAnswer } from './modules/auth-contexts/state.ts';
 import { claimVendorKey, keepVendorAnswer, releaseVendorKey } from './modules/kiosk-link/idempotency.ts';
 import { registerAuth } from './plugins/app/auth.ts';
 import { pickRequestId } from './plugins/app/envelope.ts';
@@ -169,6 +170,7 @@ export async function buildApp(
     claim: (key, hash) => claimVendorKey(ctx, key, hash),
     keep: (key, hash, answer, userId) => keepVendorAnswer(ctx, key, hash, answer, userId),
     release: (key, hash) => releaseVendorKey(ctx, key, hash),
+    current: (body) => currentAnswer(ctx, body),
   });
 
   await app.register(fastifySwagger, {

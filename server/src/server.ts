@@ -16,6 +16,7 @@ import {
 import { pruneAnswers } from './modules/kiosk-link/idempotency.ts';
 import { warmUpProverInBackground } from './modules/verification/zk.ts';
 import { startWebhookSender } from './modules/webhooks/sender.ts';
+import { pruneDeliveries } from './modules/webhooks/service.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -103,6 +104,7 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
       if (Date.now() >= nextPrune) {
         nextPrune = Date.now() + PRUNE_INTERVAL_MS;
         await pruneAnswers(ctx);
+        await pruneDeliveries(ctx.database.db, ctx.now());
       }
     } catch (err) {
       app.log.error({ err }, 'expiry sweep failed');

@@ -172,6 +172,34 @@ describe('signed webhooks, end to end', () => {
     const original = events.find((e) => e.event_id === again.id);
     expect(original, 'replay keeps the event id').toBeDefined();
 
+    // the CLIs: the vendor's list finds the server through PORT (no --url); the operator adds an endpoint
+    const listed2 = await cli('server/src/cli/vendor.ts', ['webhooks', 'list'], {
+      PALMID_API_KEY: key,
+      PORT: String(server.port),
+      PALMID_URL: '',
+    });
+    expect(listed2.code, listed2.stderr).toBe(0);
+    expect(listed2.stdout).toContain(hookUrl);
+    const vendorId = (await server.waitFor(/demo vendor:\s+(\S+)/))[1]!;
+    const admin = (...args: string[]) => cli('server/src/cli/admin.ts', args, env);
+    const refused = await admin('vendor', 'webhook', 'add', vendorId, '--url', 'https://192.168.1.10/hook');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/public address/);
+    const added = await admin(
+      '--json',
+      'vendor',
+      'webhook',
+      'add',
+      vendorId,
+      '--url',
+      'https://hooks.example.com/p',
+    );
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({
+      url: 'https://hooks.example.com/p',
+      secret: expect.stringMatching(/^whsec_/),
+    });
+
     // the documented openssl/shell check accepts a delivery as received and refuses a tampered one
     const snippet = shellSnippet();
     const body = join(tmp.dir, 'body.json');

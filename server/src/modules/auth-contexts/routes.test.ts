@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -13,9 +14,10 @@ import { writeAttribute } from '../attributes/service.ts';
 import { verifyAuditChain } from '../audit/service.ts';
 import { grantConsent } from '../consents/service.ts';
 import { addPalm, dataKeyOf, ledgerIdFor, requireUser } from '../users/service.ts';
-import { expireOverdue, loadContext } from './state.ts';
+import { expireOverdue, forgetResultsOf, loadContext } from './state.ts';
 
 const TEMPLATE = Buffer.from('palm-template-alice-0001').toString('base64');
+const ROOT_CLI = new URL('../../cli/vendor.ts', import.meta.url).pathname;
 const UNKNOWN = Buffer.from('palm-template-nobody-999').toString('base64');
 
 describe('vendor auth contexts', () => {
@@ -307,8 +309,26 @@ describe('vendor auth contexts', () => {
       reason: 'consent_missing',
       missing: ['phone'],
       attributes: {},
+      withheld: ['email', 'phone'],
     });
-  });
+
+    // `npm run vendor -- watch` names what is missing, and finds the server through PORT
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (t.app.server.address() as { port: number }).port;
+    const watched = await new Promise<{ code: number; out: string }>((done) =>
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', ROOT_CLI, 'watch', '--auth-id', data.auth_id, '--until', data.auth_id],
+        {
+          env: { ...process.env, PALMID_API_KEY: key, PORT: String(port), PALMID_URL: '' },
+          timeout: 60_000,
+        },
+        (err, out) => done({ code: err ? Number(err.code ?? 1) : 0, out }),
+      ),
+    );
+    expect(watched.code).toBe(0);
+    expect(watched.out).toMatch(new RegExp(`${data.auth_id}  failed  reason=consent_missing  missing=phone`));
+  }, 90_000);
 
   it('unknown palm → no_match; low liveness → liveness_failed', async () => {
     const none = (
@@ -350,13 +370,13 @@ describe('vendor auth contexts', () => {
   it('ledger: validation and isolation', async () => {
     const now = Math.floor(clock / 1000);
     const cases: [string, number, string][] = [
-      [`/api/v1/ledger/transactions/${alice.ledgerId.toUpperCase()}?from=${now - 10}`, 400, 'user_id'],
+      [`/api/v1/ledger/transactions/${alice.ledgerId.toUpperCase()}?from=${now - 10}`, 400, 'ledger_id'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}`, 400, 'from'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}?from=abc`, 400, 'from'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}?from=${now}&to=${now - 1}`, 400, 'to'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}?from=${now - 7_776_001}&to=${now}`, 400, 'to'],
       [`/api/v1/ledger/transactions/${alice.ledgerId}?from=${now - 7_776_001}`, 400, 'from'],
-      [`/api/v1/ledger/transactions/${'0'.repeat(64)}?from=${now - 10}`, 404, 'user_id'],
+      [`/api/v1/ledger/transactions/${'0'.repeat(64)}?from=${now - 10}`, 404, 'ledger_id'],
     ];
     for (const [url, status, field] of cases) {
       const res = await api('GET', url);
@@ -376,6 +396,33 @@ describe('vendor auth contexts', () => {
     );
     expect(exact.statusCode).toBe(200);
     expect(exact.headers['x-ratelimit-limit']).toBe('50');
+  });
+
+  // last: it drops alice's stored results
+  it('an Idempotency-Key replay of a resolution shows the result as the context keeps it now', async () => {
+    const body = attestBody(
+      device,
+      { auth_context: { type: 'login', attributes_optional: ['email'] }, palm: { template: TEMPLATE } },
+      clock,
+    ) as object;
+    const send = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth',
+        headers: { 'x-api-key': key, 'idempotency-key': 'login-42' },
+        payload: body,
+      });
+    const first = await send();
+    expect(first.json().data.auth_result.attributes).toMatchObject({ email: 'alice@example.com' });
+    const again = await send();
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json().data).toEqual(first.json().data);
+    await forgetResultsOf(t.ctx.database.db, alice.userId);
+    const later = await send();
+    expect(later.headers['idempotent-replayed']).toBe('true');
+    expect(later.json().data.auth_id).toBe(first.json().data.auth_id);
+    expect(later.json().data.auth_result.attributes).toEqual({});
+    expect(later.body).not.toContain('alice@example.com');
   });
 });
 

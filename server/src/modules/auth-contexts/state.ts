@@ -334,6 +334,28 @@ export async function transition(
 }
 
 /**
+ * A stored answer (Idempotency-Key replay) as it may be shown now: when it carries a context's
+ * `auth_result`, that result is replaced by the one a status read gives today, so a replay never shows
+ * disclosed values the context itself no longer keeps (CONTRACT §10). Other answers are returned as stored.
+ */
+export async function currentAnswer(ctx: AppContext, body: string): Promise<string> {
+  let parsed: { data?: { auth_id?: unknown; auth_result?: unknown } };
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  const data = parsed.data;
+  if (!data || typeof data.auth_id !== 'string' || data.auth_result === undefined) return body;
+  const c = await loadContext(ctx.database.db, data.auth_id);
+  if (!c) return body;
+  const { result } = currentState(ctx, c);
+  // a result no longer kept (erasure) shows no values either
+  const now = result ?? { ...(data.auth_result as AuthResult), attributes: {} };
+  return JSON.stringify({ ...parsed, data: { ...data, auth_result: now } });
+}
+
+/**
  * What a webhook's `data` says about a context when it is sent (modules/webhooks/sender.ts): the event's
  * `{auth_id, status}` and, for a final status, the result as a status read would show it now.
  */

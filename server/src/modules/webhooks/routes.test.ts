@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
 import { checkWebhookUrl, isPublicAddress, resolveTarget } from './addresses.ts';
 import { backoff } from './sender.ts';
+import { pruneDeliveries } from './service.ts';
 
 describe('webhook address policy', () => {
   it('refuses private, loopback, link-local and reserved addresses, mapped forms included', () => {
@@ -149,5 +150,16 @@ describe('webhook endpoints (REST)', () => {
       state: 'pending',
     });
     expect((await call('POST', '/api/v1/webhooks/deliveries/whd_nope/replay')).statusCode).toBe(404);
+    // the log keeps finished deliveries 30 days; pending ones stay until sent or given up
+    const db = t.ctx.database.db;
+    await db
+      .updateTable('webhook_deliveries')
+      .set({ state: 'delivered' })
+      .where('id', '=', log[2].id)
+      .execute();
+    const later = Date.now() + 31 * 86_400_000;
+    expect(await pruneDeliveries(db, Date.now())).toBe(0);
+    expect(await pruneDeliveries(db, later)).toBe(1);
+    expect(await count()).toBe(3);
   });
 });

@@ -17,6 +17,7 @@ import {
   insertEndpoint,
   listDeliveries,
   markEndpointDeleted,
+  pruneFinished,
   replaceSecret,
 } from './store.ts';
 
@@ -90,6 +91,7 @@ export async function createEndpoint(
     deleted_at: null,
   };
   await insertEndpoint(db, row);
+  endpointCache.delete(vendorId);
   return { ...view(row), secret };
 }
 
@@ -100,6 +102,25 @@ export async function listEndpoints(db: Db, vendorId: string): Promise<EndpointV
 export async function deleteEndpoint(db: Db, vendorId: string, id: string, now: number): Promise<void> {
   if (!(await markEndpointDeleted(db, vendorId, id, now)))
     throw new AppError('NOT_FOUND', 'No such webhook endpoint', { field: 'id', reason: 'unknown' });
+  endpointCache.delete(vendorId);
+}
+
+/**
+ * Each vendor's endpoints as read at most a second ago: creating a context costs no query (and, in a group
+ * commit, no savepoint) for the vendors without webhooks. Changes made here apply at once; another
+ * instance's within a second (docs/vendor-api.md, "Webhooks").
+ */
+const ENDPOINT_CACHE_MS = 1000;
+const endpointCache = new Map<string, { until: number; rows: EndpointRow[] }>();
+
+async function endpointsOf(db: Db, vendorId: string): Promise<EndpointRow[]> {
+  const hit = endpointCache.get(vendorId);
+  const now = Date.now();
+  if (hit && hit.until > now) return hit.rows;
+  const rows = await activeEndpoints(db, vendorId);
+  if (endpointCache.size > 10_000) endpointCache.clear();
+  endpointCache.set(vendorId, { until: now + ENDPOINT_CACHE_MS, rows });
+  return rows;
 }
 
 /**
@@ -111,7 +132,7 @@ export async function enqueueContextEvent(
   db: Db,
   e: { vendorId: string; contextId: string; type: WebhookEventType; payload: unknown; at: number },
 ): Promise<number> {
-  const endpoints = (await activeEndpoints(db, e.vendorId)).filter((p) =>
+  const endpoints = (await endpointsOf(db, e.vendorId)).filter((p) =>
     (JSON.parse(p.events) as string[]).includes(e.type),
   );
   if (endpoints.length === 0) return 0;
@@ -239,4 +260,12 @@ export async function resealSecrets(
     report.resealed++;
   }
   return report;
+}
+
+/** docs/vendor-api.md, "Webhooks": the delivery log keeps finished deliveries this long. */
+export const DELIVERY_LOG_DAYS = 30;
+
+/** Drops finished deliveries past the log's keep (run by the server's sweep). */
+export async function pruneDeliveries(db: Db, now: number): Promise<number> {
+  return pruneFinished(db, now - DELIVERY_LOG_DAYS * 86_400_000);
 }

@@ -187,3 +187,13 @@ export async function replaceSecret(db: Db, id: string, old: Uint8Array, sealed:
     .where('secret_enc', '=', old)
     .execute();
 }
+
+/** Drops finished deliveries (delivered or failed) older than `before`; returns how many. */
+export async function pruneFinished(db: Db, before: number): Promise<number> {
+  const res = await db
+    .deleteFrom('webhook_deliveries')
+    .where('state', '!=', 'pending')
+    .where('created_at', '<', before)
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
+}

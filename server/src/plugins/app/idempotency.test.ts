@@ -136,7 +136,10 @@ describe('Idempotency-Key', () => {
       ]),
     );
     for (const [path, ops] of posts)
-      expect(ops.post!.parameters?.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'), path).toBe(true);
+      expect(
+        ops.post!.parameters?.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'),
+        path,
+      ).toBe(true);
     expect(doc.paths['/api/v1/webhooks']!.get).toBeDefined();
     expect(doc.paths['/api/v1/webhooks/{id}']!.delete).toBeDefined();
     expect(doc.paths['/api/v1/webhooks/deliveries']!.get).toBeDefined();

@@ -32,6 +32,11 @@ export interface IdempotencyStore {
     userId: string | null,
   ): Promise<void>;
   release(key: string, hash: string): Promise<void>;
+  /**
+   * The stored body as it may be shown now: an answer with an `auth_result` gets the result as a status
+   * read shows it today (disclosed values do not outlive what the context itself keeps).
+   */
+  current?(body: string): Promise<string>;
 }
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -79,7 +84,8 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       }
       if (claim.kind === 'replay') {
         request.idempotency = { key, hash, replayed: true };
-        replay(reply, claim.answer);
+        const body = store.current ? store.current(claim.answer.body) : Promise.resolve(claim.answer.body);
+        body.then((b) => replay(reply, { status: claim.answer.status, body: b }), done);
         return;
       }
       done(
