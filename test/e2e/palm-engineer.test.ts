@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, tempDir } from './harness.ts';
@@ -124,6 +124,19 @@ describe('npm run palm for a biometrics engineer', () => {
     // the simulator's own attacks are what its profile was fitted on: none passes
     expect(report.attacks.every((a) => a.apcer === 0)).toBe(true);
   }, 240_000);
+
+  it('pad <dir> with a folder missing, or none at all, is one line and exit 1 (no hang, no stack)', async () => {
+    const missing = await palm(['pad', join(tmp.dir, 'nowhere')], 60_000);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toMatch(/^error: Cannot read dataset directory .*nowhere$/);
+    const only = join(tmp.dir, 'only');
+    mkdirSync(join(only, 'bona-fide'), { recursive: true });
+    copyFileSync(join(pad, 'bona-fide', 'id0001_right', '1.png'), join(only, 'bona-fide', '1.png'));
+    const onlyBona = await palm(['pad', only], 60_000);
+    expect(onlyBona.code).toBe(1);
+    expect(onlyBona.stderr).toMatch(/needs a bona-fide\/ folder and at least one attack folder/);
+    expect(onlyBona.stderr).not.toMatch(/\n\s+at /);
+  }, 120_000);
 
   it('--help does not present the independently measured profiles that failed as ready', async () => {
     const r = await palm(['eval', '--help'], 60_000);

@@ -294,12 +294,18 @@ export function buildCli(): Command {
     .action(async (dir: string | undefined, o: PadCliOptions) => {
       if (dir !== undefined) {
         const sensor = o.sensor ?? (await recordedSensor(dir)) ?? 'simulator';
-        const dirBar = o.json ? null : progressBar(1, 'checking');
-        const report = await evaluatePadDir(dir, sensor, (done, total) => {
-          dirBar?.setTotal(total);
-          dirBar?.update(done);
-        });
-        dirBar?.stop();
+        // the bar starts with the first image checked, and stops whatever happens (an unreadable folder)
+        let dirBar: ReturnType<typeof progressBar> | undefined;
+        let report: Awaited<ReturnType<typeof evaluatePadDir>>;
+        try {
+          report = await evaluatePadDir(dir, sensor, (done, total) => {
+            if (o.json) return;
+            dirBar ??= progressBar(total, 'checking');
+            dirBar.update(done);
+          });
+        } finally {
+          dirBar?.stop();
+        }
         if (o.json) console.log(JSON.stringify(report));
         else process.stdout.write(formatPadSummary(report));
         if (report.bona_fide.images === 0 && report.attacks.every((a) => a.images === 0))

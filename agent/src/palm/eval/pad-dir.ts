@@ -1,3 +1,4 @@
+import { AppError } from '@palmid/shared/errors.ts';
 import type { CaptureMeasures } from '../capture-checks.ts';
 import { readImage } from '../image-io.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from '../liveness.ts';
@@ -60,7 +61,18 @@ export async function evaluatePadDir(
   sensor: SensorName,
   onProgress?: (done: number, total: number) => void,
 ): Promise<PadDirReport> {
-  const listed = await listDataset(dir);
+  let listed: Awaited<ReturnType<typeof listDataset>>;
+  try {
+    listed = await listDataset(dir);
+  } catch (err) {
+    if (err instanceof AppError && err.details.reason === 'too_few_subjects')
+      throw new AppError(
+        'INVALID_REQUEST',
+        `${dir} needs a bona-fide/ folder and at least one attack folder (e.g. print/), each with images`,
+        { field: 'dir', reason: 'too_few_folders' },
+      );
+    throw err;
+  }
   const byTop = new Map<string, string[]>();
   for (const s of listed.subjects) {
     const top = s.name.split('/')[0]!;
