@@ -3,14 +3,14 @@ import { pseudonym } from '@palmid/shared/crypto/ids.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
 import type { AppContext, Caller } from '../../context.ts';
-import { identifyProbes, type Probe } from '../matching/identify.ts';
-import type { Hand } from '../matching/types.ts';
 import type { Db } from '../../db/index.ts';
 import { readAttributeValues, verifierOf } from '../attributes/service.ts';
 import { appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
 import { auditAttestationFailure, type CaptureVerdict, settleAttestation } from '../devices/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
+import { identifyProbes, type Probe } from '../matching/identify.ts';
+import type { Hand } from '../matching/types.ts';
 import { getUser, ledgerIdFor, touchLastAuth } from '../users/service.ts';
 import { getVendor } from '../vendors/service.ts';
 import {

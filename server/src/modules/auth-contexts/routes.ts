@@ -17,7 +17,7 @@ import { DirectLockout } from '../devices/direct-lockout.ts';
 import { checkAttestation } from '../devices/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { findPvs } from '../pvs/service.ts';
-import { resolved as resolvedOnly, resolve } from './resolve.ts';
+import { resolve, resolved as resolvedOnly } from './resolve.ts';
 import {
   cancelAuthContext,
   createAuthContext,
@@ -166,14 +166,18 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       let failed: boolean | undefined;
       let resolved: Awaited<ReturnType<typeof resolve>>;
       try {
-        resolved = resolvedOnly(await resolve(ctx, {
-          palm: { ...evidenceOf(samples[0]!), capture },
-          more: samples.slice(1).map(evidenceOf),
-          caller: callerOf(request),
-          // Created after the capture checks (a bad template creates nothing), committed before proving.
-          context: () =>
-            ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
-        }));
+        resolved = resolvedOnly(
+          await resolve(ctx, {
+            palm: { ...evidenceOf(samples[0]!), capture },
+            more: samples.slice(1).map(evidenceOf),
+            caller: callerOf(request),
+            // Created after the capture checks (a bad template creates nothing), committed before proving.
+            context: () =>
+              ctx.database.db
+                .transaction()
+                .execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
+          }),
+        );
         failed = resolved.result.reason === 'no_match' || resolved.result.reason === 'liveness_failed';
       } finally {
         // Recorded before the answer leaves: a caller that reads no_match and retries at once, on this
