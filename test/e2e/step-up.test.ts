@@ -155,6 +155,12 @@ describe('identification at gallery scale: refusal and step-up (real server proc
   const identify = (authId: string, template: Uint8Array, hand: 'left' | 'right') =>
     till.identify(randomUUID(), tillDevice, { auth_id: authId, template: b64(template), hand });
 
+  it('logs the target and the bar it sets at start-up', async () => {
+    const line = await server.waitFor(/target FPIR ([\d.e-]+): bar ([\d.]+) decades at (\d+) palms/);
+    expect(Number(line[1])).toBe(TARGET_FPIR);
+    expect(Number(line[2])).toBeCloseTo(evidenceBar(Math.max(1, Number(line[3])), TARGET_FPIR), 2);
+  });
+
   it('a stranger is refused: no_match, no step-up', async () => {
     const authId = await context();
     const r = await identify(authId, tpl.strangerR!, 'right');
