@@ -195,11 +195,23 @@ describe('identification at gallery scale: refusal and step-up (real server proc
     expect(e).toBeGreaterThan(bar() - 2.5);
 
     const authId = await context();
-    const first = await identify(authId, poor, 'right');
+    const firstId = randomUUID();
+    const first = await till.identify(firstId, tillDevice, {
+      auth_id: authId,
+      template: b64(poor),
+      hand: 'right',
+    });
     expect(first.result, JSON.stringify(first)).toEqual({
       status: 'scanning',
       step_up: { reason: 'step_up_required', hand: 'left' },
     });
+    // a retry of the same request (after a reconnect) is answered the same, not refused as a replay
+    const retried = await till.identify(firstId, tillDevice, {
+      auth_id: authId,
+      template: b64(poor),
+      hand: 'right',
+    });
+    expect(retried.result).toEqual(first.result);
     // the vendor sees the step-up as an event of the still open context
     const stepUpEvent = () =>
       vws.updates.find((u) => u.auth_id === authId && (u as { reason?: string }).reason !== undefined);
