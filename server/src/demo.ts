@@ -1,5 +1,5 @@
 import type { AppContext } from './context.ts';
-import { DEMO_PALM_TEMPLATES } from './demo-palm.ts';
+import { DEMO_LEFT_PALM_TEMPLATES, DEMO_PALM_TEMPLATES } from './demo-palm.ts';
 import { writeAttribute } from './modules/attributes/service.ts';
 import { grantConsent } from './modules/consents/service.ts';
 import { createPvs, revokePvsNamed } from './modules/pvs/service.ts';
@@ -48,10 +48,11 @@ export function demoVendorKey(ctx: AppContext, vendorId: string): string {
 
 /** The demo palm: a committed synthetic fixture (demo-palm.ts), the identity the simulated kiosk presents. */
 function demoTemplates(): { hand: 'left' | 'right'; template: Uint8Array }[] {
-  return DEMO_PALM_TEMPLATES.map((b64) => ({
-    hand: 'right',
+  const of = (hand: 'left' | 'right') => (b64: string) => ({
+    hand,
     template: new Uint8Array(Buffer.from(b64, 'base64')),
-  }));
+  });
+  return [...DEMO_PALM_TEMPLATES.map(of('right')), ...DEMO_LEFT_PALM_TEMPLATES.map(of('left'))];
 }
 
 /**

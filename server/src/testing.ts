@@ -272,7 +272,11 @@ export class FrameClient {
   hello(
     id: string,
     device: TestDevice,
-    extra: { provisioning_secret?: string; mode?: 'kiosk' | 'enrol' | 'check' } = {},
+    extra: {
+      provisioning_secret?: string;
+      mode?: 'kiosk' | 'enrol' | 'check';
+      capabilities?: 'step_up'[];
+    } = {},
   ): Promise<Record<string, unknown>> {
     const { provisioning_secret, ...rest } = extra;
     return this.call(id, 'hello', {

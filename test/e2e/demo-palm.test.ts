@@ -1,7 +1,7 @@
 import { processCapture } from '@palmid/agent/palm/pipeline.ts';
 import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { DEMO_IDENTITY } from '@palmid/server/demo.ts';
-import { DEMO_PALM_TEMPLATES } from '@palmid/server/demo-palm.ts';
+import { DEMO_LEFT_PALM_TEMPLATES, DEMO_PALM_TEMPLATES } from '@palmid/server/demo-palm.ts';
 import { createGallery } from '@palmid/server/modules/matching/index.ts';
 import { describe, expect, it } from 'vitest';
 
@@ -32,5 +32,26 @@ describe('demo palm fixture', () => {
       hits,
       `the pipeline changed: refresh server/src/demo-palm.ts, e.g. with ${JSON.stringify(fresh.slice(0, 2))}`,
     ).toBe(3);
+  }, 120_000);
+
+  it('a fresh capture of the demo identity’s left hand matches the committed left palm (the step-up hand)', async () => {
+    const gallery = createGallery();
+    for (const [i, b64] of DEMO_LEFT_PALM_TEMPLATES.entries())
+      gallery.add({
+        palmId: `demo-left-${i}`,
+        userId: 'demo-user',
+        hand: 'left',
+        template: new Uint8Array(Buffer.from(b64, 'base64')),
+      });
+    for (let capture = 2000; capture < 2010; capture++) {
+      const p = await processCapture(await renderPalm({ identity: DEMO_IDENTITY, hand: 'left', capture }));
+      if (!p.ok) continue;
+      expect(
+        gallery.identify(p.template)?.userId,
+        `the pipeline changed: refresh DEMO_LEFT_PALM_TEMPLATES with ${Buffer.from(p.template).toString('base64')}`,
+      ).toBe('demo-user');
+      return;
+    }
+    throw new Error('no usable left capture of the demo identity');
   }, 120_000);
 });

@@ -85,7 +85,52 @@ function kiosk(
 
 const outcome = (d: KioskDaemon) => new Promise<Outcome>((r) => d.once('outcome', r));
 
+/** A server that asks for the other hand after the first capture (a step-up), then accepts. */
+class StepUpLink extends FakeLink {
+  override async call<T>(method: string, params: unknown, opts: { id?: string } = {}): Promise<T> {
+    const p = params as Record<string, unknown>;
+    this.calls.push({ method, params: p, id: opts.id });
+    if (this.calls.filter((c) => c.method === 'identify').length === 1)
+      return { status: 'scanning', step_up: { reason: 'step_up_required', hand: 'left' } } as T;
+    return { status: 'completed', auth_result: { success: true } } as T;
+  }
+}
+
 describe('KioskDaemon', () => {
+  it('on a step-up asks for the other hand, captures it (the simulator’s person answers the amber LED) and identifies again', async () => {
+    const k = kiosk({ identity: 'alice', hand: 'right' });
+    const link = new StepUpLink();
+    const daemon = new KioskDaemon(k.driver, processCapture, link, {
+      repromptMs: 5,
+      display: (l) => k.lines.push(l),
+    });
+    await k.driver.connect();
+    const auth = '12121212-1212-4121-8121-121212121212';
+    const stepUps: unknown[] = [];
+    daemon.on('step-up', (e) => stepUps.push(e));
+    const simulated: unknown[] = [];
+    k.device.on('step-up', (p) => simulated.push(p));
+    const done = outcome(daemon);
+    link.request(auth);
+    const o = await done;
+    expect(o, k.lines.join('\n')).toMatchObject({ auth_id: auth, status: 'completed' });
+    expect(stepUps).toEqual([{ auth_id: auth, hand: 'left' }]);
+    expect(k.lines).toContain('Please also hold your left palm over the scanner.');
+    const calls = link.calls.filter((c) => c.method === 'identify');
+    expect(calls.map((c) => c.id)).toEqual([`identify:${auth}`, `identify:${auth}:step-up`]);
+    expect(calls.map((c) => c.params.hand)).toEqual(['right', 'left']);
+    // the second capture is the other hand indeed (its template says so), and a capture of its own
+    const second = decodeTemplate(new Uint8Array(Buffer.from(calls[1]!.params.template as string, 'base64')));
+    expect(second.hand).toBe('left');
+    expect(calls[1]!.params.template).not.toBe(calls[0]!.params.template);
+    expect(simulated).toEqual([{ identity: 'alice', hand: 'left' }]);
+    // the outcome LED ends the prompt: the person walks away, the next one presents the first hand again
+    const next = outcome(daemon);
+    link.request('13131313-1313-4131-8131-131313131313');
+    expect((await next).status).toBe('completed');
+    expect(link.calls.filter((c) => c.method === 'identify').at(-1)!.params.hand).toBe('right');
+  });
+
   it('captures a live palm and sends identify with an idempotency key derived from the auth id', async () => {
     const k = kiosk({ identity: 'alice', hand: 'right' });
     await k.driver.connect();

@@ -239,7 +239,9 @@ export class KioskDaemon extends EventEmitter {
     const policy = new PresentationPolicy(this.#opts.liveFrames, this.#opts.livenessStrikes);
     /** The next capture, started before the current frame went through the pipeline. */
     let next: PendingCapture | undefined;
-    const end = (status: string) => ({ outcome: { auth_id: req.auth_id, status, attempts: budget.attempts } });
+    const end = (status: string) => ({
+      outcome: { auth_id: req.auth_id, status, attempts: budget.attempts },
+    });
     try {
       while (budget.attempts < this.#opts.maxAttempts && !signal.aborted) {
         const remaining = deadline - Date.now();

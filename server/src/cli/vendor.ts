@@ -117,11 +117,13 @@ type Update = AuthUpdated;
 function describe(u: Update): string {
   const time = new Date().toISOString().slice(11, 19);
   let line = `${time}  ${u.auth_id}  ${u.status}`;
+  if (u.reason) line += `  reason=${u.reason}`; // step_up_required: the kiosk asks for the other hand
   const r = u.auth_result;
   if (r) {
     if (r.reason) line += `  reason=${r.reason}`;
     const missing = (r as { missing?: unknown }).missing;
     if (Array.isArray(missing) && missing.length > 0) line += `  missing=${missing.join(',')}`;
+    if (r.detail) line += `  detail=${r.detail}`;
     if (r.user_id) line += `  user_id=${r.user_id}`;
     if (r.ledger_id) line += `  ledger_id=${r.ledger_id}`;
     if (r.attributes && Object.keys(r.attributes).length > 0)

@@ -247,8 +247,8 @@ export function resolvePolicy(policy?: Partial<IdentificationPolicy>): Identific
 
 /**
  * The open-set decision. Match when the best user's evidence reaches the bar for this gallery and
- * beats the next different user by the margin, and that next user does not reach the bar itself
- * (then: ambiguous, without a step-up). Two users near the bar without the margin:
+ * beats the next different user by the margin, and (one capture) that next user does not reach the
+ * bar itself (then: ambiguous, or a step-up). Two users near the bar without the margin:
  * ambiguous (step-up when the device can give more). A best user within `stepUpWindow` below the
  * bar with the margin met: step-up when possible, else below_bar. Anything else: below_bar.
  */
@@ -271,13 +271,17 @@ export function decideIdentification(input: IdentificationInput): Identification
   }
   if (best === undefined) return { kind: 'no_match', reason: 'empty', bar };
   const evidence = fusedEvidence(best.evidence, captures);
-  // Two users who each pass the bar on their own: at most one of them is the person, and chance
-  // explains neither, so the impostor model cannot say which; more evidence of the same kind cannot
-  // either. Never a guess (e.g. one palm enrolled twice, identical twins).
-  if (fusedEvidence(second, captures) >= bar) return { kind: 'no_match', reason: 'ambiguous', bar };
+  const canStepUp = input.canStepUp === true;
+  // One capture that two users each explain beyond the bar: at most one of them is the person and
+  // chance explains neither, so the impostor model cannot say which (e.g. look-alike palms, one palm
+  // enrolled twice). Never a guess: ambiguous, or the other hand decides (a step-up). On fused
+  // captures the margin decides: a user who matches one hand only falls far behind.
+  if (captures <= 1 && second >= bar)
+    return canStepUp
+      ? { kind: 'step_up', userId: best.userId, evidence, bar }
+      : { kind: 'no_match', reason: 'ambiguous', bar };
   const marginMet = best.evidence - second >= policy.margin;
   const plausible = evidence >= bar - policy.stepUpWindow;
-  const canStepUp = input.canStepUp === true;
   if (evidence >= bar && marginMet) {
     return { kind: 'match', userId: best.userId, evidence, bar };
   }

@@ -18,7 +18,7 @@ import { checkAttestation } from '../devices/service.ts';
 import { lockoutOutcome } from '../kiosk-link/lockout.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { findPvs } from '../pvs/service.ts';
-import { resolved as resolvedOnly, resolve } from './resolve.ts';
+import { resolve, resolved as resolvedOnly } from './resolve.ts';
 import {
   cancelAuthContext,
   createAuthContext,

@@ -123,5 +123,11 @@ describe('health and status', () => {
     const res = await t.app.inject({ method: 'GET', url: '/docs/json' });
     expect(res.statusCode).toBe(200);
     expect(res.json().paths['/api/v1/status']).toBeTruthy();
+    // the direct path takes one palm or several captures; a refusal may say it was ambiguous
+    const direct = res.json().paths['/api/v1/auth'].post;
+    const body = direct.requestBody.content['application/json'].schema;
+    expect(Object.keys(body.properties)).toEqual(['auth_context', 'palm', 'captures']);
+    expect(body.properties.captures).toMatchObject({ type: 'array', maxItems: 4 });
+    expect(JSON.stringify(direct.responses['200'])).toContain('ambiguous_match');
   });
 });

@@ -271,10 +271,13 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
                   { auth_id: params.auth_id, hand: outcome.hand },
                   'step-up: asking for the other hand',
                 );
-                return {
+                const answer = {
                   status: 'scanning' as const,
                   step_up: { reason: 'step_up_required' as const, hand: outcome.hand },
                 };
+                // a retry of this request (after a reconnect) gets the same answer, not a replay refusal
+                await rememberAnswer(ctx, ctx.database.db, key, answer, null);
+                return answer;
               }
               const { context: c, result } = outcome;
               failed = lockoutOutcome(result.reason, c.userId);

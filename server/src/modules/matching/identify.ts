@@ -135,7 +135,8 @@ export function identifyProbes(
     }
   }
   // PALMID_MATCH_THRESHOLD: a per-comparison floor a site may raise above the gallery-wide bar
-  if (decision.kind !== 'no_match' && (closest.get(decision.userId) ?? 1) > rule.maxDistance) {
+  // (on the match only: a step-up's first capture may lie below it, the fused decision meets it)
+  if (decision.kind === 'match' && (closest.get(decision.userId) ?? 1) > rule.maxDistance) {
     decision = { kind: 'no_match', reason: 'below_bar', bar: decision.bar };
     stepUpHand = undefined;
   }

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
+import { DEFAULT_TARGET_FPIR, evidenceBar } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractRoiTemplate } from '../../../../agent/src/palm/roi-template.ts';
@@ -77,5 +78,42 @@ describe('PALMID_MATCH_THRESHOLD', () => {
     expect(() => loadConfig({ PALMID_MATCH_THRESHOLD: '0.2' })).toThrow(
       /PALMID_MATCH_THRESHOLD: must be at least/,
     );
+  });
+});
+
+/** PALMID_TARGET_FPIR sets the gallery-wide identification bar (CONTRACT §10). */
+describe('PALMID_TARGET_FPIR', () => {
+  it('defaults to DEFAULT_TARGET_FPIR, accepts 1e-9 … 1e-2 (also as exponent text), refuses the rest naming the key', () => {
+    expect(loadConfig({}).PALMID_TARGET_FPIR).toBe(DEFAULT_TARGET_FPIR);
+    expect(loadConfig({ PALMID_TARGET_FPIR: '1e-6' }).PALMID_TARGET_FPIR).toBe(1e-6);
+    expect(loadConfig({ PALMID_TARGET_FPIR: '0.01' }).PALMID_TARGET_FPIR).toBe(0.01);
+    expect(loadConfig({ PALMID_TARGET_FPIR: '1e-9' }).PALMID_TARGET_FPIR).toBe(1e-9);
+    for (const bad of ['0', '0.05', '1e-10', '-1e-4', 'strict'])
+      expect(() => loadConfig({ PALMID_TARGET_FPIR: bad })).toThrow(/PALMID_TARGET_FPIR/);
+  });
+
+  it("reaches the server's gallery: a stricter target raises the bar it decides with", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'palmid-fpir-'));
+    try {
+      const bars: number[] = [];
+      for (const target of ['1e-2', '1e-8']) {
+        const ctx = await createContext(
+          loadConfig({
+            DATABASE_URL: `sqlite:${join(dir, `${target}.db`)}`,
+            PALMID_KEY_FILE: join(dir, 'master.key'),
+            PALMID_TARGET_FPIR: target,
+          }),
+        );
+        try {
+          expect(ctx.gallery.rule.policy.targetFpir).toBe(Number(target));
+          bars.push(evidenceBar(1000, ctx.gallery.rule.policy.targetFpir));
+        } finally {
+          await closeContext(ctx);
+        }
+      }
+      expect(bars[1]! - bars[0]!).toBeCloseTo(6, 2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
