@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { captureAttestationSchema } from '../capture/schema.ts';
-import { invalidSetMembers } from './domains.ts';
 import { formatAmount, isCurrency, MAX_MAJOR_AMOUNT, maxAmount } from '../money.ts';
 import { catalogueEntry, isReservedName } from './attribute-catalogue.ts';
 import {
@@ -11,6 +10,7 @@ import {
   templateB64Schema,
   uuidSchema,
 } from './common.ts';
+import { invalidSetMembers } from './domains.ts';
 
 export const AUTH_TYPES = ['payment', 'entrance', 'login'] as const;
 export const AUTH_STATUSES = ['pending', 'scanning', 'completed', 'failed', 'cancelled', 'expired'] as const;

@@ -175,15 +175,19 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       let failed: boolean | undefined;
       let resolved: Awaited<ReturnType<typeof resolve>>;
       try {
-        resolved = resolvedOnly(await resolve(ctx, {
-          palm: { ...evidenceOf(samples[0]!), capture },
-          more: samples.slice(1).map(evidenceOf),
-          caller: callerOf(request),
-          deliveredNow: true,
-          // Created after the capture checks (a bad template creates nothing), committed before proving.
-          context: () =>
-            ctx.database.db.transaction().execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
-        }));
+        resolved = resolvedOnly(
+          await resolve(ctx, {
+            palm: { ...evidenceOf(samples[0]!), capture },
+            more: samples.slice(1).map(evidenceOf),
+            caller: callerOf(request),
+            deliveredNow: true,
+            // Created after the capture checks (a bad template creates nothing), committed before proving.
+            context: () =>
+              ctx.database.db
+                .transaction()
+                .execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
+          }),
+        );
         failed = lockoutOutcome(resolved.result.reason, resolved.context.userId);
       } finally {
         // Recorded before the answer leaves: a caller that reads no_match and retries at once, on this
