@@ -131,9 +131,9 @@ describe('FirmwareSimulator state machine', () => {
   });
 
   it('RESET answers, drops the image, clears a stuck sensor and announces the boot', async () => {
-    // The sensor's clock is fake (a loaded machine cannot make it fall behind); the link still delivers
-    // on real turns.
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    // The sensor's clock is fake (its timers and performance.now, so a loaded machine cannot make it fall
+    // behind); the link still delivers on real turns.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     onTestFinished(() => {
       vi.useRealTimers();
     });
