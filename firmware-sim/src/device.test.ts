@@ -2,7 +2,7 @@ import { type ChannelEvent, WireChannel } from '@palmid/shared/wire/channel.ts';
 import { encodeFrame } from '@palmid/shared/wire/frame.ts';
 import type { ByteLink } from '@palmid/shared/wire/link.ts';
 import { CAPTURE_STATE, DEVICE_ERROR, LED } from '@palmid/shared/wire/messages.ts';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { FirmwareSimulator, type SimulatorOptions } from './device.ts';
 import { type GrayFrame, type ImageSource, synthPalmSource, testPatternSource } from './image-source.ts';
 import { renderPalm } from './synth/index.ts';
@@ -131,6 +131,12 @@ describe('FirmwareSimulator state machine', () => {
   });
 
   it('RESET answers, drops the image, clears a stuck sensor and announces the boot', async () => {
+    // The sensor's clock is fake (its timers and performance.now, so a loaded machine cannot make it fall
+    // behind); the link still delivers on real turns.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
     const { sim, channel, events } = host({
       autoPresent: { identity: 'a', hand: 'right' },
       autoPresentDelayMs: 1,
@@ -138,12 +144,16 @@ describe('FirmwareSimulator state machine', () => {
     sim.injectFault({ kind: 'stuck-sensor' });
     sim.injectFault({ kind: 'slow', delayMs: 0 });
     await channel.request({ kind: 'START_CAPTURE', token: 1 }, 'CAPTURE_STARTED');
-    await new Promise((r) => setTimeout(r, 100));
+    await vi.advanceTimersByTimeAsync(100); // five times the 20 ms exposure: a working sensor is long done
     const stuck = await channel.request({ kind: 'CAPTURE_STATUS' }, 'STATUS');
     expect(stuck).toMatchObject({ state: CAPTURE_STATE.CAPTURING, progress: 40 });
     await channel.request({ kind: 'RESET' }, 'RESET_DONE');
     expect(sim.snapshot().faults.map((f) => f.kind)).toEqual(['slow']);
-    await until(() => events.some((e) => e.kind === 'EVT_BOOT'));
+    expect(events.some((e) => e.kind === 'EVT_BOOT')).toBe(false);
+    await vi.advanceTimersByTimeAsync(20); // the boot announcement comes 20 ms after the reset
+    for (let i = 0; i < 20 && !events.some((e) => e.kind === 'EVT_BOOT'); i++)
+      await new Promise((r) => setImmediate(r));
+    expect(events.map((e) => e.kind)).toContain('EVT_BOOT');
     expect((await channel.request({ kind: 'CAPTURE_STATUS' }, 'STATUS')).state).toBe(CAPTURE_STATE.IDLE);
   });
 

@@ -8,8 +8,9 @@ import { postgresUnavailable, startPostgres } from './postgres.ts';
 
 const why = postgresUnavailable();
 if (why) {
-  process.stderr.write(`${why}\n`);
-  process.exit(0);
+  // nothing ran on PostgreSQL: not a success
+  process.stderr.write(`cannot run the suite on PostgreSQL: ${why}\n`);
+  process.exit(1);
 }
 const pg = await startPostgres();
 process.stderr.write(`PostgreSQL on ${pg.url}\n`);

@@ -150,7 +150,9 @@ describe('Uplink', () => {
         }),
     );
     await new Promise<void>((resolve) => up.once('connected', () => resolve()));
-    await new Promise((r) => setTimeout(r, 100));
+    // the three kept events arrive, oldest dropped first, in order (waited for, not slept on)
+    await expect.poll(() => got.length, { timeout: 10_000 }).toBe(3);
     expect(got).toEqual([2, 3, 4]);
+    expect(up.queued).toBe(0);
   });
 });

@@ -43,7 +43,8 @@ describeNeeding(redisUnavailable())('RedisEventHub', () => {
     expect(onA).toEqual([
       { payload: { vendorId: 'v1', authId: 'x1', status: 'scanning' }, meta: { origin: a.instanceId } },
     ]);
-    await settle();
+    await expect.poll(() => onB.length, { timeout: 10_000 }).toBe(1);
+    await settle(); // time for a duplicate to show up: there is none
     expect(onA).toHaveLength(1);
     expect(onB).toEqual([
       { payload: { vendorId: 'v1', authId: 'x1', status: 'scanning' }, meta: { origin: a.instanceId } },
@@ -58,7 +59,7 @@ describeNeeding(redisUnavailable())('RedisEventHub', () => {
     const gallery = collect(b, 'gallery.changed');
     for (let i = 0; i < 20; i++) a.publish('scan.cancel', { vendorId: 'v', pvsId: null, authId: `c${i}` });
     a.publish('gallery.changed', { userId: 'u1', action: 'remove' });
-    await settle();
+    await expect.poll(() => gallery.length, { timeout: 10_000 }).toBe(1); // published last, so all are in
     expect(cancels.map((e) => e.payload.authId)).toEqual(Array.from({ length: 20 }, (_, i) => `c${i}`));
     expect(gallery.map((e) => e.payload)).toEqual([{ userId: 'u1', action: 'remove' }]);
   });
@@ -80,7 +81,7 @@ describeNeeding(redisUnavailable())('RedisEventHub', () => {
     await raw.publish('palmid:events:nope', JSON.stringify({ o: 'x', p: {} }));
     const a = await hub();
     a.publish('scan.request', { vendorId: 'v', pvsId: null, authId: 'r1' });
-    await settle();
+    await expect.poll(() => got.length, { timeout: 10_000 }).toBeGreaterThan(0); // after the bad ones
     expect(got.map((e) => e.payload.authId)).toEqual(['r1']);
     expect(errors.length).toBeGreaterThanOrEqual(2); // the bad JSON and the throwing listener
   });
