@@ -6,7 +6,6 @@ import { AppError, DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';
-import { jsonDepth, MAX_JSON_DEPTH } from './lib/json-depth.ts';
 import { randomRequestId } from './lib/request-id.ts';
 import { currentAnswer } from './modules/auth-contexts/state.ts';
 import { claimVendorKey, keepVendorAnswer, releaseVendorKey } from './modules/kiosk-link/idempotency.ts';
@@ -130,21 +129,6 @@ export async function buildApp(
     routerOptions: { ignoreTrailingSlash: true },
   });
   app.decorate('ctx', ctx);
-  // JSON bodies nested deeper than MAX_JSON_DEPTH are refused before parsing (400 `too_deep`), so no
-  // recursive walk over the parsed value (validation, serialisation) can exhaust the stack.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (jsonDepth(text) > MAX_JSON_DEPTH) {
-      done(
-        AppError.invalid('body', 'too_deep', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`),
-        undefined,
-      );
-      return;
-    }
-    parseJson(request, text, done);
-  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler({ check: process.env.NODE_ENV === 'test' }));
   registerErrorHandling(app);

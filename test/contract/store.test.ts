@@ -317,13 +317,25 @@ for (const store of stores) {
         ),
       );
       expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200, 404, 404, 200]);
+      // what each context asked for comes with its status (a client that did not create it can show it)
+      const asked = (amount: number) => ({
+        type: 'payment',
+        amount,
+        currency: 'EUR',
+        created_at: expect.any(String),
+      });
       expect(answers.map((r) => (r.statusCode === 200 ? r.json().data : r.json().error.code))).toEqual([
-        { auth_id: mine[0], status: 'pending' },
-        { auth_id: mine[1], status: 'cancelled', auth_result: expect.objectContaining({ success: false }) },
-        { auth_id: mine[2], status: 'pending' },
+        { auth_id: mine[0], status: 'pending', ...asked(100) },
+        {
+          auth_id: mine[1],
+          status: 'cancelled',
+          auth_result: expect.objectContaining({ success: false }),
+          ...asked(200),
+        },
+        { auth_id: mine[2], status: 'pending', ...asked(300) },
         'NOT_FOUND',
         'NOT_FOUND',
-        { auth_id: mine[0], status: 'pending' },
+        { auth_id: mine[0], status: 'pending', ...asked(100) },
       ]);
     });
   });

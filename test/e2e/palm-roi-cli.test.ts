@@ -22,7 +22,13 @@ describe('npm run palm -- roi', () => {
       120_000,
     );
     expect(made.code, made.stderr).toBe(0);
-    const first = join(set, readdirSync(set).sort()[0]!);
+    const first = join(
+      set,
+      readdirSync(set, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name)
+        .sort()[0]!,
+    );
     await sharp(Buffer.alloc(320 * 240), { raw: { width: 320, height: 240, channels: 1 } })
       .png()
       .toFile(join(first, 'black.png'));
@@ -48,7 +54,8 @@ describe('npm run palm -- roi', () => {
     expect(report.failure_reasons).toEqual({ no_hand: 1, unreadable: 1 });
     expect(r.stderr).toMatch(/black\.png: no_hand/);
     expect(r.stderr).toMatch(/broken\.png: unreadable/);
-    for (const subject of readdirSync(set)) {
+    const subjects = readdirSync(set, { withFileTypes: true }).filter((e) => e.isDirectory());
+    for (const { name: subject } of subjects) {
       for (const c of ['1', '2']) {
         const png = join(out, subject, `${c}.png`);
         expect(existsSync(png), png).toBe(true);

@@ -168,8 +168,8 @@ describe('kiosk technician, first hour', () => {
     const res = await agent(['enroll'], envFor(kiosk), 120_000);
     await sim.autoPresent({ off: true });
     expect(res.code, res.stderr).toBe(0);
-    expect(res.stderr).toMatch(/Hold your RIGHT palm over the scanner \(2\/2\)/);
-    expect(res.stderr).toMatch(/Hold your LEFT palm over the scanner \(1\/2\)/);
+    expect(res.stderr).toMatch(/Hold your RIGHT palm over the scanner \(3\/3\)/);
+    expect(res.stderr).toMatch(/Hold your LEFT palm over the scanner \(1\/3\)/);
     expect(res.stderr).toMatch(
       /the left hand was not shown; enrolling the right hand alone \(add the left one later: enroll --code\)/,
     );

@@ -241,7 +241,7 @@ describe('palms belong to their owner (real server process, real matcher)', () =
     const atKioskLeft = await desk.enrol(sample(flipped, 'left'));
     expect(atKioskLeft.error).toMatchObject({ details: { reason: 'palm_already_enrolled' } });
     // the owner's trail shows the four refused attempts on the palm
-    const trail = await palmAudit(await tokenOf(dave));
+    const trail = await palmAudit(created.body.data.user_token as string);
     expect(trail.filter((r) => r.result === 'DENIED')).toHaveLength(4);
   }, 60_000);
 

@@ -246,7 +246,8 @@ export const mpcUserRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/api/v1/mpc/users/read',
     {
-      config: vendorRoute,
+      // a replayed read is answered as it would be now: a consent revoked since is honoured
+      config: { ...vendorRoute, idempotency: 'rerun' },
       schema: {
         tags: ['users'],
         summary: 'Read a user you created: only the attributes the user consented to share with you',

@@ -18,6 +18,12 @@ declare module 'fastify' {
     auth?: 'vendor' | 'user' | 'none';
     scope?: VendorScope;
     rate?: RateBucket;
+    /**
+     * How an `Idempotency-Key` replay is answered (plugins/app/idempotency.ts): `stored` (default) sends the
+     * first answer again; `rerun` runs the handler again and keeps no copy of the answer — for reads, whose
+     * first answer may hold values the person has since stopped sharing.
+     */
+    idempotency?: 'stored' | 'rerun';
   }
   interface FastifyInstance {
     /** Verified API keys of this instance (plugins/app/key-cache.ts). */

@@ -7,6 +7,7 @@ import {
   type ErrorDetails,
 } from '@palmid/shared/errors.ts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import { jsonDepth, MAX_JSON_DEPTH } from '../../lib/json-depth.ts';
 import { meta } from './envelope.ts';
 
 /** Fastify's own client errors, mapped to the SPEC catalogue (everything is a 400 there). */
@@ -93,6 +94,15 @@ export function registerJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
     const body = typeof raw === 'string' ? raw : raw.toString('utf8');
+    // Bodies nested deeper than MAX_JSON_DEPTH are refused before parsing (400 `too_deep`), so no
+    // recursive walk over the parsed value (validation, serialisation) can exhaust the stack.
+    if (jsonDepth(body) > MAX_JSON_DEPTH) {
+      done(
+        AppError.invalid('body', 'too_deep', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`),
+        undefined,
+      );
+      return;
+    }
     base(request, body, (err, value) => {
       if ((err as FastifyError | null)?.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
         let syntax: string | undefined;

@@ -43,6 +43,45 @@ describe('Idempotency-Key', () => {
     expect(await contexts()).toBe(3);
   });
 
+  it('a replayed read is answered as it would be now: a consent revoked since is honoured', async () => {
+    const { v, post } = await setup();
+    const created = (
+      await post('/api/v1/mpc/users/create', { attributes: { email: 'dora@example.com' } })
+    ).json().data;
+    const user = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) =>
+      t!.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${created.user_token}` },
+        ...(payload ? { payload } : {}),
+      });
+    const consent = (
+      await user('POST', '/v1/consents', {
+        vendor_id: v.vendor_id,
+        attributes: [{ name: 'email', purpose: 'receipts', retention_days: 30 }],
+      })
+    ).json().data;
+    const read = () => post('/api/v1/mpc/users/read', { user_id: created.user_id }, 'read-1');
+    const first = await read();
+    expect(first.statusCode).toBe(200);
+    expect(first.json().data.attributes).toEqual({ email: 'dora@example.com' });
+    // the key's first answer is not kept: nothing of the person's values lies in the store
+    const kept = await t!.ctx.database.db.selectFrom('idempotency').selectAll().execute();
+    expect(JSON.stringify(kept)).not.toContain('dora@example.com');
+    expect((await user('DELETE', `/v1/consents/${consent.consent_id ?? consent.id}`)).statusCode).toBe(200);
+    const again = await read();
+    expect(again.statusCode).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json().data.attributes).toEqual({});
+    // the same key with another body is still refused
+    const other = await post(
+      '/api/v1/mpc/users/read',
+      { user_id: '00000000-0000-4000-8000-000000000000' },
+      'read-1',
+    );
+    expect(other.json().error.details).toMatchObject({ reason: 'idempotency_key_reused' });
+  });
+
   it('refuses the same key with another body or on another route', async () => {
     const { post } = await setup();
     await post('/api/v1/auth/create', { auth_context: { type: 'login' } }, 'k');

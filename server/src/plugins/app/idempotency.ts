@@ -12,7 +12,9 @@ import type {
  * `Idempotency-Key` on every vendor POST (docs/vendor-api.md, "Idempotency"): the same key and body within
  * 24 h (per API key) answer the first answer again with `Idempotent-Replayed: true`; another body, or
  * another route, is 400 `idempotency_key_reused`; a key whose first request is still running is 400
- * `idempotency_key_in_use`. Only 2xx answers are kept (a refused request did nothing). The store is handed
+ * `idempotency_key_in_use`. Only 2xx answers are kept (a refused request did nothing). A read route
+ * (`config.idempotency: 'rerun'`, `mpc/users/read`) keeps no answer: a replay runs it again, so it never
+ * shows a value the person has stopped sharing since. The store is handed
  * in (modules/kiosk-link/idempotency.ts), so this plugin imports no module.
  */
 export interface IdempotencyStore {
@@ -82,6 +84,12 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
         request.idempotency = { key, hash, replayed: false };
         return done();
       }
+      if (claim.kind === 'replay' && request.routeOptions.config?.idempotency === 'rerun') {
+        // a read: answered as it would be now (nothing of the first answer was kept)
+        request.idempotency = { key, hash, replayed: true };
+        reply.header('Idempotent-Replayed', 'true');
+        return done();
+      }
       if (claim.kind === 'replay') {
         request.idempotency = { key, hash, replayed: true };
         const body = store.current ? store.current(claim.answer.body) : Promise.resolve(claim.answer.body);
@@ -109,9 +117,16 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (!idem || idem.replayed) return done(null, payload);
     request.idempotency = undefined;
     const status = reply.statusCode;
+    // a `rerun` route keeps only that the key was used, with which request: never the answer
+    const rerun = request.routeOptions.config?.idempotency === 'rerun';
     const work =
       status >= 200 && status < 300 && typeof payload === 'string'
-        ? store.keep(idem.key, idem.hash, { status, body: payload }, request.idempotencyUser ?? null)
+        ? store.keep(
+            idem.key,
+            idem.hash,
+            { status, body: rerun ? '{}' : payload },
+            request.idempotencyUser ?? null,
+          )
         : store.release(idem.key, idem.hash);
     work.then(
       () => done(null, payload),
