@@ -5,6 +5,7 @@ import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
 import { evidenceAt, evidenceBar } from '@palmid/shared/palm/decision.ts';
 import { compareTemplates } from '@palmid/shared/palm/match.ts';
 import { decodeTemplate, encodeTemplate } from '@palmid/shared/palm/template.ts';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attestPalms, FrameClient, type TestDevice } from '../../server/src/testing.ts';
 import {
@@ -210,6 +211,12 @@ describe('identification at gallery scale: refusal and step-up (real server proc
     expect(e).toBeLessThan(bar() - 1);
     expect(e).toBeGreaterThan(bar() - 2.5);
 
+    // a webhook endpoint of the vendor hears of the step-up too (its outbox row, written with the change)
+    const hook = await api(server.base, 'POST', '/api/v1/webhooks', {
+      key: vendor.api_key,
+      body: { url: 'https://hooks.example.com/palmid' },
+    });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     const authId = await context();
     const firstId = randomUUID();
     const first = await till.identify(firstId, tillDevice, {
@@ -233,6 +240,18 @@ describe('identification at gallery scale: refusal and step-up (real server proc
       vws.updates.find((u) => u.auth_id === authId && (u as { reason?: string }).reason !== undefined);
     await expect.poll(stepUpEvent).toBeDefined();
     expect(stepUpEvent()).toEqual({ auth_id: authId, status: 'scanning', reason: 'step_up_required' });
+    const outbox = new Database(join(tmp.dir, 'palmid.db'), { readonly: true });
+    try {
+      const rows = outbox
+        .prepare('select type, payload from webhook_deliveries where context_id = ?')
+        .all(authId) as { type: string; payload: string }[];
+      expect(rows.map((r) => [r.type, JSON.parse(r.payload).data])).toContainEqual([
+        'auth.updated',
+        { auth_id: authId, status: 'scanning', reason: 'step_up_required' },
+      ]);
+    } finally {
+      outbox.close();
+    }
     const status = await api(server.base, 'GET', `/api/v1/auth/${authId}/status`, { key: vendor.api_key });
     expect(status.body.data.status).toBe('scanning');
 

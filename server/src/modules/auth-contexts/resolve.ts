@@ -24,6 +24,7 @@ import {
   type Proven,
   predicateConsented,
 } from '../verification/zk.ts';
+import { enqueueContextEvent } from '../webhooks/service.ts';
 import {
   attributesToRead,
   consentCovering,
@@ -438,7 +439,16 @@ async function askForMore(
     if (!current) throw new AppError('NOT_FOUND', 'Authentication context not found');
     assertResolvable(ctx, current);
     const capture = await settleAttestation(trx, req.palm.capture, ctx.now());
-    return capture?.ok ? current : undefined;
+    if (!capture?.ok) return undefined;
+    // webhook endpoints hear of the step-up as the vendor's socket does (same transaction, modules/webhooks)
+    await enqueueContextEvent(trx, {
+      vendorId: current.vendorId,
+      contextId: current.id,
+      type: 'auth.updated',
+      payload: { auth_id: current.id, status: current.status, reason: 'step_up_required' },
+      at: ctx.now(),
+    });
+    return current;
   });
   if (!settled) return 'attestation_failed';
   ctx.events.publish('auth.updated', {
