@@ -2,7 +2,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastifyWebsocket from '@fastify/websocket';
 import { errorEnvelope } from '@palmid/shared/envelope.ts';
-import { AppError, DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
+import { DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';

@@ -242,6 +242,8 @@ describeNeeding(NO_CHROMIUM)('user portal in Chromium', () => {
     ).filter((r) => !r.vendor_id && r.operation === 'READ');
     expect(ownReads.some((r) => r.attribute_name === 'palm_registered')).toBe(true);
     expect(ownReads.length).toBeGreaterThan(13);
+    // the activity list renders after sign-in: wait for its first line (and this visit's reads in it)
+    await page.locator('#audit li', { hasText: 'You viewed your details' }).first().waitFor();
     const lines = await page.locator('#audit li').allTextContents();
     // the four loads of this visit are one line, and no two lines in a row are the user's own reads
     expect(lines[0]).toMatch(/^You viewed your details \(\d+ items\) [4-9] times between .+ and .+\.$/);

@@ -63,7 +63,12 @@ export function registerEnroll(program: Command, ctx: CliContext): void {
     // Three captures per hand: on the development sets, enrolling three samples per palm cuts genuine misses
     // at the million-palm bar 2.8× while raising impostor matches per palm 2.3× (docs/palm-pipeline.md,
     // "Identification at scale"; `palm eval --fusion`).
-    .option('--samples <n>', 'captures per hand (default 3: more samples, fewer refusals at scale)', (v) => Number(v), 3)
+    .option(
+      '--samples <n>',
+      'captures per hand (default 3: more samples, fewer refusals at scale)',
+      (v) => Number(v),
+      3,
+    )
     .option('--max-attempts <n>', 'captures per sample before giving up', (v) => Number(v), 6)
     .option(
       '--code <confirmation_code>',
