@@ -3,7 +3,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastifyWebsocket from '@fastify/websocket';
 import { errorEnvelope } from '@palmid/shared/envelope.ts';
 import { DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';
 import { randomRequestId } from './lib/request-id.ts';
@@ -85,7 +85,8 @@ export async function buildApp(
   const oneLine = opts.requestLog === 'line';
   const app = Fastify({
     logger: opts.logger ?? false,
-    disableRequestLogging: oneLine,
+    // the one-line development log writes its own line per request (below): Fastify's records are off
+    logController: new LogController({ disableRequestLogging: oneLine }),
     requestTimeout: timeouts.requestTimeout,
     keepAliveTimeout: timeouts.keepAliveTimeout,
     http: {

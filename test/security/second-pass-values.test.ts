@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attestPalms, FrameClient, TestDevice } from '../../server/src/testing.ts';
+import { FrameClient, TestDevice } from '../../server/src/testing.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 import { randomTemplate } from '../support/templates.ts';
 import { Recorder } from './sockets.ts';
+import { createUserWithPalm, userApi } from './users.ts';
 
 /**
  * The second review's low findings (docs/security.md, "Second pass"), each tried as the attacker tried it,
@@ -57,23 +58,9 @@ describe('second-pass trust boundaries (real server process)', () => {
     expect(hello.result, JSON.stringify(hello)).toMatchObject({ device_key: 'bound' });
     return { kiosk, device, k };
   };
-  const newUser = async (attributes: Record<string, unknown> = {}) => {
-    const template = randomTemplate();
-    const res = await api<{ data: { user_id: string; user_token: string } }>(
-      server.base,
-      'POST',
-      '/api/v1/mpc/users/create',
-      { key: vendor.api_key, body: { attributes, palms: attestPalms(host, [{ hand: 'right', template }]) } },
-    );
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return { ...res.body.data, template };
-  };
-  const asUser = <T = Failure & { data: Record<string, unknown> }>(
-    token: string,
-    method: string,
-    path: string,
-    body?: unknown,
-  ) => api<T>(server.base, method, path, { token, ...(body === undefined ? {} : { body }) });
+  const newUser = (attributes: Record<string, unknown> = {}) =>
+    createUserWithPalm(server.base, vendor, host, attributes);
+  const asUser = userApi(() => server.base);
   const consent = async (token: string, attributes: { name: string; retention_days: number }[]) => {
     const res = await asUser<{ data: { consent_id: string } }>(token, 'POST', '/v1/consents', {
       vendor_id: vendor.vendor_id,

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attestPalms, type TestDevice } from '../../server/src/testing.ts';
+import type { TestDevice } from '../../server/src/testing.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
-import { randomTemplate } from '../support/templates.ts';
+import { createUserWithPalm, userApi } from './users.ts';
 
 /**
  * Trust boundaries, second pass (docs/security.md; issue 26 items 2, 3, 4 and 7), tried against a real
@@ -48,26 +48,16 @@ describe('second pass: ids, set predicates, credentials, erasure (real server pr
     return { ...v, host: await bindDevice(server.base, pvs) };
   };
   const newUser = async (vendor: Vendor, attributes: Record<string, unknown> = {}) => {
-    const template = randomTemplate();
-    const res = await api<{ data: Created }>(server.base, 'POST', '/api/v1/mpc/users/create', {
-      key: vendor.api_key,
-      body: { attributes, palms: attestPalms(vendor.host, [{ hand: 'right', template }]) },
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const created = await createUserWithPalm<Created>(server.base, vendor, vendor.host, attributes);
     const internal = await asUser<{ data: { value: string } }>(
-      res.body.data.user_token,
+      created.user_token,
       'GET',
       '/v1/attributes/user_id',
     );
     expect(internal.status).toBe(200);
-    return { ...res.body.data, template, internal: internal.body.data.value };
+    return { ...created, internal: internal.body.data.value };
   };
-  const asUser = <T = Failure & { data: Record<string, unknown> }>(
-    token: string,
-    method: string,
-    path: string,
-    body?: unknown,
-  ) => api<T>(server.base, method, path, { token, ...(body === undefined ? {} : { body }) });
+  const asUser = userApi(() => server.base);
   const consent = (token: string, vendor: Vendor, attributes: unknown[]) =>
     asUser(token, 'POST', '/v1/consents', { vendor_id: vendor.vendor_id, attributes });
   const authenticate = (vendor: Vendor, template: string, context: Record<string, unknown>) =>

@@ -1,9 +1,9 @@
 import { parseServicePublicKey, releaseZkResources, verifyPredicateProof } from '@palmid/shared/zk/index.ts';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attestPalms, FrameClient, TestDevice } from '../../server/src/testing.ts';
+import { FrameClient, TestDevice } from '../../server/src/testing.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
-import { randomTemplate } from '../support/templates.ts';
+import { createUserWithPalm, userApi } from './users.ts';
 
 /**
  * The OIDC, predicate-set, proof-source and erasure rules of docs/security.md ("Trust boundaries"), tried
@@ -36,23 +36,9 @@ describe('OIDC, predicate, proof-source and erasure rules (real server process)'
   let kiosk: { pvs_id: string; device_token: string; provisioning_secret: string };
   let signingKey: PrivateKey;
 
-  const newUser = async (attributes: Record<string, unknown> = {}) => {
-    const template = randomTemplate();
-    const res = await api<{ data: { user_id: string; user_token: string } }>(
-      server.base,
-      'POST',
-      '/api/v1/mpc/users/create',
-      { key: vendor.api_key, body: { attributes, palms: attestPalms(host, [{ hand: 'right', template }]) } },
-    );
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return { ...res.body.data, template };
-  };
-  const asUser = <T = Failure & { data: Record<string, unknown> }>(
-    token: string,
-    method: string,
-    path: string,
-    body?: unknown,
-  ) => api<T>(server.base, method, path, { token, ...(body === undefined ? {} : { body }) });
+  const newUser = (attributes: Record<string, unknown> = {}) =>
+    createUserWithPalm(server.base, vendor, host, attributes);
+  const asUser = userApi(() => server.base);
   const entrance = async (template: string, context: Record<string, unknown>) => {
     const res = await api<AuthData>(server.base, 'POST', '/api/v1/auth', {
       key: vendor.api_key,
