@@ -20,6 +20,7 @@ const SPAWNING = [
   'server/src/lib/node-flags.test.ts',
   'server/src/modules/verification/verify-proof-cli.test.ts',
   'shared/src/zk/verify-cli.test.ts',
+  'server/src/modules/auth-contexts/routes.test.ts', // `npm run vendor -- watch` as a process
 ];
 
 const UNIT = [
