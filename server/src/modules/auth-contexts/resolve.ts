@@ -10,7 +10,7 @@ import { activeConsents, type ConsentGrant } from '../consents/service.ts';
 import { auditAttestationFailure, type CaptureVerdict, settleAttestation } from '../devices/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
 import { identifyProbes, type Probe } from '../matching/identify.ts';
-import type { Hand } from '../matching/types.ts';
+import type { GallerySearch, Hand } from '../matching/types.ts';
 import { getUser, ledgerIdFor, touchLastAuth } from '../users/service.ts';
 import { getVendor } from '../vendors/service.ts';
 import { admitSetAsk } from '../verification/store.ts';
@@ -69,6 +69,8 @@ export interface PalmEvidence {
    * captures"): without a good one nothing is matched.
    */
   capture?: CaptureVerdict | undefined;
+  /** This capture's 1:N search, when it was made before (a step-up's first capture): not made again. */
+  search?: GallerySearch | undefined;
 }
 
 /** What the capture stage concluded: a refusal, or checked templates to match (one per capture). */
@@ -85,7 +87,7 @@ export type Capture =
 export type Identification =
   | { kind: 'refused'; reason: FailureReason }
   | { kind: 'searched'; userId: string | null; ambiguous?: boolean }
-  | { kind: 'step_up'; hand: Hand };
+  | { kind: 'step_up'; hand: Hand; search: GallerySearch };
 
 /** Proofs made ahead of the writing transaction, keyed by `ProofJob.key`. */
 export interface PreparedProofs {
@@ -117,7 +119,7 @@ export function checkCapture(ctx: AppContext, palm: PalmEvidence, more: PalmEvid
     kind: 'palm',
     template: palm.template,
     hand: palm.hand,
-    more: more.map((m) => ({ template: m.template!, hand: m.hand })),
+    more: more.map((m) => ({ template: m.template!, hand: m.hand, search: m.search })),
   };
 }
 
@@ -130,13 +132,15 @@ export function matchCapture(ctx: AppContext, capture: Capture, canStepUp = fals
   if (capture.kind === 'refused') return capture;
   // Each capture is searched by the side its template header says (the pipeline mirrors left crops
   // by it), as before the gallery-wide decision; an unknown side searches every palm.
-  const probes: Probe[] = [capture.template, ...(capture.more ?? []).map((m) => m.template)].map(
-    (template) => ({ template }),
-  );
+  const probes: Probe[] = [
+    { template: capture.template },
+    ...(capture.more ?? []).map((m) => ({ template: m.template, search: m.search })),
+  ];
   const out = identifyProbes(ctx.gallery, probes, { canStepUp });
   const d = out.decision;
   if (d.kind === 'match') return { kind: 'searched', userId: d.userId };
-  if (d.kind === 'step_up' && out.stepUpHand) return { kind: 'step_up', hand: out.stepUpHand };
+  if (d.kind === 'step_up' && out.stepUpHand)
+    return { kind: 'step_up', hand: out.stepUpHand, search: out.searches[0]! };
   return {
     kind: 'searched',
     userId: null,
@@ -421,6 +425,8 @@ export interface StepUp {
   stepUp: true;
   context: AuthContext;
   hand: Hand;
+  /** The first capture's search: kept with the capture, it is not made again for the fused decision. */
+  search: GallerySearch;
 }
 
 /**
@@ -433,6 +439,7 @@ async function askForMore(
   req: ResolveRequest,
   first: AuthContext,
   hand: Hand,
+  search: GallerySearch,
 ): Promise<StepUp | 'attestation_failed'> {
   const settled = await ctx.database.db.transaction().execute(async (trx) => {
     const current = await loadContext(trx, first.id);
@@ -457,7 +464,7 @@ async function askForMore(
     status: settled.status,
     reason: 'step_up_required',
   });
-  return { stepUp: true, context: settled, hand };
+  return { stepUp: true, context: settled, hand, search };
 }
 
 /**
@@ -471,7 +478,7 @@ export async function resolve(ctx: AppContext, req: ResolveRequest): Promise<Res
   });
   const first = await req.context();
   if (seen.kind === 'step_up') {
-    const asked = await askForMore(ctx, req, first, seen.hand);
+    const asked = await askForMore(ctx, req, first, seen.hand, seen.search);
     if (asked !== 'attestation_failed') return asked;
     seen = { kind: 'refused', reason: 'attestation_failed' };
   }

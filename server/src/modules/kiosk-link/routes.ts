@@ -264,7 +264,8 @@ export const pvsRoutes: FastifyPluginAsync = async (app) => {
               if (isStepUp(outcome)) {
                 // Not a failure (the lockout does not count it) and not resolved: kept for the next capture.
                 pendingStepUps.set(params.auth_id, {
-                  palm: { template, hand: params.hand, liveness: params.liveness },
+                  // its search too: the fused decision searches only the other hand's capture
+                  palm: { template, hand: params.hand, liveness: params.liveness, search: outcome.search },
                   expiresAt: outcome.context.expiresAt,
                 });
                 log.info(

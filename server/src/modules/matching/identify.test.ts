@@ -133,6 +133,27 @@ describe('gallery-wide identification', () => {
     expect(again.decision.kind).toBe('no_match');
   });
 
+  it('a step-up reuses its first capture’s search: the same decision, and a user removed since does not count', () => {
+    const g = new MemoryGallery();
+    g.add({ palmId: 'pa', userId: 'ua', hand: 'right', template: T.a1! });
+    g.add({ palmId: 'pa-left', userId: 'ua', hand: 'left', template: T.aLeft1! });
+    g.add({ palmId: 'pb', userId: 'ub', hand: 'right', template: T.b1! });
+    const e = evidenceAt(g.search(T.a2!).candidates[0]!.distance);
+    const rule = identificationRule({ policy: { targetFpir: 2 * 10 ** -(e + 1.5) } });
+    const first = identifyProbes(g, [{ template: T.a2! }], { canStepUp: true, rule });
+    expect(first.decision.kind).toBe('step_up');
+    expect(first.searches).toHaveLength(1);
+    const kept = { template: T.a2!, search: first.searches[0] };
+    const fresh = identifyProbes(g, [{ template: T.aLeft2! }, { template: T.a2! }], { rule });
+    const reused = identifyProbes(g, [{ template: T.aLeft2! }, kept], { rule });
+    expect(reused.decision).toEqual(fresh.decision);
+    expect(reused.decision).toMatchObject({ kind: 'match', userId: 'ua' });
+    expect(reused.searches[1]).toBe(first.searches[0]); // not searched again
+    // the person erased between the two captures: the kept search names them, the gallery no longer does
+    g.removeUser('ua');
+    expect(identifyProbes(g, [{ template: T.aLeft2! }, kept], { rule }).decision.kind).toBe('no_match');
+  });
+
   it('a raised PALMID_MATCH_THRESHOLD floor refuses what the gallery-wide bar accepts', () => {
     const g = new MemoryGallery({ threshold: 0.95 });
     g.add({ palmId: 'pa', userId: 'ua', hand: 'right', template: T.a1! });

@@ -8,7 +8,7 @@ import {
   type IdentificationPolicy,
 } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
-import type { Gallery, Hand, IdentificationRule, IdentifyHit } from './types.ts';
+import type { Gallery, GallerySearch, Hand, IdentificationRule, IdentifyHit } from './types.ts';
 
 /**
  * The gallery-wide identification (CONTRACT §10, docs/palm-pipeline.md "Identification at
@@ -40,6 +40,12 @@ export interface Probe {
   template: Uint8Array;
   /** The capture's declared side; default: the template header's (both sides searched when unknown). */
   hand?: Hand | undefined;
+  /**
+   * This capture's search made earlier (a step-up's first capture, decided again with the other
+   * hand): its users are taken as they are, their distances looked up afresh (a palm removed since
+   * no longer counts), so the fused decision costs one search, not two.
+   */
+  search?: GallerySearch | undefined;
 }
 
 export interface IdentifyOutcome {
@@ -52,6 +58,8 @@ export interface IdentifyOutcome {
   hit: IdentifyHit | null;
   /** With a step-up: the hand to present next. */
   stepUpHand?: Hand;
+  /** Each capture's search, in `probes` order (kept with a step-up's first capture). */
+  searches: GallerySearch[];
 }
 
 const otherHand = (h: Hand): Hand => (h === 'left' ? 'right' : 'left');
@@ -73,7 +81,9 @@ export function identifyProbes(
 ): IdentifyOutcome {
   const rule = options.rule ?? gallery.rule;
   // the side each capture declares, else its template header's (every palm when unknown)
-  const searches = probes.map((p) => gallery.search(p.template, { side: p.hand, users: SEARCH_USERS }));
+  const searches = probes.map(
+    (p) => p.search ?? gallery.search(p.template, { side: p.hand, users: SEARCH_USERS }),
+  );
   const sides = searches.map((s) => s.side);
   const distinct = new Set(sides);
   const independent = !distinct.has('any') && distinct.size === 2;
@@ -92,7 +102,8 @@ export function identifyProbes(
         ds = new Array<number>(probes.length).fill(Number.NaN);
         users.set(c.userId, ds);
       }
-      ds[i] = c.distance;
+      // an earlier search's distance is looked up again below (the gallery may have changed since)
+      if (!probes[i]!.search) ds[i] = c.distance;
       const seen = palmOf.get(c.userId);
       if (!seen || c.distance < seen.distance)
         palmOf.set(c.userId, { palmId: c.palmId, distance: c.distance });
@@ -148,7 +159,7 @@ export function identifyProbes(
           score: 1 - 2 * closest.get(decision.userId)!,
         }
       : null;
-  return { decision, searched, fused: independent, hit, ...(stepUpHand ? { stepUpHand } : {}) };
+  return { decision, searched, fused: independent, hit, searches, ...(stepUpHand ? { stepUpHand } : {}) };
 }
 
 /** The best match of one capture by the gallery-wide rule, as the old single-hit answer. */
