@@ -22,8 +22,8 @@ export const ROI_SCALE_VARIANTS: readonly number[] = [1.08];
 /**
  * Decision threshold on the similarity score (1 − 2 × distance) for the variant-tolerant ROI
  * distance (rotations and zoom, with the tile search's smoothness penalty).
- * `tsx agent/scripts/calibrate-threshold.ts --at 0.34 /work/data/big-contact /work/data/big-contactless
- * /work/data/big-vein` (8 400 genuine, 950 400 impostor pairs, both directions as in `eval --roi`)
+ * `tsx agent/scripts/calibrate-threshold.ts --at 0.34 <big-contact> <big-contactless>
+ * <big-vein>` (8 400 genuine, 950 400 impostor pairs, both directions as in `eval --roi`)
  * puts FMR 1e-4 at score 0.335 (FNMR 1.01 %); at 0.34 FMR is 5.9e-5 and FNMR 1.16 %. The plain
  * distance has FMR 1e-4 at 0.320 (FNMR 4.4 %). The minimum over variants lowers impostor distances
  * too, hence a constant of its own rather than the server's whole-frame MATCH_THRESHOLD.
