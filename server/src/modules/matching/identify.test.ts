@@ -1,9 +1,10 @@
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
 import { evidenceAt, evidenceBar } from '@palmid/shared/palm/decision.ts';
-import { decodeTemplate, encodeTemplate, GRID, type TemplateHand } from '@palmid/shared/palm/template.ts';
+import { decodeTemplate, encodeTemplate, type TemplateHand } from '@palmid/shared/palm/template.ts';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { extractRoiTemplate } from '../../../../agent/src/palm/roi-template.ts';
+import { mosaic } from '../../../../test/support/templates.ts';
 import { createExhaustiveGallery } from './exhaustive.ts';
 import { MemoryGallery } from './gallery.ts';
 import { duplicateBar, identificationRule, identifyProbes } from './identify.ts';
@@ -16,25 +17,6 @@ import { TopUsers } from './top-users.ts';
 const withHand = (t: Uint8Array, hand: TemplateHand) => encodeTemplate({ ...decodeTemplate(t), hand });
 const roi = (identity: string, session: 1 | 2, sample = 0) =>
   extractRoiTemplate(renderRoi({ identity, style: 'contact', session, sample }));
-
-/** Deterministic impostor filler: each 8 × 8 tile from one of the strangers' templates. */
-function mosaic(strangers: Uint8Array[], seed: number): Uint8Array {
-  const src = strangers.map((t) => decodeTemplate(t));
-  const code = new Uint32Array(6 * GRID);
-  const mask = new Uint32Array(GRID);
-  let s = (seed * 2654435761 + 1) >>> 0;
-  for (let tile = 0; tile < 16; tile++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const t = src[s % src.length]!;
-    const bits = 0xff << ((tile % 4) * 8);
-    for (let r = (tile >> 2) * 8; r < (tile >> 2) * 8 + 8; r++) {
-      mask[r] = (mask[r]! & ~bits) | (t.mask[r]! & bits);
-      for (let p = 0; p < 6; p++)
-        code[p * GRID + r] = (code[p * GRID + r]! & ~bits) | (t.code[p * GRID + r]! & bits);
-    }
-  }
-  return encodeTemplate({ ...src[0]!, code, mask });
-}
 
 const T: Record<string, Uint8Array> = {};
 const fillers: Uint8Array[] = [];
