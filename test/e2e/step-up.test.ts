@@ -151,6 +151,17 @@ describe('identification at gallery scale: refusal and step-up (real server proc
     tmp.remove();
   });
 
+  /** carol's second capture, degraded (code bits flipped) until it carries at least 1 decade less than the bar asks */
+  const poorCarol = () => {
+    const order = bitOrder(7);
+    let k = 0;
+    let poor = tpl.carolR2!;
+    while (evidence(poor, tpl.carolR!) >= bar() - 1 && k < order.length) {
+      k += 16;
+      poor = flip(tpl.carolR2!, order.slice(0, k));
+    }
+    return poor;
+  };
   /** A context at the till, and the kiosk's identify with `template` (a new request id each time). */
   const context = () => createAuthContext(server.base, vendor.api_key, { type: 'login' });
   const identify = (authId: string, template: Uint8Array, hand: 'left' | 'right') =>
@@ -200,13 +211,7 @@ describe('identification at gallery scale: refusal and step-up (real server proc
 
   it('a plausible capture below the bar steps up to the other hand, then completes', async () => {
     // carol's second capture, degraded until it carries 1–2.5 decades less than the bar asks
-    const order = bitOrder(7);
-    let k = 0;
-    let poor = tpl.carolR2!;
-    while (evidence(poor, tpl.carolR!) >= bar() - 1 && k < order.length) {
-      k += 16;
-      poor = flip(tpl.carolR2!, order.slice(0, k));
-    }
+    const poor = poorCarol();
     const e = evidence(poor, tpl.carolR!);
     expect(e).toBeLessThan(bar() - 1);
     expect(e).toBeGreaterThan(bar() - 2.5);
@@ -262,13 +267,7 @@ describe('identification at gallery scale: refusal and step-up (real server proc
   }, 30_000);
 
   it('the same poor capture without the other hand is refused (the kiosk shows a stranger’s left)', async () => {
-    const order = bitOrder(7);
-    let k = 0;
-    let poor = tpl.carolR2!;
-    while (evidence(poor, tpl.carolR!) >= bar() - 1 && k < order.length) {
-      k += 16;
-      poor = flip(tpl.carolR2!, order.slice(0, k));
-    }
+    const poor = poorCarol();
     const authId = await context();
     const first = await identify(authId, poor, 'right');
     expect(first.result).toMatchObject({ step_up: { hand: 'left' } });
