@@ -19,12 +19,12 @@ import { defineConfig } from 'vitest/config';
 const SPAWNING = [
   'server/src/lib/node-flags.test.ts',
   'server/src/modules/verification/verify-proof-cli.test.ts',
-  'shared/src/zk/verify-cli.test.ts',
+  'server/src/cli/verify-proof.test.ts',
   'server/src/modules/auth-contexts/routes.test.ts', // `npm run vendor -- watch` as a process
 ];
 
 const UNIT = [
-  '{shared,firmware-sim,agent,server}/src/**/*.test.ts',
+  '{shared/contracts,shared/palm,shared/zk,firmware-sim,agent,server,palm-lab}/src/**/*.test.ts',
   'test/contract/**/*.test.ts',
   'test/docs/**/*.test.ts',
 ];

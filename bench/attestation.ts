@@ -7,15 +7,15 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { attestCapture, generateDeviceKey, verifyCapture } from '@palmid/shared/capture/attestation.ts';
+import { attestCapture, generateDeviceKey, verifyCapture } from '@palmid/contracts/crypto/capture';
+import { createTestApp, provisionDevice } from '@palmid/server/dev/testing';
 import {
   type CaptureVerdict,
   checkAttestation,
   scanNonce,
   settleAttestation,
-} from '../server/src/modules/devices/service.ts';
-import { createPvs } from '../server/src/modules/pvs/service.ts';
-import { createTestApp, provisionDevice } from '../server/src/testing.ts';
+} from '@palmid/server/modules/devices/service';
+import { createPvs } from '@palmid/server/modules/pvs/service';
 
 const nArg = process.argv.indexOf('--n');
 const N = nArg > 0 ? Number(process.argv[nArg + 1]) : 500;

@@ -15,10 +15,10 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { captureSimdAvailable } from '../agent/src/palm/capture-kernel.ts';
-import { type GrayImage, readImage } from '../agent/src/palm/image-io.ts';
-import { processCapture } from '../agent/src/palm/pipeline.ts';
-import { SENSOR_NAMES, type SensorName } from '../agent/src/palm/sensor-profiles.ts';
+import { captureSimdAvailable } from '@palmid/palm/capture/capture-kernel';
+import { type GrayImage, readImage } from '@palmid/palm/capture/image-io';
+import { processCapture } from '@palmid/palm/capture/pipeline';
+import { SENSOR_NAMES, type SensorName } from '@palmid/palm/capture/sensor-profiles';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TARGET_MS = 5;

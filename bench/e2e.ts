@@ -12,8 +12,8 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import type { StepTiming } from '../agent/src/kiosk/daemon.ts';
-import type { CaptureRecord } from '../firmware-sim/src/device.ts';
+import type { StepTiming } from '@palmid/agent/kiosk/daemon';
+import type { CaptureRecord } from '@palmid/firmware-sim/device';
 import {
   api,
   kioskAgentEnv,

@@ -27,7 +27,7 @@ import { Agent, createServer, type IncomingMessage, request, type ServerResponse
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERVER_NODE_FLAGS } from '../server/src/lib/node-flags.ts';
+import { SERVER_NODE_FLAGS } from '@palmid/server/lib/node-flags';
 import type { TestPostgres } from '../test/support/postgres.ts';
 import type { TestRedis } from '../test/support/redis.ts';
 import { cpuMs, processTree } from './proc.ts';
@@ -40,12 +40,12 @@ const SELF = fileURLToPath(import.meta.url);
 // Child modes: a server (palmid or bare) or the round-robin proxy. Each prints `READY <port>` when listening.
 
 async function servePalmid(): Promise<void> {
-  const { loadConfig } = await import('../server/src/config.ts');
-  const { createContext } = await import('../server/src/bootstrap.ts');
-  const { startServer } = await import('../server/src/server.ts');
-  const { RateLimits, RATE_LIMITS } = await import('../server/src/lib/rate-limits.ts');
-  const { ExactGallery, ExactMatcher } = await import('../server/src/testing.ts');
-  const { createVendor } = await import('../server/src/modules/vendors/service.ts');
+  const { loadConfig } = await import('@palmid/server/config');
+  const { createContext } = await import('@palmid/server/bootstrap');
+  const { startServer } = await import('@palmid/server/server');
+  const { RateLimits, RATE_LIMITS } = await import('@palmid/server/lib/rate-limits');
+  const { ExactGallery, ExactMatcher } = await import('@palmid/server/dev/testing');
+  const { createVendor } = await import('@palmid/server/modules/vendors/service');
   const config = loadConfig({ ...process.env, PORT: '0', HOST: '127.0.0.1', PALMID_LOG_LEVEL: 'warn' });
   // These routes never match palms; the test matcher avoids loading the ONNX feature graph.
   const matcher = new ExactMatcher();

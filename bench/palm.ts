@@ -17,8 +17,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
-import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
+import { renderPalm } from '@palmid/firmware-sim/synth/index';
+import { renderRoi } from '@palmid/firmware-sim/synth/roi';
+import { processCapture } from '@palmid/palm/capture/pipeline';
+import { extractRoiTemplate, extractRoiTemplates } from '@palmid/palm/capture/roi-template';
 import {
   DEFAULT_IMPOSTOR_MODEL,
   DEFAULT_POLICY,
@@ -26,7 +28,11 @@ import {
   evidenceBar,
   fmrAt,
   type ImpostorModel,
-} from '@palmid/shared/palm/decision.ts';
+} from '@palmid/palm/decision';
+import { createExhaustiveGallery } from '@palmid/palm/gallery/exhaustive';
+import { DEFAULT_CANDIDATES, MemoryGallery } from '@palmid/palm/gallery/gallery';
+import { identifyProbes, type Probe } from '@palmid/palm/gallery/identify';
+import { DESCRIPTOR_BYTES, stage1SimdAvailable } from '@palmid/palm/gallery/stage1';
 import {
   compareTemplates,
   PACKED_WORDS,
@@ -34,16 +40,10 @@ import {
   packedDistanceJs,
   packTemplate,
   probeMatcher,
-} from '@palmid/shared/palm/match.ts';
-import { simdAvailable } from '@palmid/shared/palm/match-simd.ts';
-import { decodeTemplate, encodeTemplate, TEMPLATE_BYTES } from '@palmid/shared/palm/template.ts';
-import { fitImpostorModel } from '../agent/src/palm/eval/impostor-model.ts';
-import { processCapture } from '../agent/src/palm/pipeline.ts';
-import { extractRoiTemplate, extractRoiTemplates } from '../agent/src/palm/roi-template.ts';
-import { createExhaustiveGallery } from '../server/src/modules/matching/exhaustive.ts';
-import { DEFAULT_CANDIDATES, MemoryGallery } from '../server/src/modules/matching/gallery.ts';
-import { identifyProbes, type Probe } from '../server/src/modules/matching/identify.ts';
-import { DESCRIPTOR_BYTES, stage1SimdAvailable } from '../server/src/modules/matching/stage1.ts';
+} from '@palmid/palm/match';
+import { simdAvailable } from '@palmid/palm/match-simd';
+import { decodeTemplate, encodeTemplate, TEMPLATE_BYTES } from '@palmid/palm/template';
+import { fitImpostorModel } from '@palmid/palm-lab/eval/impostor-model';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {

@@ -16,12 +16,12 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openDatabase } from '@palmid/server/db/index';
+import { createTestApp } from '@palmid/server/dev/testing';
+import { createPvs, revokePvs } from '@palmid/server/modules/pvs/service';
+import { announceRevocation } from '@palmid/server/modules/revocation/watcher';
+import { createVendor, revokeKeys } from '@palmid/server/modules/vendors/service';
 import { SingleBar } from 'cli-progress';
-import { openDatabase } from '../server/src/db/index.ts';
-import { createPvs, revokePvs } from '../server/src/modules/pvs/service.ts';
-import { announceRevocation } from '../server/src/modules/revocation/watcher.ts';
-import { createVendor, revokeKeys } from '../server/src/modules/vendors/service.ts';
-import { createTestApp } from '../server/src/testing.ts';
 import { startServer, tempDir } from '../test/e2e/harness.ts';
 import { clusterUnavailable, startCluster } from '../test/scale/cluster.ts';
 import { openKiosk, Recorder } from '../test/security/sockets.ts';

@@ -13,12 +13,18 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { AppContext } from '@palmid/server/context';
+import {
+  attestBody,
+  createTestApp,
+  seedVendor,
+  type TestApp,
+  vendorDevice,
+} from '@palmid/server/dev/testing';
+import { writeAttribute } from '@palmid/server/modules/attributes/service';
+import { grantConsent } from '@palmid/server/modules/consents/service';
+import { addPalm, createUser, issueUserToken } from '@palmid/server/modules/users/service';
 import { sql } from 'kysely';
-import type { AppContext } from '../server/src/context.ts';
-import { writeAttribute } from '../server/src/modules/attributes/service.ts';
-import { grantConsent } from '../server/src/modules/consents/service.ts';
-import { addPalm, createUser, issueUserToken } from '../server/src/modules/users/service.ts';
-import { attestBody, createTestApp, seedVendor, type TestApp, vendorDevice } from '../server/src/testing.ts';
 import { postgresUnavailable, startPostgres } from '../test/support/postgres.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

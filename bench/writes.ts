@@ -13,10 +13,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AuthContextInput } from '@palmid/shared/api/auth-contexts.ts';
-import type { AppContext, VendorPrincipal } from '../server/src/context.ts';
-import { type Database, openDatabase } from '../server/src/db/index.ts';
-import { createAuthContext } from '../server/src/modules/auth-contexts/state.ts';
+import type { AuthContextInput } from '@palmid/contracts/api/auth-contexts';
+import type { AppContext, VendorPrincipal } from '@palmid/server/context';
+import { type Database, openDatabase } from '@palmid/server/db/index';
+import { createAuthContext } from '@palmid/server/modules/auth-contexts/state';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../test/support/postgres.ts';
 import { cpuMs } from './proc.ts';
 

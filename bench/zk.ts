@@ -15,11 +15,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { releaseZkResources, useSingleThreadedEngine } from '../shared/src/zk/artifacts.ts';
-import { generateServiceKey } from '../shared/src/zk/keys.ts';
-import { provePredicate } from '../shared/src/zk/prove.ts';
-import type { PredicateProof } from '../shared/src/zk/schema.ts';
-import { verifyPredicateProof } from '../shared/src/zk/verify.ts';
+import { releaseZkResources, useSingleThreadedEngine } from '@palmid/zk/artifacts';
+import { generateServiceKey } from '@palmid/zk/keys';
+import { provePredicate } from '@palmid/zk/prove';
+import type { PredicateProof } from '@palmid/zk/schema';
+import { verifyPredicateProof } from '@palmid/zk/verify';
 
 const TARGET_PROVE_MS = 500;
 const TARGET_VERIFY_MS = 50;

@@ -1,12 +1,12 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { DEFAULT_MODEL_PATH } from '@palmid/palm/capture/model-path';
+import { DEFAULT_SENSOR, SENSOR_NAMES } from '@palmid/palm/capture/sensor-profiles';
 import { z } from 'zod';
-import { DEFAULT_SENSOR, SENSOR_NAMES } from './palm/sensor-profiles.ts';
 import { parseDeviceSpec } from './transport/device-spec.ts';
 
-/** The palm pipeline's feature model, shipped in agent/models (resolved from this package, any cwd). */
-export const DEFAULT_MODEL_PATH = fileURLToPath(new URL('../models/palm-features.onnx', import.meta.url));
+/** The palm pipeline's feature model, shipped with @palmid/palm (shared/palm/models). */
+export { DEFAULT_MODEL_PATH };
 export const DEFAULT_CONFIG_FILE = './data/agent.json';
 
 const deviceSpec = z.string().superRefine((value, ctx) => {
@@ -56,7 +56,7 @@ export const agentConfigSchema = z
       .default(30_000),
     /**
      * The scanner's sensor profile: quality limits and the liveness cues it supports
-     * (agent/src/palm/sensor-profiles.ts, docs/palm-pipeline.md "Sensor profiles").
+     * (shared/palm/src/capture/sensor-profiles.ts, docs/palm-pipeline.md "Sensor profiles").
      */
     sensor: z
       .enum(SENSOR_NAMES, { error: `must be one of: ${SENSOR_NAMES.join(', ')}` })

@@ -1,4 +1,4 @@
-import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
+import { installFatalHandlers } from '@palmid/contracts/cli/fatal';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { listenControl } from './control.ts';
 import { FirmwareSimulator } from './device.ts';

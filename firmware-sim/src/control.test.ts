@@ -1,4 +1,4 @@
-import { WireChannel } from '@palmid/shared/wire/channel.ts';
+import { WireChannel } from '@palmid/contracts/wire/channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listenControl } from './control.ts';
 import { FirmwareSimulator } from './device.ts';

@@ -1,7 +1,7 @@
-import { type ChannelEvent, WireChannel } from '@palmid/shared/wire/channel.ts';
-import { encodeFrame } from '@palmid/shared/wire/frame.ts';
-import type { ByteLink } from '@palmid/shared/wire/link.ts';
-import { CAPTURE_STATE, DEVICE_ERROR, LED } from '@palmid/shared/wire/messages.ts';
+import { type ChannelEvent, WireChannel } from '@palmid/contracts/wire/channel';
+import { encodeFrame } from '@palmid/contracts/wire/frame';
+import type { ByteLink } from '@palmid/contracts/wire/link';
+import { CAPTURE_STATE, DEVICE_ERROR, LED } from '@palmid/contracts/wire/messages';
 import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { FirmwareSimulator, type SimulatorOptions } from './device.ts';
 import { type GrayFrame, type ImageSource, synthPalmSource, testPatternSource } from './image-source.ts';

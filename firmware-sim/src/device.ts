@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
-import { crc32 } from '@palmid/shared/wire/crc.ts';
-import { WireError } from '@palmid/shared/wire/errors.ts';
-import { encodeFrame, type Frame } from '@palmid/shared/wire/frame.ts';
-import type { ByteLink } from '@palmid/shared/wire/link.ts';
-import { createLinkPair } from '@palmid/shared/wire/link.ts';
+import { crc32 } from '@palmid/contracts/wire/crc';
+import { WireError } from '@palmid/contracts/wire/errors';
+import { encodeFrame, type Frame } from '@palmid/contracts/wire/frame';
+import type { ByteLink } from '@palmid/contracts/wire/link';
+import { createLinkPair } from '@palmid/contracts/wire/link';
 import {
   BOOT_REASON,
   CAPTURE_STATE,
@@ -15,8 +15,8 @@ import {
   type Message,
   PROTOCOL_VERSION,
   toFrame,
-} from '@palmid/shared/wire/messages.ts';
-import { FrameParser } from '@palmid/shared/wire/parser.ts';
+} from '@palmid/contracts/wire/messages';
+import { FrameParser } from '@palmid/contracts/wire/parser';
 import { type Fault, type FaultInput, faultSchema } from './faults.ts';
 import { type ImageSource, synthPalmSource } from './image-source.ts';
 import { type Presentation, presentationSchema } from './presentation.ts';

@@ -1,8 +1,8 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastifyWebsocket from '@fastify/websocket';
-import { errorEnvelope } from '@palmid/shared/envelope.ts';
-import { DEFAULT_MESSAGES } from '@palmid/shared/errors.ts';
+import { errorEnvelope } from '@palmid/contracts/envelope';
+import { DEFAULT_MESSAGES } from '@palmid/contracts/errors';
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.ts';

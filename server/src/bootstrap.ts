@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import type { Gallery, Matcher } from '@palmid/palm/gallery/types';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { Keyring, loadMasterKey } from './crypto/keyring.ts';
@@ -9,7 +10,6 @@ import { KioskRegistry } from './lib/kiosk-registry.ts';
 import { LiveSockets } from './lib/live-sockets.ts';
 import { enrolmentLimits, RateLimits } from './lib/rate-limits.ts';
 import { RedisEventHub } from './lib/redis-event-hub.ts';
-import type { Gallery, Matcher } from './modules/matching/types.ts';
 import { RevocationWatcher } from './modules/revocation/watcher.ts';
 import { loadGallery, syncGalleryWithPeers } from './modules/users/gallery.ts';
 import { authenticateUser } from './modules/users/service.ts';

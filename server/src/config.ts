@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { DEFAULT_TARGET_FPIR } from '@palmid/shared/palm/decision.ts';
-import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
+import { DEFAULT_TARGET_FPIR } from '@palmid/palm/decision';
+import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
 import { z } from 'zod';
 
 /**

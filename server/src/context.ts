@@ -1,3 +1,4 @@
+import type { Gallery, Matcher } from '@palmid/palm/gallery/types';
 import type { Config } from './config.ts';
 import type { Keyring } from './crypto/keyring.ts';
 import type { Database } from './db/index.ts';
@@ -5,7 +6,6 @@ import type { EventHub } from './lib/event-hub.ts';
 import type { KioskRegistry } from './lib/kiosk-registry.ts';
 import type { LiveSockets, RevocationCheck } from './lib/live-sockets.ts';
 import type { RateLimits } from './lib/rate-limits.ts';
-import type { Gallery, Matcher } from './modules/matching/types.ts';
 
 /** Everything a module needs, built once per process and handed to the app. */
 export interface AppContext {

@@ -1,11 +1,11 @@
 import { dirname } from 'node:path';
+import type { Demo } from '../dev/demo.ts';
+import type { SimKiosk } from '../dev/sim-kiosk.ts';
 import { createContext } from './bootstrap.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { type Demo, seedDemo } from './demo.ts';
 import { startServer } from './server.ts';
-import { type SimKiosk, startSimKiosk } from './sim-kiosk.ts';
 
-/** What the banner says under the demo vendor key (server/src/demo.ts, docs/quickstart.md). */
+/** What the banner says under the demo vendor key (server/dev/demo.ts, docs/quickstart.md). */
 const KEY_NOTES: Record<Demo['apiKeyState'], string> = {
   kept: '                (the same key as on earlier starts with this database and master key)',
   created: '                (a new demo vendor; its key stays the same on later starts)',
@@ -52,11 +52,15 @@ async function main(): Promise<void> {
   const base = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${server.port}`;
   let kiosk: SimKiosk | undefined;
   if (config.PALMID_ENV === 'development') {
+    // The demo and the simulated kiosk live in server/dev/ (they pull the simulator and the agent, which a
+    // production install leaves out): loaded only in development.
+    const { seedDemo } = await import('../dev/demo.ts');
     const demo = await seedDemo(ctx);
     if (config.PALMID_SIM === '1') {
       const dataDir = config.DATABASE_URL.startsWith('sqlite:')
         ? dirname(config.DATABASE_URL.slice(7))
         : './data';
+      const { startSimKiosk } = await import('../dev/sim-kiosk.ts');
       kiosk = await startSimKiosk(base, demo.pvsId, demo.deviceToken, dataDir, demo.provisioningSecret);
     }
     process.stdout.write(banner(base, ctx.version, demo));

@@ -1,4 +1,4 @@
-import { evidenceBar } from '@palmid/shared/palm/decision.ts';
+import { evidenceBar } from '@palmid/palm/decision';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';

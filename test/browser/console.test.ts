@@ -1,9 +1,9 @@
 import { join } from 'node:path';
+import { attestPalms, seedVendor, vendorDevice } from '@palmid/server/dev/testing';
+import { createPvs } from '@palmid/server/modules/pvs/service';
+import { rotateKey } from '@palmid/server/modules/vendors/service';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createPvs } from '../../server/src/modules/pvs/service.ts';
-import { rotateKey } from '../../server/src/modules/vendors/service.ts';
-import { attestPalms, seedVendor, vendorDevice } from '../../server/src/testing.ts';
 import { describeNeeding } from '../support/requirements.ts';
 import {
   eventually,

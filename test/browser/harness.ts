@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createTestApp, type TestApp, TestDevice } from '@palmid/server/dev/testing';
 import type { BrowserContext, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import WebSocket from 'ws';
-import { createTestApp, type TestApp, TestDevice } from '../../server/src/testing.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 /** Why the browser suites cannot run here, or null (test/support/requirements.ts: a skip, a failure under CI). */

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { attestPalms, seedVendor, vendorDevice } from '@palmid/server/dev/testing';
+import { writeAttribute } from '@palmid/server/modules/attributes/service';
+import { createClaimCode } from '@palmid/server/modules/users/service';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
-import { createClaimCode } from '../../server/src/modules/users/service.ts';
-import { attestPalms, seedVendor, vendorDevice } from '../../server/src/testing.ts';
 import { describeNeeding } from '../support/requirements.ts';
 import { eventually, type Harness, NO_CHROMIUM, SCREENSHOT_DIR, startHarness } from './harness.ts';
 

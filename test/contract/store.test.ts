@@ -1,28 +1,28 @@
-import { listAttributes, writeAttribute } from '@palmid/server/modules/attributes/service.ts';
-import { appendAudit, verifyAuditChain } from '@palmid/server/modules/audit/service.ts';
-import { activeConsents, grantConsent, revokeConsent } from '@palmid/server/modules/consents/service.ts';
-import { eraseUser } from '@palmid/server/modules/gdpr/service.ts';
-import {
-  authenticateUser,
-  createClaimCode,
-  createUser,
-  issueUserToken,
-  redeemClaimCode,
-} from '@palmid/server/modules/users/service.ts';
-import {
-  authenticateVendor,
-  createVendor,
-  revokeKeys,
-  rotateKey,
-} from '@palmid/server/modules/vendors/service.ts';
+import { pseudonym } from '@palmid/contracts/crypto/ids';
 import {
   attestBody,
   attestPalms,
   createTestApp,
   type TestApp,
   vendorDevice,
-} from '@palmid/server/testing.ts';
-import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+} from '@palmid/server/dev/testing';
+import { listAttributes, writeAttribute } from '@palmid/server/modules/attributes/service';
+import { appendAudit, verifyAuditChain } from '@palmid/server/modules/audit/service';
+import { activeConsents, grantConsent, revokeConsent } from '@palmid/server/modules/consents/service';
+import { eraseUser } from '@palmid/server/modules/gdpr/service';
+import {
+  authenticateUser,
+  createClaimCode,
+  createUser,
+  issueUserToken,
+  redeemClaimCode,
+} from '@palmid/server/modules/users/service';
+import {
+  authenticateVendor,
+  createVendor,
+  revokeKeys,
+  rotateKey,
+} from '@palmid/server/modules/vendors/service';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { describeNeeding } from '../support/requirements.ts';

@@ -1,13 +1,13 @@
-import { encodeResponses } from '@palmid/agent/palm/coding.ts';
-import { ORIENTATIONS as AGENT_ORIENTATIONS, SCALES } from '@palmid/agent/palm/gabor.ts';
-import { stage1Descriptor } from '@palmid/server/modules/matching/stage1.ts';
-import { cellCode, ORIENTATION_OF_CODE, ORIENTATIONS } from '@palmid/shared/palm/orientation-code.ts';
-import { CODE_PLANES, GRID, SIGNATURE_WORDS } from '@palmid/shared/palm/template.ts';
+import { encodeResponses } from '@palmid/palm/capture/coding';
+import { ORIENTATIONS as AGENT_ORIENTATIONS, SCALES } from '@palmid/palm/capture/gabor';
+import { stage1Descriptor } from '@palmid/palm/gallery/stage1';
+import { cellCode, ORIENTATION_OF_CODE, ORIENTATIONS } from '@palmid/palm/orientation-code';
+import { CODE_PLANES, GRID, SIGNATURE_WORDS } from '@palmid/palm/template';
 import { describe, expect, it } from 'vitest';
 
 /**
  * The template's bit encoding is a contract between the agent's coder and the server's first search
- * stage (@palmid/shared/palm/orientation-code.ts): what one writes, the other must read back.
+ * stage (@palmid/palm/orientation-code): what one writes, the other must read back.
  */
 describe('template bit encoding: agent coder ↔ server stage 1', () => {
   const cells = GRID * GRID;

@@ -2,11 +2,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { closeContext, createContext } from '@palmid/server/bootstrap';
+import { loadConfig } from '@palmid/server/config';
+import { createUser } from '@palmid/server/modules/users/service';
+import { authenticateVendor, createVendor } from '@palmid/server/modules/vendors/service';
 import { build } from 'esbuild';
-import { closeContext, createContext } from '../../server/src/bootstrap.ts';
-import { loadConfig } from '../../server/src/config.ts';
-import { createUser } from '../../server/src/modules/users/service.ts';
-import { authenticateVendor, createVendor } from '../../server/src/modules/vendors/service.ts';
 import { type Ack, ExactGallery, ExactMatcher, type Fixture } from './writer.ts';
 
 /**

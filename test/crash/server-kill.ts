@@ -1,9 +1,9 @@
+import { closeContext, createContext } from '@palmid/server/bootstrap';
+import { loadConfig } from '@palmid/server/config';
+import { attestPalms, provisionDevice } from '@palmid/server/dev/testing';
+import { createPvs } from '@palmid/server/modules/pvs/service';
+import { createVendor } from '@palmid/server/modules/vendors/service';
 import SQLite from 'better-sqlite3';
-import { closeContext, createContext } from '../../server/src/bootstrap.ts';
-import { loadConfig } from '../../server/src/config.ts';
-import { createPvs } from '../../server/src/modules/pvs/service.ts';
-import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { attestPalms, provisionDevice } from '../../server/src/testing.ts';
 import { api, run, type ServerProc, sqliteServerEnv, startServer, tempDir } from '../e2e/harness.ts';
 import { randomTemplate } from '../support/templates.ts';
 import { ExactGallery, ExactMatcher } from './writer.ts';

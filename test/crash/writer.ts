@@ -1,16 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { ExactGallery, ExactMatcher } from '@palmid/palm/gallery/exact';
+import { closeContext, createContext } from '@palmid/server/bootstrap';
+import { loadConfig } from '@palmid/server/config';
+import type { AppContext, VendorPrincipal } from '@palmid/server/context';
+import { auditedAccess } from '@palmid/server/modules/attributes/audit';
+import { writeAttribute } from '@palmid/server/modules/attributes/service';
+import { verifyAuditChain } from '@palmid/server/modules/audit/service';
+import { identifyPalm, resolveWithPalm } from '@palmid/server/modules/auth-contexts/resolve';
+import { createAuthContext } from '@palmid/server/modules/auth-contexts/state';
+import { grantConsent } from '@palmid/server/modules/consents/service';
 import { sql } from 'kysely';
-import { closeContext, createContext } from '../../server/src/bootstrap.ts';
-import { loadConfig } from '../../server/src/config.ts';
-import type { AppContext, VendorPrincipal } from '../../server/src/context.ts';
-import { auditedAccess } from '../../server/src/modules/attributes/audit.ts';
-import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
-import { verifyAuditChain } from '../../server/src/modules/audit/service.ts';
-import { identifyPalm, resolveWithPalm } from '../../server/src/modules/auth-contexts/resolve.ts';
-import { createAuthContext } from '../../server/src/modules/auth-contexts/state.ts';
-import { grantConsent } from '../../server/src/modules/consents/service.ts';
-import { ExactGallery, ExactMatcher } from '../../server/src/modules/matching/exact.ts';
 import { seededUniform } from '../support/seeded.ts';
 
 /**
@@ -34,7 +34,7 @@ export interface Fixture {
   users: { id: string; template: string }[];
 }
 
-/** The same exact-equality doubles as server/src/testing.ts, from their dependency-light module. */
+/** The same exact-equality doubles as server/dev/testing.ts, from their dependency-light module. */
 export { ExactGallery, ExactMatcher };
 
 const CALLER = { ip: '127.0.0.1', userAgent: 'crash-writer' };

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { anchorPath } from '@palmid/server/modules/audit/anchor';
 import { describe, expect, it } from 'vitest';
-import { anchorPath } from '../../server/src/modules/audit/anchor.ts';
 
 /**
  * docs/deployment.md against the README and the code: the operator reads both, and a unit file copied

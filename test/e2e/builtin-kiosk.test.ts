@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { deviceKeyPath } from '@palmid/agent/attestation/device-key';
 import { afterAll, describe, expect, it } from 'vitest';
-import { deviceKeyPath } from '../../agent/src/attestation/device-key.ts';
 import { type Proc, start, tempDir } from './harness.ts';
 
 /**
- * `npm start` in development runs a simulated kiosk of its own (server/src/sim-kiosk.ts). Its device key
+ * `npm start` in development runs a simulated kiosk of its own (server/dev/sim-kiosk.ts). Its device key
  * must not be the one a technician's agent makes by default beside `<data>/agent.json` for a kiosk of
  * their own: two kiosks would then share one key.
  */

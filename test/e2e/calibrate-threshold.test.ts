@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, makeRoiSet, refileSecondSession, tempDir } from './harness.ts';
 
 /**
- * `agent/scripts/calibrate-threshold.ts` as a process, on a synthetic ROI set in which one
+ * `palm-lab/scripts/calibrate-threshold.ts` as a process, on a synthetic ROI set in which one
  * subject's second session was filed under a new label: `--same` pools the two labels' cross pairs
  * as genuine pairs, as `palm eval --same` does (docs/palm-pipeline.md, "Look-alike identities").
  */
@@ -27,7 +27,7 @@ describe('calibrate-threshold --same', () => {
 
   it('counts the merged labels cross pairs as genuine and names the merge', async () => {
     const calibrate = (extra: string[]) =>
-      cli('agent/scripts/calibrate-threshold.ts', ['--rotations', '0', ...extra, set], {}, 180_000);
+      cli('palm-lab/scripts/calibrate-threshold.ts', ['--rotations', '0', ...extra, set], {}, 180_000);
     const apart = await calibrate([]);
     const merged = await calibrate(['--same', 's002=s005']);
     expect(apart.code, apart.stderr).toBe(0);
@@ -47,11 +47,16 @@ describe('calibrate-threshold --same', () => {
   });
 
   it('refuses a malformed or unknown --same with a clear error and no stack trace', async () => {
-    const malformed = await cli('agent/scripts/calibrate-threshold.ts', ['--same', 's002', set], {}, 60_000);
+    const malformed = await cli(
+      'palm-lab/scripts/calibrate-threshold.ts',
+      ['--same', 's002', set],
+      {},
+      60_000,
+    );
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toMatch(/--same takes <label>=<label>/);
     const unknown = await cli(
-      'agent/scripts/calibrate-threshold.ts',
+      'palm-lab/scripts/calibrate-threshold.ts',
       ['--same', 's002=s999', set],
       {},
       60_000,

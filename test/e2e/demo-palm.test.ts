@@ -1,12 +1,12 @@
-import { processCapture } from '@palmid/agent/palm/pipeline.ts';
-import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
-import { DEMO_IDENTITY } from '@palmid/server/demo.ts';
-import { DEMO_LEFT_PALM_TEMPLATES, DEMO_PALM_TEMPLATES } from '@palmid/server/demo-palm.ts';
-import { createGallery } from '@palmid/server/modules/matching/index.ts';
+import { renderPalm } from '@palmid/firmware-sim/synth/index';
+import { processCapture } from '@palmid/palm/capture/pipeline';
+import { DEMO_IDENTITY } from '@palmid/server/dev/demo';
+import { DEMO_LEFT_PALM_TEMPLATES, DEMO_PALM_TEMPLATES } from '@palmid/server/dev/demo-palm';
+import { createGallery } from '@palmid/server/modules/matching/index';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The demo user's palm is a committed fixture (server/src/demo-palm.ts) so that the server never runs the
+ * The demo user's palm is a committed fixture (server/dev/demo-palm.ts) so that the server never runs the
  * agent's pipeline. This keeps the fixture honest: fresh captures of the identity the simulated kiosk
  * presents, through today's pipeline, must be identified as the demo user.
  */
@@ -30,7 +30,7 @@ describe('demo palm fixture', () => {
     expect(tried).toBe(3);
     expect(
       hits,
-      `the pipeline changed: refresh server/src/demo-palm.ts, e.g. with ${JSON.stringify(fresh.slice(0, 2))}`,
+      `the pipeline changed: refresh server/dev/demo-palm.ts, e.g. with ${JSON.stringify(fresh.slice(0, 2))}`,
     ).toBe(3);
   }, 120_000);
 

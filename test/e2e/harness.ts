@@ -2,8 +2,8 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FrameClient, TestDevice } from '@palmid/server/dev/testing';
 import WebSocket from 'ws';
-import { FrameClient, TestDevice } from '../../server/src/testing.ts';
 
 /**
  * Cross-process harness: the real server, firmware simulator and agent as separate processes on
@@ -142,7 +142,7 @@ export function tempDir(prefix: string): { dir: string; remove(): void } {
 
 /**
  * A synthetic `<dir>/<subject>/<image>` set of cropped contact ROIs (two sessions of two samples per
- * subject, files `<session>_<sample>.<format>`), made by `agent/scripts/make-roi-set.ts` as a process.
+ * subject, files `<session>_<sample>.<format>`), made by `palm-lab/scripts/make-roi-set.ts` as a process.
  */
 export async function makeRoiSet(
   dir: string,
@@ -151,7 +151,7 @@ export async function makeRoiSet(
   seed: string,
 ): Promise<void> {
   const made = await cli(
-    'agent/scripts/make-roi-set.ts',
+    'palm-lab/scripts/make-roi-set.ts',
     [
       dir,
       '--style',

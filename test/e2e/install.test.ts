@@ -47,14 +47,14 @@ describe('installing from a fresh clone', () => {
     expect(res.stdout).toBe('');
   });
 
-  it('every workspace declares the workspaces it imports, and exports only files that exist', () => {
-    for (const ws of ['firmware-sim', 'agent', 'server']) {
+  it('every workspace that imports others declares @palmid/contracts, and exports only files that exist', () => {
+    for (const ws of ['shared/palm', 'firmware-sim', 'agent', 'server', 'palm-lab', 'web']) {
       const pkg = JSON.parse(readFileSync(join(ROOT, ws, 'package.json'), 'utf8')) as {
         dependencies: Record<string, string>;
         exports: Record<string, string>;
       };
-      expect(pkg.dependencies['@palmid/shared'], ws).toBeDefined();
-      for (const [key, target] of Object.entries(pkg.exports)) {
+      expect(pkg.dependencies['@palmid/contracts'], ws).toBeDefined();
+      for (const [key, target] of Object.entries(pkg.exports ?? {})) {
         if (!key.includes('*')) expect(existsSync(join(ROOT, ws, target)), `${ws} exports ${key}`).toBe(true);
       }
     }

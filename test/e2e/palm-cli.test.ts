@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { encodeBmp8 } from '@palmid/palm/capture/image-write';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeBmp8 } from '../../agent/src/palm/image-write.ts';
 import { sideless } from '../support/sideless-hand.ts';
 import { cli, makeRoiSet, tempDir } from './harness.ts';
 
@@ -25,12 +25,7 @@ describe('npm run palm -- eval (ROI databases)', () => {
 
   it('prints the contract JSON on stdout, lists unreadable images on stderr and writes the DET plot', async () => {
     const plot = join(tmp.dir, 'det.png');
-    const r = await cli(
-      'agent/src/palm/cli.ts',
-      ['eval', set, '--roi', '--json', '--plot', plot],
-      {},
-      180_000,
-    );
+    const r = await cli('palm-lab/src/cli.ts', ['eval', set, '--roi', '--json', '--plot', plot], {}, 180_000);
     expect(r.code, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as Record<string, number>;
     expect(Object.keys(report)).toEqual(
@@ -121,7 +116,7 @@ describe('npm run palm -- eval (ROI databases)', () => {
   }, 180_000);
 
   it('prints a readable summary by default, with the CompCode baseline and the ratio on request', async () => {
-    const r = await cli('agent/src/palm/cli.ts', ['eval', set, '--roi', '--baseline'], {}, 180_000);
+    const r = await cli('palm-lab/src/cli.ts', ['eval', set, '--roi', '--baseline'], {}, 180_000);
     expect(r.code, r.stderr).toBe(0);
     expect(() => JSON.parse(r.stdout)).toThrow(); // not JSON: the summary
     expect(r.stdout).toMatch(/^EER\s+\d+\.\d+ %\s+\(95 % CI \d+\.\d+ % – \d+\.\d+ %\)$/m);
@@ -138,7 +133,7 @@ describe('npm run palm -- eval (ROI databases)', () => {
   }, 180_000);
 
   it('--baseline --json adds the baseline report and the EER ratio', async () => {
-    const r = await cli('agent/src/palm/cli.ts', ['eval', set, '--roi', '--baseline', '--json'], {}, 180_000);
+    const r = await cli('palm-lab/src/cli.ts', ['eval', set, '--roi', '--baseline', '--json'], {}, 180_000);
     expect(r.code, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as { baseline: Record<string, unknown>; baseline_eer_ratio: unknown };
     expect(report.baseline).toMatchObject({ name: 'CompCode', images: 26, enrolled: 24 });
@@ -148,7 +143,7 @@ describe('npm run palm -- eval (ROI databases)', () => {
 
   it('a DET plot that cannot be written keeps the report: results first, then one error line, exit 1', async () => {
     const r = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['eval', set, '--roi', '--json', '--plot', join(tmp.dir, 'no-such-dir', 'det.png')],
       {},
       180_000,
@@ -162,19 +157,19 @@ describe('npm run palm -- eval (ROI databases)', () => {
   }, 180_000);
 
   it('--baseline without --roi is bad usage (exit 2), as is an unknown option', async () => {
-    const a = await cli('agent/src/palm/cli.ts', ['eval', set, '--baseline']);
+    const a = await cli('palm-lab/src/cli.ts', ['eval', set, '--baseline']);
     expect(a.code).toBe(2);
     expect(a.stderr).toMatch(/--baseline needs --roi/);
-    const b = await cli('agent/src/palm/cli.ts', ['eval', set, '--no-such-option']);
+    const b = await cli('palm-lab/src/cli.ts', ['eval', set, '--no-such-option']);
     expect(b.code).toBe(2);
     expect(b.stderr).toMatch(/unknown option/);
-    const c = await cli('agent/src/palm/cli.ts', ['synth', join(tmp.dir, 'x'), '--hand', 'middle']);
+    const c = await cli('palm-lab/src/cli.ts', ['synth', join(tmp.dir, 'x'), '--hand', 'middle']);
     expect(c.code).toBe(2);
     expect(c.stderr).toMatch(/--hand must be left, right or both/);
   }, 60_000);
 
   it('a directory that does not exist is one clear line and exit code ≠ 0', async () => {
-    const r = await cli('agent/src/palm/cli.ts', ['eval', join(tmp.dir, 'nope'), '--roi', '--json']);
+    const r = await cli('palm-lab/src/cli.ts', ['eval', join(tmp.dir, 'nope'), '--roi', '--json']);
     expect(r.code).not.toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
@@ -192,7 +187,7 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
 
   it('synth shows its progress on stderr even when stderr is not a terminal', async () => {
     const r = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['synth', set, '--identities', '2', '--captures', '2', '--attack', 'print', '--json'],
       {},
       120_000,
@@ -205,7 +200,7 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
 
   it('eval --json reports enrolled 0, fta 1 and the reasons, with null rates, and exits 0', async () => {
     const plot = join(tmp.dir, 'det.png');
-    const r = await cli('agent/src/palm/cli.ts', ['eval', set, '--json', '--plot', plot], {}, 120_000);
+    const r = await cli('palm-lab/src/cli.ts', ['eval', set, '--json', '--plot', plot], {}, 120_000);
     expect(r.code, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(report).toMatchObject({
@@ -223,7 +218,7 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
   }, 120_000);
 
   it('the summary says why nothing is measurable', async () => {
-    const r = await cli('agent/src/palm/cli.ts', ['eval', set], {}, 120_000);
+    const r = await cli('palm-lab/src/cli.ts', ['eval', set], {}, 120_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^failure to enrol\s+100\.00 % \(8 image\(s\)\): liveness_failed 8$/m);
     expect(r.stdout).toMatch(/^EER\s+not measurable/m);
@@ -232,7 +227,7 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
   it('synth --sensor colour writes colour frames; an unknown sensor is bad usage', async () => {
     const out = join(tmp.dir, 'colour');
     const r = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       [
         'synth',
         out,
@@ -254,13 +249,13 @@ describe('npm run palm -- synth and eval on a set that does not enrol', () => {
     const { default: sharp } = await import('sharp');
     const meta = await sharp(join(out, 'id0001_right', '1.png')).metadata();
     expect(meta).toMatchObject({ width: 320, height: 240, channels: 3 });
-    const bad = await cli('agent/src/palm/cli.ts', ['synth', out, '--sensor', 'thermal']);
+    const bad = await cli('palm-lab/src/cli.ts', ['synth', out, '--sensor', 'thermal']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--sensor.*thermal/);
   }, 120_000);
 
   it('extract of a refused capture is a negative result: JSON with the reason, exit 1', async () => {
-    const r = await cli('agent/src/palm/cli.ts', ['extract', join(set, 'id0001_left', '1.png')], {}, 60_000);
+    const r = await cli('palm-lab/src/cli.ts', ['extract', join(set, 'id0001_left', '1.png')], {}, 60_000);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, reason: 'liveness_failed' });
   }, 60_000);
@@ -279,7 +274,7 @@ describe('npm run palm -- eval with captures of undecided hand side', () => {
 
   beforeAll(async () => {
     const made = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['synth', set, '--identities', '2', '--captures', '2', '--hand', 'right', '--sensor', 'grey-dark'],
       {},
       120_000,
@@ -293,23 +288,18 @@ describe('npm run palm -- eval with captures of undecided hand side', () => {
   afterAll(() => tmp.remove());
 
   it('counts them as enrolled and compares them with every image; the simulator profile refuses them', async () => {
-    const r = await cli(
-      'agent/src/palm/cli.ts',
-      ['eval', set, '--sensor', 'grey-dark', '--json'],
-      {},
-      180_000,
-    );
+    const r = await cli('palm-lab/src/cli.ts', ['eval', set, '--sensor', 'grey-dark', '--json'], {}, 180_000);
     expect(r.code, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(report).toMatchObject({ subjects: 3, images: 6, enrolled: 6, unknown_side: 2, fta: 0 });
     // every pair of the 6 enrolled images: 3 genuine (one per hand), 12 impostor
     expect(report).toMatchObject({ genuine_pairs: 3, impostor_pairs: 12 });
-    const summary = await cli('agent/src/palm/cli.ts', ['eval', set, '--sensor', 'grey-dark'], {}, 180_000);
+    const summary = await cli('palm-lab/src/cli.ts', ['eval', set, '--sensor', 'grey-dark'], {}, 180_000);
     expect(summary.code, summary.stderr).toBe(0);
     expect(summary.stdout).toMatch(/^images\s+6 \(3 subjects\), 6 enrolled \(2 of undecided hand side/m);
     // the simulator profile mirrors left hands: it needs the side and refuses these two as partial
     const sim = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['eval', set, '--sensor', 'simulator', '--json'],
       {},
       180_000,

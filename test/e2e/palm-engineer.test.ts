@@ -9,7 +9,7 @@ import { cli, tempDir } from './harness.ts';
  * suggests others when most frames fail, pad reads one's own bona fide and attack folders, and the
  * profiles say how far they were validated.
  */
-const palm = (args: string[], timeoutMs = 180_000) => cli('agent/src/palm/cli.ts', args, {}, timeoutMs);
+const palm = (args: string[], timeoutMs = 180_000) => cli('palm-lab/src/cli.ts', args, {}, timeoutMs);
 
 describe('npm run palm for a biometrics engineer', () => {
   const tmp = tempDir('palmid-engineer-');

@@ -20,7 +20,7 @@ describe('npm run palm -- look-alike', () => {
 
   it('names the two labels of one palm first and flags only them, in JSON', async () => {
     const r = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['look-alike', set, '--roi', '--json', '--top', '3'],
       {},
       180_000,
@@ -47,7 +47,7 @@ describe('npm run palm -- look-alike', () => {
   it('eval --same counts the two labels as one person: their cross pairs become genuine pairs', async () => {
     const read = async (extra: string[]) => {
       const r = await cli(
-        'agent/src/palm/cli.ts',
+        'palm-lab/src/cli.ts',
         ['eval', set, '--roi', '--rotations', '0', '--json', ...extra],
         {},
         180_000,
@@ -72,7 +72,7 @@ describe('npm run palm -- look-alike', () => {
     });
     expect(apart.same_person).toBeUndefined();
     const unknown = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['eval', set, '--roi', '--same', 's003=s999'],
       {},
       60_000,
@@ -82,19 +82,14 @@ describe('npm run palm -- look-alike', () => {
     // repeated --same options add up
     const twice = await read(['--same', 's003=s007', '--same', 's001=s002']);
     expect(twice).toMatchObject({ subjects: 5, same_person: ['s003=s007', 's001=s002'] });
-    const malformed = await cli(
-      'agent/src/palm/cli.ts',
-      ['eval', set, '--roi', '--same', 's003'],
-      {},
-      60_000,
-    );
+    const malformed = await cli('palm-lab/src/cli.ts', ['eval', set, '--roi', '--same', 's003'], {}, 60_000);
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toMatch(/--same takes <label>=<label>/);
   }, 180_000); // five CLI runs one after the other
 
   it('prints the table by default and refuses --baseline without --roi', async () => {
     const table = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['look-alike', set, '--roi', '--baseline', '--top', '2'],
       {},
       180_000,
@@ -103,10 +98,10 @@ describe('npm run palm -- look-alike', () => {
     expect(table.stdout).toMatch(/\(CompCode\)/);
     expect(table.stdout).toMatch(/s003 \/ s007 .*LOOKS GENUINE/);
     expect(table.stdout).toMatch(/palm eval \S+ --same s003=s007\n/);
-    const bad = await cli('agent/src/palm/cli.ts', ['look-alike', set, '--baseline'], {}, 60_000);
+    const bad = await cli('palm-lab/src/cli.ts', ['look-alike', set, '--baseline'], {}, 60_000);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--baseline needs --roi/);
-    const missing = await cli('agent/src/palm/cli.ts', ['look-alike', join(tmp.dir, 'nope')], {}, 60_000);
+    const missing = await cli('palm-lab/src/cli.ts', ['look-alike', join(tmp.dir, 'nope')], {}, 60_000);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/Cannot read dataset directory/);
   }, 180_000);

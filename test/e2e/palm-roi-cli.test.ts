@@ -16,7 +16,7 @@ describe('npm run palm -- roi', () => {
 
   beforeAll(async () => {
     const made = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['synth', set, '--identities', '2', '--captures', '2', '--hand', 'right', '--seed', 'roicli'],
       {},
       120_000,
@@ -38,7 +38,7 @@ describe('npm run palm -- roi', () => {
 
   it('writes the ROI of every accepted frame in the same layout and lists refusals on stderr', async () => {
     const r = await cli(
-      'agent/src/palm/cli.ts',
+      'palm-lab/src/cli.ts',
       ['roi', set, '--out', out, '--sensor', 'simulator'],
       {},
       120_000,
@@ -67,7 +67,7 @@ describe('npm run palm -- roi', () => {
   }, 120_000);
 
   it('refuses an unknown sensor profile as bad usage, naming the profiles', async () => {
-    const r = await cli('agent/src/palm/cli.ts', ['roi', set, '--out', out, '--sensor', 'bogus']);
+    const r = await cli('palm-lab/src/cli.ts', ['roi', set, '--out', out, '--sensor', 'bogus']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/unknown sensor profile "bogus".*grey-dark/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
@@ -75,7 +75,7 @@ describe('npm run palm -- roi', () => {
 
   it('extracts under a camera profile (--sensor on extract)', async () => {
     const subject = readdirSync(set).sort()[1]!;
-    const r = await cli('agent/src/palm/cli.ts', [
+    const r = await cli('palm-lab/src/cli.ts', [
       'extract',
       join(set, subject, '1.png'),
       '--sensor',

@@ -1,13 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { processCapture } from '@palmid/agent/palm/pipeline.ts';
-import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
-import { evidenceAt, evidenceBar } from '@palmid/shared/palm/decision.ts';
-import { compareTemplates } from '@palmid/shared/palm/match.ts';
-import { decodeTemplate, encodeTemplate } from '@palmid/shared/palm/template.ts';
+import { renderPalm } from '@palmid/firmware-sim/synth/index';
+import { processCapture } from '@palmid/palm/capture/pipeline';
+import { evidenceAt, evidenceBar } from '@palmid/palm/decision';
+import { compareTemplates } from '@palmid/palm/match';
+import { decodeTemplate, encodeTemplate } from '@palmid/palm/template';
+import { attestPalms, FrameClient, type TestDevice } from '@palmid/server/dev/testing';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attestPalms, FrameClient, type TestDevice } from '../../server/src/testing.ts';
 import {
   api,
   bindDevice,

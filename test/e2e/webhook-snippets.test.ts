@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { signatureHeader } from '@palmid/shared/webhooks.ts';
+import { signatureHeader } from '@palmid/contracts/webhooks';
 import { afterAll, describe, expect, it } from 'vitest';
 
 /**

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { verifySignature } from '@palmid/shared/webhooks.ts';
+import { verifySignature } from '@palmid/contracts/webhooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   api,

@@ -1,9 +1,9 @@
 import { createPrivateKey } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createAttestation } from '@palmid/shared/crypto/attestation.ts';
+import { createAttestation } from '@palmid/contracts/crypto/attestation';
+import { attestPalms, type TestDevice } from '@palmid/server/dev/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attestPalms, type TestDevice } from '../../server/src/testing.ts';
 import {
   api,
   bindDevice,
@@ -40,7 +40,7 @@ describe('zero-knowledge proofs across processes', () => {
     );
   const verifyProof = async (args: string[]) => {
     try {
-      return { code: 0, out: await run('agent/src/palm/cli.ts', ['verify-proof', ...args]) };
+      return { code: 0, out: await run('palm-lab/src/cli.ts', ['verify-proof', ...args]) };
     } catch (err) {
       const m = /exited (\d+):\n([\s\S]*)$/.exec((err as Error).message);
       return { code: Number(m?.[1] ?? -1), out: m?.[2] ?? '' };
@@ -65,7 +65,7 @@ describe('zero-knowledge proofs across processes', () => {
     // A template made by the real extractor from a synthetic frame (--roi: the template only has to be
     // well formed and the same at enrolment and identification; liveness is not under test here).
     const synthDir = join(tmp.dir, 'synth');
-    await run('agent/src/palm/cli.ts', [
+    await run('palm-lab/src/cli.ts', [
       'synth',
       synthDir,
       '--identities',
@@ -78,7 +78,7 @@ describe('zero-knowledge proofs across processes', () => {
     const sub = readdirSync(synthDir, { withFileTypes: true }).find((d) => d.isDirectory())!.name;
     const png = join(synthDir, sub, readdirSync(join(synthDir, sub)).find((f) => f.endsWith('.png'))!);
     const out = join(tmp.dir, 'template.bin');
-    await run('agent/src/palm/cli.ts', ['extract', png, '--roi', '--out', out]);
+    await run('palm-lab/src/cli.ts', ['extract', png, '--roi', '--out', out]);
     template = readFileSync(out).toString('base64');
   }, 180_000);
 

@@ -1,8 +1,8 @@
-import { errorBodySchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema } from '@palmid/contracts/envelope';
+import { createTestApp, seedUser, seedVendor, type TestApp } from '@palmid/server/dev/testing';
+import { RateLimits } from '@palmid/server/lib/rate-limits';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
-import { RateLimits } from '../../server/src/lib/rate-limits.ts';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../../server/src/testing.ts';
 import { fromSchema, hostile, hostileScalar, mutate } from './arbitraries.ts';
 import { enumerateRoutes, type RouteInfo } from './routes.ts';
 

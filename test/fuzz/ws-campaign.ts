@@ -1,16 +1,16 @@
-import { MAX_FRAME_BYTES, responseFrameSchema } from '@palmid/shared/ws/frames.ts';
-import { pvsMethods } from '@palmid/shared/ws/pvs.ts';
-import { vendorMethods } from '@palmid/shared/ws/vendor.ts';
+import { MAX_FRAME_BYTES, responseFrameSchema } from '@palmid/contracts/ws/frames';
+import { pvsMethods } from '@palmid/contracts/ws/pvs';
+import { vendorMethods } from '@palmid/contracts/ws/vendor';
+import { createPvs } from '@palmid/server/modules/pvs/service';
 import fc from 'fast-check';
 import WebSocket from 'ws';
 import { z } from 'zod';
-import { createPvs } from '../../server/src/modules/pvs/service.ts';
 import { fromSchema, hostile, type JsonSchema, mutate } from './arbitraries.ts';
 import { withFuzzApp } from './rest-campaign.ts';
 
 /**
  * Fuzzing of every WebSocket method of /ws/pvs and /ws/vendor over real sockets. Params come from the zod
- * schemas in shared/src/ws (via z.toJSONSchema), then get one node replaced by a hostile value; raw frames
+ * schemas in shared/contracts/src/ws (via z.toJSONSchema), then get one node replaced by a hostile value; raw frames
  * (garbage, binary, wrong shapes, unknown methods, stray responses) are mixed in. Each fuzz frame is followed
  * by a barrier request: every frame received up to the barrier's answer must be a valid response or a known
  * notification, no error may be INTERNAL_ERROR, and the socket must stay open.

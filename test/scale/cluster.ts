@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestApp, type TestApp } from '@palmid/server/testing.ts';
+import { createTestApp, type TestApp } from '@palmid/server/dev/testing';
 import { IN_CI } from '../support/ci.ts';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { redisUnavailable, startRedis, type TestRedis } from '../support/redis.ts';

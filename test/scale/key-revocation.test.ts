@@ -1,4 +1,4 @@
-import { seedVendor } from '@palmid/server/testing.ts';
+import { seedVendor } from '@palmid/server/dev/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cli, lastJson } from '../e2e/harness.ts';
 import { describeNeeding } from '../support/requirements.ts';

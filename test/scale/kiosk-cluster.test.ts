@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Keyring } from '@palmid/server/crypto/keyring.ts';
-import { openDatabase } from '@palmid/server/db/index.ts';
-import { verifyAuditChain } from '@palmid/server/modules/audit/service.ts';
+import { Keyring } from '@palmid/server/crypto/keyring';
+import { openDatabase } from '@palmid/server/db/index';
+import { verifyAuditChain } from '@palmid/server/modules/audit/service';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   api,

@@ -1,7 +1,4 @@
-import { expireOverdue } from '@palmid/server/modules/auth-contexts/state.ts';
-import { eraseUser } from '@palmid/server/modules/gdpr/service.ts';
-import { createPvs } from '@palmid/server/modules/pvs/service.ts';
-import { addPalm, createUser, palmsOf, removePalm } from '@palmid/server/modules/users/service.ts';
+import { pseudonym } from '@palmid/contracts/crypto/ids';
 import {
   attestBody,
   attestPalms,
@@ -10,8 +7,11 @@ import {
   seedVendor,
   TestDevice,
   vendorDevice,
-} from '@palmid/server/testing.ts';
-import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+} from '@palmid/server/dev/testing';
+import { expireOverdue } from '@palmid/server/modules/auth-contexts/state';
+import { eraseUser } from '@palmid/server/modules/gdpr/service';
+import { createPvs } from '@palmid/server/modules/pvs/service';
+import { addPalm, createUser, palmsOf, removePalm } from '@palmid/server/modules/users/service';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeNeeding } from '../support/requirements.ts';

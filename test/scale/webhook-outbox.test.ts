@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import { webhookData } from '@palmid/server/modules/auth-contexts/state.ts';
-import { startWebhookSender } from '@palmid/server/modules/webhooks/sender.ts';
-import { seedVendor } from '@palmid/server/testing.ts';
-import { verifySignature } from '@palmid/shared/webhooks.ts';
+import { verifySignature } from '@palmid/contracts/webhooks';
+import { seedVendor } from '@palmid/server/dev/testing';
+import { webhookData } from '@palmid/server/modules/auth-contexts/state';
+import { startWebhookSender } from '@palmid/server/modules/webhooks/sender';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeNeeding } from '../support/requirements.ts';
 import { type Cluster, clusterUnavailable, eventually, startCluster } from './cluster.ts';

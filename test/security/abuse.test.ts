@@ -1,12 +1,12 @@
 import { connect, type Socket } from 'node:net';
-import { errorBodySchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema } from '@palmid/contracts/envelope';
+import { buildApp, HTTP_TIMEOUTS } from '@palmid/server/app';
+import { createTestApp, FrameClient, seedUser, type TestApp, TestDevice } from '@palmid/server/dev/testing';
+import { LOCK_MS, MAX_FAILURES } from '@palmid/server/modules/kiosk-link/lockout';
+import { createPvs } from '@palmid/server/modules/pvs/service';
+import { createVendor } from '@palmid/server/modules/vendors/service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { buildApp, HTTP_TIMEOUTS } from '../../server/src/app.ts';
-import { LOCK_MS, MAX_FAILURES } from '../../server/src/modules/kiosk-link/lockout.ts';
-import { createPvs } from '../../server/src/modules/pvs/service.ts';
-import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { createTestApp, FrameClient, seedUser, type TestApp, TestDevice } from '../../server/src/testing.ts';
 
 /**
  * Abuse over real sockets: rate limits under 200 concurrent clients, kiosk lockout after repeated failed

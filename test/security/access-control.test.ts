@@ -1,10 +1,10 @@
-import { errorBodySchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema } from '@palmid/contracts/envelope';
+import { attestPalms, createTestApp, provisionDevice, type TestApp } from '@palmid/server/dev/testing';
+import { RATE_LIMITS, RateLimits } from '@palmid/server/lib/rate-limits';
+import { createPvs } from '@palmid/server/modules/pvs/service';
+import { createVendor } from '@palmid/server/modules/vendors/service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { RATE_LIMITS, RateLimits } from '../../server/src/lib/rate-limits.ts';
-import { createPvs } from '../../server/src/modules/pvs/service.ts';
-import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { attestPalms, createTestApp, provisionDevice, type TestApp } from '../../server/src/testing.ts';
 
 /**
  * OWASP API Security Top 10 (2023) for every route that takes an object id: API1 broken object-level

@@ -1,8 +1,8 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+import { pseudonym } from '@palmid/contracts/crypto/ids';
+import { FrameClient, TestDevice } from '@palmid/server/dev/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FrameClient, TestDevice } from '../../server/src/testing.ts';
 import {
   api,
   bindDevice,

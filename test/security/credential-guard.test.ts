@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { errorBodySchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema } from '@palmid/contracts/envelope';
+import { createTestApp, seedUser, type TestApp } from '@palmid/server/dev/testing';
+import { RATE_LIMITS } from '@palmid/server/lib/rate-limits';
+import { createPvs } from '@palmid/server/modules/pvs/service';
+import { createVendor } from '@palmid/server/modules/vendors/service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { RATE_LIMITS } from '../../server/src/lib/rate-limits.ts';
-import { createPvs } from '../../server/src/modules/pvs/service.ts';
-import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { createTestApp, seedUser, type TestApp } from '../../server/src/testing.ts';
 
 /**
  * Failed credential checks are budgeted per (client IP, credential prefix) on every way in (REST API key,

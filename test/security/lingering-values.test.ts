@@ -1,10 +1,3 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  readResult,
-  stripLapsedValues,
-  VALUES_KEPT_MS,
-} from '../../server/src/modules/auth-contexts/state.ts';
-import { authContextStore } from '../../server/src/modules/auth-contexts/store.ts';
 import {
   attestPalms,
   createTestApp,
@@ -12,7 +5,10 @@ import {
   type TestApp,
   type TestDevice,
   vendorDevice,
-} from '../../server/src/testing.ts';
+} from '@palmid/server/dev/testing';
+import { readResult, stripLapsedValues, VALUES_KEPT_MS } from '@palmid/server/modules/auth-contexts/state';
+import { authContextStore } from '@palmid/server/modules/auth-contexts/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomTemplate } from '../support/templates.ts';
 import { Recorder } from './sockets.ts';
 

@@ -1,12 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { processCapture } from '@palmid/agent/palm/pipeline.ts';
-import { renderPalm } from '@palmid/firmware-sim/synth/index.ts';
-import { compareTemplates } from '@palmid/shared/palm/match.ts';
-import { decodeTemplate, encodeTemplate } from '@palmid/shared/palm/template.ts';
-import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
+import { renderPalm } from '@palmid/firmware-sim/synth/index';
+import { processCapture } from '@palmid/palm/capture/pipeline';
+import { compareTemplates } from '@palmid/palm/match';
+import { decodeTemplate, encodeTemplate } from '@palmid/palm/template';
+import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
+import { attestPalms, FrameClient, type TestDevice } from '@palmid/server/dev/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attestPalms, FrameClient, type TestDevice } from '../../server/src/testing.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 import type { Frame } from './sockets.ts';
 

@@ -1,5 +1,5 @@
-import { createPvs } from '@palmid/server/modules/pvs/service.ts';
-import { seedVendor } from '@palmid/server/testing.ts';
+import { seedVendor } from '@palmid/server/dev/testing';
+import { createPvs } from '@palmid/server/modules/pvs/service';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cli, lastJson } from '../e2e/harness.ts';
 import { type Cluster, clusterUnavailable, startCluster } from '../scale/cluster.ts';

@@ -1,9 +1,9 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
+import { FrameClient, TestDevice } from '@palmid/server/dev/testing';
 import SQLite from 'better-sqlite3';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FrameClient, TestDevice } from '../../server/src/testing.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 import { randomTemplate } from '../support/templates.ts';
 import { Recorder } from './sockets.ts';

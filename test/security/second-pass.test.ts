@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
+import type { TestDevice } from '@palmid/server/dev/testing';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestDevice } from '../../server/src/testing.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 import { createUserWithPalm, userApi } from './users.ts';
 

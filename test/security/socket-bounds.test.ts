@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { VENDOR_AUTH_DEADLINE_MS } from '@palmid/shared/ws/vendor.ts';
+import { VENDOR_AUTH_DEADLINE_MS } from '@palmid/contracts/ws/vendor';
+import { createTestApp, type TestApp } from '@palmid/server/dev/testing';
+import { SOCKETS_PER_CREDENTIAL } from '@palmid/server/lib/live-sockets';
+import { RATE_LIMITS } from '@palmid/server/lib/rate-limits';
+import { UNAUTHENTICATED_PER_IP } from '@palmid/server/modules/auth-contexts/ws';
+import { createPvs } from '@palmid/server/modules/pvs/service';
+import { createVendor } from '@palmid/server/modules/vendors/service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SOCKETS_PER_CREDENTIAL } from '../../server/src/lib/live-sockets.ts';
-import { RATE_LIMITS } from '../../server/src/lib/rate-limits.ts';
-import { UNAUTHENTICATED_PER_IP } from '../../server/src/modules/auth-contexts/ws.ts';
-import { createPvs } from '../../server/src/modules/pvs/service.ts';
-import { createVendor } from '../../server/src/modules/vendors/service.ts';
-import { createTestApp, type TestApp } from '../../server/src/testing.ts';
 import { openKiosk, Recorder } from './sockets.ts';
 
 /**

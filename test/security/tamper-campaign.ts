@@ -1,16 +1,16 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { closeContext, createContext } from '@palmid/server/bootstrap';
+import { loadConfig } from '@palmid/server/config';
+import { Keyring, loadMasterKey } from '@palmid/server/crypto/keyring';
+import { openDatabase } from '@palmid/server/db/index';
+import { auditedAccess } from '@palmid/server/modules/attributes/audit';
+import { writeAttribute } from '@palmid/server/modules/attributes/service';
+import { rowHash, verifyAuditChain } from '@palmid/server/modules/audit/service';
+import { createUser } from '@palmid/server/modules/users/service';
 import SQLite from 'better-sqlite3';
 import fc from 'fast-check';
-import { closeContext, createContext } from '../../server/src/bootstrap.ts';
-import { loadConfig } from '../../server/src/config.ts';
-import { Keyring, loadMasterKey } from '../../server/src/crypto/keyring.ts';
-import { openDatabase } from '../../server/src/db/index.ts';
-import { auditedAccess } from '../../server/src/modules/attributes/audit.ts';
-import { writeAttribute } from '../../server/src/modules/attributes/service.ts';
-import { rowHash, verifyAuditChain } from '../../server/src/modules/audit/service.ts';
-import { createUser } from '../../server/src/modules/users/service.ts';
 import { ExactGallery, ExactMatcher } from '../crash/writer.ts';
 
 /**

@@ -1,7 +1,7 @@
-import { parseServicePublicKey, releaseZkResources, verifyPredicateProof } from '@palmid/shared/zk/index.ts';
+import { FrameClient, TestDevice } from '@palmid/server/dev/testing';
+import { parseServicePublicKey, releaseZkResources, verifyPredicateProof } from '@palmid/zk';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FrameClient, TestDevice } from '../../server/src/testing.ts';
 import { api, bindDevice, cli, lastJson, type ServerProc, startServer, tempDir } from '../e2e/harness.ts';
 import { createUserWithPalm, userApi } from './users.ts';
 

@@ -1,5 +1,5 @@
+import { attestPalms, type TestDevice } from '@palmid/server/dev/testing';
 import { expect } from 'vitest';
-import { attestPalms, type TestDevice } from '../../server/src/testing.ts';
 import { api } from '../e2e/harness.ts';
 import { randomTemplate } from '../support/templates.ts';
 

@@ -1,6 +1,6 @@
-import { type GrayFrame, renderPalm, type Sensor } from '@palmid/firmware-sim/synth/index.ts';
-import { locateHand } from '../../agent/src/palm/hand-geometry.ts';
-import { SENSOR_PROFILES } from '../../agent/src/palm/sensor-profiles.ts';
+import { type GrayFrame, renderPalm, type Sensor } from '@palmid/firmware-sim/synth/index';
+import { locateHand } from '@palmid/palm/capture/hand-geometry';
+import { SENSOR_PROFILES } from '@palmid/palm/capture/sensor-profiles';
 
 /**
  * A hand with no left/right cue: a rendered right hand resampled so that its half away from the

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { decodeTemplate, encodeTemplate, GRID } from '@palmid/shared/palm/template.ts';
+import { decodeTemplate, encodeTemplate, GRID } from '@palmid/palm/template';
 
 /** A well-formed random palm template, base64 (independent random codes never match each other). */
 export function randomTemplate(): string {

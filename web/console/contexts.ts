@@ -1,6 +1,6 @@
-import type { AuthContextRecord, AuthResult, AuthStatus } from '@palmid/shared/api/auth-contexts.ts';
-import { TERMINAL_STATUSES } from '@palmid/shared/api/auth-contexts.ts';
-import type { AuthUpdated } from '@palmid/shared/ws/vendor.ts';
+import type { AuthContextRecord, AuthResult, AuthStatus } from '@palmid/contracts/api/auth-contexts';
+import { TERMINAL_STATUSES } from '@palmid/contracts/api/auth-contexts';
+import type { AuthUpdated } from '@palmid/contracts/ws/vendor';
 import { h, replace } from '../lib/dom.ts';
 import { money, short, valueText, when } from '../lib/format.ts';
 import { vendorApi } from './vendor.ts';

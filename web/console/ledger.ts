@@ -1,5 +1,5 @@
-import { hex64Schema } from '@palmid/shared/api/common.ts';
-import { ledgerTransactionSchema } from '@palmid/shared/api/gdpr.ts';
+import { hex64Schema } from '@palmid/contracts/api/common';
+import { ledgerTransactionSchema } from '@palmid/contracts/api/gdpr';
 import { h, replace, setFieldError } from '../lib/dom.ts';
 import { money, short, valueText, when } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';

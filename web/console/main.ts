@@ -1,8 +1,8 @@
-import type { AuthContextRecord } from '@palmid/shared/api/auth-contexts.ts';
-import { authContextInputSchema } from '@palmid/shared/api/auth-contexts.ts';
-import { uuidSchema } from '@palmid/shared/api/common.ts';
-import { maxAmount } from '@palmid/shared/money.ts';
-import { authUpdatedSchema } from '@palmid/shared/ws/vendor.ts';
+import type { AuthContextRecord } from '@palmid/contracts/api/auth-contexts';
+import { authContextInputSchema } from '@palmid/contracts/api/auth-contexts';
+import { uuidSchema } from '@palmid/contracts/api/common';
+import { maxAmount } from '@palmid/contracts/money';
+import { authUpdatedSchema } from '@palmid/contracts/ws/vendor';
 import { announce, formStatus, h, replace, setFieldError } from '../lib/dom.ts';
 import { minorDigits, money, when } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';

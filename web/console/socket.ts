@@ -1,12 +1,12 @@
-import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
-import { type ParamsOf, type ResultOf, RpcClient, RpcError } from '@palmid/shared/ws/rpc.ts';
+import { CLOSE_POLICY, parseFrame } from '@palmid/contracts/ws/frames';
+import { type ParamsOf, type ResultOf, RpcClient, RpcError } from '@palmid/contracts/ws/rpc';
 import {
   type AuthUpdated,
   authUpdatedSchema,
   type VendorMethod,
   type vendorAuthMethod,
   type vendorMethods,
-} from '@palmid/shared/ws/vendor.ts';
+} from '@palmid/contracts/ws/vendor';
 
 export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'closed' | 'refused';
 
@@ -124,7 +124,7 @@ export class LiveSocket {
     });
   }
 
-  /** An `auth.updated` notification or a `subscribe` result (one shape, shared/src/ws/vendor.ts). */
+  /** An `auth.updated` notification or a `subscribe` result (one shape, shared/contracts/src/ws/vendor.ts). */
   #deliver(params: unknown): void {
     const parsed = authUpdatedSchema.safeParse(params);
     if (parsed.success) this.onUpdate(parsed.data);

@@ -1,4 +1,4 @@
-import { CURRENCY_MINOR_UNITS, formatAmount, isCurrency } from '@palmid/shared/money.ts';
+import { CURRENCY_MINOR_UNITS, formatAmount, isCurrency } from '@palmid/contracts/money';
 
 const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short' });
 const dateOnly = new Intl.DateTimeFormat('en-GB', { dateStyle: 'long' });
@@ -29,7 +29,7 @@ export function words(name: string): string {
 
 /**
  * Digits after the decimal point of `currency` (EUR 2, JPY 0, KWD 3) per ISO 4217, as the API counts them
- * (shared/src/money.ts); undefined for a code the API does not take.
+ * (shared/contracts/src/money.ts); undefined for a code the API does not take.
  */
 export function minorDigits(currency: string): number | undefined {
   return isCurrency(currency) ? CURRENCY_MINOR_UNITS[currency] : undefined;

@@ -1,5 +1,5 @@
-import { CATALOGUE, type CatalogueEntry } from '@palmid/shared/api/attribute-catalogue.ts';
-import type { AttributeItem } from '@palmid/shared/api/attributes.ts';
+import { CATALOGUE, type CatalogueEntry } from '@palmid/contracts/api/attribute-catalogue';
+import type { AttributeItem } from '@palmid/contracts/api/attributes';
 import { announce, h, replace, setFieldError } from '../lib/dom.ts';
 import { day, valueText, when, words } from '../lib/format.ts';
 import { plainError } from './plain.ts';

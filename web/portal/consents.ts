@@ -1,5 +1,5 @@
-import type { AttributeItem } from '@palmid/shared/api/attributes.ts';
-import { type Consent, createConsentBodySchema } from '@palmid/shared/api/consents.ts';
+import type { AttributeItem } from '@palmid/contracts/api/attributes';
+import { type Consent, createConsentBodySchema } from '@palmid/contracts/api/consents';
 import { announce, formStatus, h, replace, setFieldError } from '../lib/dom.ts';
 import { day, words } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';

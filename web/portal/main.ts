@@ -1,4 +1,4 @@
-import type { VendorPublic } from '@palmid/shared/api/vendors.ts';
+import type { VendorPublic } from '@palmid/contracts/api/vendors';
 import { announce, replace, setFieldError } from '../lib/dom.ts';
 import { when } from '../lib/format.ts';
 import { ApiError, call } from '../lib/http.ts';

@@ -1,4 +1,4 @@
-import type { PalmItem } from '@palmid/shared/api/palms.ts';
+import type { PalmItem } from '@palmid/contracts/api/palms';
 import { announce, h, replace } from '../lib/dom.ts';
 import { when } from '../lib/format.ts';
 import { ApiError } from '../lib/http.ts';

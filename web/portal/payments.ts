@@ -1,4 +1,4 @@
-import type { Payment } from '@palmid/shared/api/payments.ts';
+import type { Payment } from '@palmid/contracts/api/payments';
 import { h, replace } from '../lib/dom.ts';
 import { money, when, words } from '../lib/format.ts';
 import { userApi, vendorName } from './session.ts';

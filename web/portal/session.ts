@@ -1,4 +1,4 @@
-import type { VendorPublic } from '@palmid/shared/api/vendors.ts';
+import type { VendorPublic } from '@palmid/contracts/api/vendors';
 import { ApiError, call, type Reply } from '../lib/http.ts';
 
 /**

@@ -21,7 +21,7 @@ import {
   generateDeviceKey,
   privateKeyFromPem,
   publicKeyToString,
-} from '@palmid/shared/capture/attestation.ts';
+} from '@palmid/contracts/crypto/capture';
 
 /**
  * The capture device's own key (docs/kiosk-install.md "Device key"): an Ed25519 key pair made here, on the
@@ -158,7 +158,7 @@ export class DeviceKey {
     }
   }
 
-  /** Signs one capture (shared/src/capture/attestation.ts). */
+  /** Signs one capture (shared/contracts/src/crypto/capture.ts). */
   attest(
     input: Omit<AttestInput, 'privateKey' | 'capturedAt' | 'counter'> & { capturedAt?: number },
   ): CaptureAttestation {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { parseFrame } from '@palmid/shared/ws/frames.ts';
+import { parseFrame } from '@palmid/contracts/ws/frames';
 import WebSocket from 'ws';
 
 export type HelloAnswer =

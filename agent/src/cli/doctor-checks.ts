@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
-import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
-import { type ParamsOf, type ResultOf, RpcClient, RpcError } from '@palmid/shared/ws/rpc.ts';
+import { CLOSE_POLICY, parseFrame } from '@palmid/contracts/ws/frames';
+import type { pvsMethods } from '@palmid/contracts/ws/pvs';
+import { type ParamsOf, type ResultOf, RpcClient, RpcError } from '@palmid/contracts/ws/rpc';
 import WebSocket from 'ws';
 import { closeInWords } from '../uplink/uplink.ts';
 
@@ -28,7 +28,7 @@ export async function checkModel(path: string): Promise<CheckResult> {
       name: 'model',
       status: 'fail',
       detail: `${path}: file not found`,
-      hint: 'set modelPath (npm run agent -- config set modelPath <file>) or restore agent/models/',
+      hint: 'set modelPath (npm run agent -- config set modelPath <file>) or restore shared/palm/models/',
     };
   }
   let ort: typeof import('onnxruntime-node');

@@ -1,4 +1,4 @@
-import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
+import { installFatalHandlers } from '@palmid/contracts/cli/fatal';
 import { runCli } from './program.ts';
 
 installFatalHandlers('palmid-agent');

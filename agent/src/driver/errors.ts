@@ -1,4 +1,4 @@
-import { WireError } from '@palmid/shared/wire/errors.ts';
+import { WireError } from '@palmid/contracts/wire/errors';
 import { TransportError } from '../transport/transport.ts';
 
 export const SCANNER_ERROR_CODES = [

@@ -1,9 +1,9 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { encodeFrame, type Frame } from '@palmid/contracts/wire/frame';
+import { FrameParser } from '@palmid/contracts/wire/parser';
 import { FirmwareSimulator, type SimulatorOptions, testPatternSource } from '@palmid/firmware-sim';
-import { encodeFrame, type Frame } from '@palmid/shared/wire/frame.ts';
-import { FrameParser } from '@palmid/shared/wire/parser.ts';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryTransport } from '../transport/memory.ts';
 import { RecordingTransport } from '../transport/recording.ts';

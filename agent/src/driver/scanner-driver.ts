@@ -4,15 +4,15 @@ import {
   type ChannelStats,
   type RequestOptions,
   WireChannel,
-} from '@palmid/shared/wire/channel.ts';
-import { crc32 } from '@palmid/shared/wire/crc.ts';
-import { WireError } from '@palmid/shared/wire/errors.ts';
+} from '@palmid/contracts/wire/channel';
+import { crc32 } from '@palmid/contracts/wire/crc';
+import { WireError } from '@palmid/contracts/wire/errors';
 import {
   CAPTURE_STATE,
   DEVICE_ERROR,
   deviceErrorName,
   PROTOCOL_VERSION,
-} from '@palmid/shared/wire/messages.ts';
+} from '@palmid/contracts/wire/messages';
 import type { Transport } from '../transport/transport.ts';
 import { ScannerError, toScannerError } from './errors.ts';
 
@@ -34,7 +34,7 @@ export interface CaptureProgress {
   total: number;
 }
 
-/** A raw frame from the scanner (the palm pipeline turns it into a `CaptureResult`, agent/src/palm/pipeline.ts). */
+/** A raw frame from the scanner (the palm pipeline turns it into a `CaptureResult`, shared/palm/src/capture/pipeline.ts). */
 export interface CapturedFrame {
   captureId: number;
   width: number;

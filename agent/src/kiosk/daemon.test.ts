@@ -1,17 +1,17 @@
 import { EventEmitter } from 'node:events';
-import { FirmwareSimulator, type ImageSource, synthPalmSource } from '@palmid/firmware-sim';
 import {
   attestCapture,
   type CaptureAttestation,
   generateDeviceKey,
   verifyCapture,
-} from '@palmid/shared/capture/attestation.ts';
-import { decodeTemplate } from '@palmid/shared/palm/template.ts';
+} from '@palmid/contracts/crypto/capture';
+import { FirmwareSimulator, type ImageSource, synthPalmSource } from '@palmid/firmware-sim';
+import { processCapture } from '@palmid/palm/capture/pipeline';
+import { decodeTemplate } from '@palmid/palm/template';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sideless } from '../../../test/support/sideless-hand.ts';
 import { ScannerError } from '../driver/errors.ts';
 import { ScannerDriver } from '../driver/scanner-driver.ts';
-import { processCapture } from '../palm/pipeline.ts';
 import { MemoryTransport } from '../transport/memory.ts';
 import { KioskDaemon, type KioskLink, type Outcome, type ProcessFrame } from './daemon.ts';
 

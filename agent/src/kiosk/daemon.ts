@@ -1,13 +1,13 @@
 import { EventEmitter } from 'node:events';
-import type { CaptureAttestation } from '@palmid/shared/capture/attestation.ts';
-import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
-import { LED } from '@palmid/shared/wire/messages.ts';
-import type { ScanRequest } from '@palmid/shared/ws/pvs.ts';
-import { type pvsMethods, scanCancelSchema, scanRequestSchema } from '@palmid/shared/ws/pvs.ts';
-import type { CallOptions, ParamsOf, ResultOf } from '@palmid/shared/ws/rpc.ts';
+import { livenessToWire } from '@palmid/contracts/capture/liveness';
+import type { CaptureAttestation } from '@palmid/contracts/crypto/capture';
+import { LED } from '@palmid/contracts/wire/messages';
+import type { ScanRequest } from '@palmid/contracts/ws/pvs';
+import { type pvsMethods, scanCancelSchema, scanRequestSchema } from '@palmid/contracts/ws/pvs';
+import type { CallOptions, ParamsOf, ResultOf } from '@palmid/contracts/ws/rpc';
+import type { CaptureResult as Processed } from '@palmid/palm/capture/pipeline';
 import { ScannerError } from '../driver/errors.ts';
 import type { CapturedFrame as Frame } from '../driver/scanner-driver.ts';
-import type { CaptureResult as Processed } from '../palm/pipeline.ts';
 import { PresentationPolicy } from './presentation.ts';
 
 /** What the daemon needs from the scanner, the pipeline and the server link (injected; tests use fakes). */
@@ -56,7 +56,7 @@ export interface KioskOptions {
    * Default 2: about one bona fide capture in 75 scores below the liveness threshold, so with one
    * strike 2.83 % of genuine transactions failed as attacks, with two 0.83 % (600 synthetic
    * identities), while no print or screen attack reached identification under either rule: it still
-   * has to pass the detector on both live frames (`tsx agent/scripts/kiosk-policy.ts`).
+   * has to pass the detector on both live frames (`tsx palm-lab/scripts/kiosk-policy.ts`).
    */
   livenessStrikes?: number;
   /**

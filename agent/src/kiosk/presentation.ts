@@ -1,4 +1,4 @@
-import type { CaptureResult } from '../palm/pipeline.ts';
+import type { CaptureResult } from '@palmid/palm/capture/pipeline';
 
 type Live = Extract<CaptureResult, { ok: true }>;
 
@@ -11,7 +11,7 @@ export type Verdict =
  * Multi-frame presentation-attack decision for one context: identify after `liveFrames` live
  * captures (an attack has to pass the detector on each), report an attack after `strikes`
  * liveness refusals. Quality refusals only ask for another capture. Pure, so the kiosk daemon
- * and the policy measurement (`agent/scripts/kiosk-policy.ts`) run the very same rule.
+ * and the policy measurement (`palm-lab/scripts/kiosk-policy.ts`) run the very same rule.
  */
 export class PresentationPolicy {
   readonly #live: Live[] = [];

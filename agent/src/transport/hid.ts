@@ -2,12 +2,12 @@ import {
   decodeHidInputReport,
   encodeHidOutputReports,
   HID_REPORT_SIZE,
-} from '@palmid/shared/wire/hid-reports.ts';
+} from '@palmid/contracts/wire/hid-reports';
 import { BaseTransport, TransportError } from './transport.ts';
 
 /**
  * The wire protocol's byte stream carried in 64-byte HID reports (report ID 0); the framing of both
- * directions is shared/src/wire/hid-reports.ts. See docs/wire-protocol.md.
+ * directions is shared/contracts/src/wire/hid-reports.ts. See docs/wire-protocol.md.
  */
 export { HID_REPORT_SIZE };
 

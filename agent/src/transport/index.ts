@@ -4,7 +4,7 @@ import { MemoryTransport } from './memory.ts';
 import { RecordingTransport } from './recording.ts';
 import { SerialTransport } from './serial.ts';
 import { TcpTransport } from './tcp.ts';
-import type { Transport } from './transport.ts';
+import { type Transport, TransportError } from './transport.ts';
 
 export * from './device-spec.ts';
 export * from './hid.ts';
@@ -38,7 +38,7 @@ export async function createTransport(
       transport = new HidTransport(spec);
       break;
     case 'sim': {
-      const { FirmwareSimulator } = await import('@palmid/firmware-sim');
+      const { FirmwareSimulator } = await loadSimulator();
       const sim = new FirmwareSimulator({ autoPresent: { identity: 'demo', hand: 'right' } });
       await sim.warmUp();
       transport = new MemoryTransport(
@@ -50,4 +50,22 @@ export async function createTransport(
     }
   }
   return options.recordFile ? new RecordingTransport(transport, options.recordFile) : transport;
+}
+
+/**
+ * The simulator is a development package (a devDependency): a production install of the agent has no
+ * `sim` transport, and says so instead of failing with a module error.
+ */
+async function loadSimulator(): Promise<typeof import('@palmid/firmware-sim')> {
+  try {
+    return await import('@palmid/firmware-sim');
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') {
+      throw new TransportError(
+        'UNAVAILABLE',
+        'the sim transport needs the firmware simulator (@palmid/firmware-sim), a development package that this install leaves out: install with development dependencies, or use a serial, hid or tcp scanner',
+      );
+    }
+    throw err;
+  }
 }

@@ -1,4 +1,4 @@
-import type { ByteLink } from '@palmid/shared/wire/link.ts';
+import type { ByteLink } from '@palmid/contracts/wire/link';
 import { BaseTransport, TransportError } from './transport.ts';
 
 /**

@@ -1,5 +1,5 @@
+import { decodeHidOutputReport, encodeHidInputReports } from '@palmid/contracts/wire/hid-reports';
 import { FirmwareSimulator, listenTcp, testPatternSource } from '@palmid/firmware-sim';
-import { decodeHidOutputReport, encodeHidInputReports } from '@palmid/shared/wire/hid-reports.ts';
 import { SerialPortMock } from 'serialport';
 
 // The binding instance serialport itself uses (the package ships separate ESM and CJS builds).

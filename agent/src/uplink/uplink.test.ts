@@ -1,4 +1,4 @@
-import type { MethodMap } from '@palmid/shared/ws/rpc.ts';
+import type { MethodMap } from '@palmid/contracts/ws/rpc';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { closeInWords, Uplink, UplinkError } from './uplink.ts';

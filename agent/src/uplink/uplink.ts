@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
-import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
+import { CLOSE_POLICY, parseFrame } from '@palmid/contracts/ws/frames';
+import type { pvsMethods } from '@palmid/contracts/ws/pvs';
 import {
   type CallOptions,
   keepAlive,
@@ -11,7 +11,7 @@ import {
   RpcClient,
   RpcError,
   rpcErrorOf,
-} from '@palmid/shared/ws/rpc.ts';
+} from '@palmid/contracts/ws/rpc';
 import WebSocket from 'ws';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 

@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { ByteLink } from '@palmid/shared/wire/link.ts';
+import type { ByteLink } from '@palmid/contracts/wire/link';
 
 /** Adapt a readable/writable pair (socket, child stdio) to a ByteLink. */
 export function streamLink(input: Readable, output: Writable, destroy: () => void): ByteLink {

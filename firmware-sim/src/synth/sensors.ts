@@ -1,10 +1,10 @@
-import { SENSOR_NAMES, type SensorName } from '@palmid/shared/palm/sensors.ts';
+import { SENSOR_NAMES, type SensorName } from '@palmid/contracts/capture/sensors';
 /**
  * Sensor profiles of the synthetic capture: what a frame looks like on each family of palm
  * scanner the field uses (docs/palm-pipeline.md, "Simulator"). `simulator` is the original
  * simulated NIR kiosk sensor (small hand, fingers up, clean); the others imitate public capture
  * set-ups and carry the names of the capture pipeline's sensor profiles
- * (agent/src/palm/sensor-profiles.ts) where one fits, so a set rendered with `palm synth --sensor X`
+ * (shared/palm/src/capture/sensor-profiles.ts) where one fits, so a set rendered with `palm synth --sensor X`
  * is evaluated with `palm eval --sensor X`. The numbers are hand-set from looking at such
  * captures, not fitted to any image.
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import { installFatalHandlers } from '@palmid/contracts/cli/fatal';
+import { AppError } from '@palmid/contracts/errors';
 import { Command, CommanderError, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { Keyring, loadMasterKey } from '../crypto/keyring.ts';

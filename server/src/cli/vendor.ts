@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-import { installFatalHandlers } from '@palmid/shared/cli/fatal.ts';
-import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
-import { keepAlive, RpcClient, RpcError } from '@palmid/shared/ws/rpc.ts';
-import type { AuthUpdated, vendorMethods } from '@palmid/shared/ws/vendor.ts';
+import { installFatalHandlers } from '@palmid/contracts/cli/fatal';
+import { CLOSE_POLICY, parseFrame } from '@palmid/contracts/ws/frames';
+import { keepAlive, RpcClient, RpcError } from '@palmid/contracts/ws/rpc';
+import type { AuthUpdated, vendorMethods } from '@palmid/contracts/ws/vendor';
 import { Command, CommanderError } from 'commander';
 import WebSocket from 'ws';
+import { verifyProofCommand } from './verify-proof.ts';
 
 /**
  * Vendor-side tools (`npm run vendor -- <command>`), nothing to install beyond the repository:
@@ -111,7 +112,7 @@ function wsUrl(base: URL): string {
   return u.toString();
 }
 
-/** What `subscribe` answers and `auth.updated` carries (shared/src/ws/vendor.ts). */
+/** What `subscribe` answers and `auth.updated` carries (shared/contracts/src/ws/vendor.ts). */
 type Update = AuthUpdated;
 
 function describe(u: Update): string {
@@ -218,6 +219,12 @@ async function runVendorCli(
     .exitOverride()
     .showHelpAfterError('(add --help for usage)')
     .addHelpText('after', '\nExit codes: 0 ok, 1 refused or unreachable, 2 bad usage.');
+  // Offline proof check (docs/zk-proofs.md); its own exit codes: 0 valid, 1 invalid, 2 unusable input.
+  program.addCommand(
+    verifyProofCommand((c) => {
+      code = c;
+    }).exitOverride(),
+  );
   program
     .command('watch')
     .description('print every change of your authentication contexts as it happens (/ws/vendor)')

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { deriveServiceKey, type ServiceKeyPair } from '@palmid/shared/zk/keys.ts';
+import { deriveServiceKey, type ServiceKeyPair } from '@palmid/zk/keys';
 import { ensurePrivateDir } from '../lib/private-files.ts';
 
 /**

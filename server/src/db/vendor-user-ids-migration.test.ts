@@ -2,13 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ledgerId } from '@palmid/shared/crypto/ids.ts';
+import { ledgerId } from '@palmid/contracts/crypto/ids';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createTestApp } from '../../dev/testing.ts';
 import { Keyring, seal } from '../crypto/keyring.ts';
 import { createVendor } from '../modules/vendors/service.ts';
-import { createTestApp } from '../testing.ts';
 import { migrationProvider } from './migrations.ts';
 import type { DB } from './schema.ts';
 

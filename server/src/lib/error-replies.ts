@@ -1,5 +1,5 @@
-import { errorBodySchema } from '@palmid/shared/envelope.ts';
-import type { ErrorCode } from '@palmid/shared/errors.ts';
+import { errorBodySchema } from '@palmid/contracts/envelope';
+import type { ErrorCode } from '@palmid/contracts/errors';
 
 /**
  * Error replies of the vendor API for OpenAPI (docs/vendor-api.md "Errors"): the envelope every error

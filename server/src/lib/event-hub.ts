@@ -11,7 +11,7 @@ export interface HubEvents {
     authId: string;
     status: string;
     auth_result?: unknown;
-    /** a step-up: the context waits for more evidence (shared/src/ws/vendor.ts) */
+    /** a step-up: the context waits for more evidence (shared/contracts/src/ws/vendor.ts) */
     reason?: 'step_up_required';
   };
   'scan.request': { vendorId: string; pvsId: string | null; authId: string };

@@ -1,4 +1,4 @@
-import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
+import { CLOSE_POLICY } from '@palmid/contracts/ws/frames';
 import type { WebSocket } from 'ws';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../testing.ts';
+import { createTestApp, seedUser, seedVendor, type TestApp } from '../../dev/testing.ts';
 import { MemoryWindow, RATE_LIMITS, RateLimits } from './rate-limits.ts';
 
 describe('RateLimits', () => {

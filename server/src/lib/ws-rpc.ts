@@ -1,6 +1,6 @@
-import { AppError } from '@palmid/shared/errors.ts';
-import { type ErrorObject, parseFrame } from '@palmid/shared/ws/frames.ts';
-import { keepAlive, type MethodMap, type ResultOf } from '@palmid/shared/ws/rpc.ts';
+import { AppError } from '@palmid/contracts/errors';
+import { type ErrorObject, parseFrame } from '@palmid/contracts/ws/frames';
+import { keepAlive, type MethodMap, type ResultOf } from '@palmid/contracts/ws/rpc';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { z } from 'zod';

@@ -3,11 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Keyring } from '../crypto/keyring.ts';
-import { openDatabase } from '../db/index.ts';
-import { AnchorKeeper, checkAnchor, readAnchorFile } from '../modules/audit/anchor.ts';
-import { verifyAuditChain } from '../modules/audit/service.ts';
-import { recallAnswer, rememberAnswer } from '../modules/kiosk-link/idempotency.ts';
 import {
   attestBody,
   attestPalms,
@@ -16,7 +11,12 @@ import {
   type TestApp,
   type TestDevice,
   vendorDevice,
-} from '../testing.ts';
+} from '../../dev/testing.ts';
+import { Keyring } from '../crypto/keyring.ts';
+import { openDatabase } from '../db/index.ts';
+import { AnchorKeeper, checkAnchor, readAnchorFile } from '../modules/audit/anchor.ts';
+import { verifyAuditChain } from '../modules/audit/service.ts';
+import { recallAnswer, rememberAnswer } from '../modules/kiosk-link/idempotency.ts';
 import { rotateMasterKey } from './rotate-master.ts';
 
 const tpl = (s: string) => Buffer.from(s.padEnd(24, '.')).toString('base64');

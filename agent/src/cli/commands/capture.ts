@@ -1,9 +1,9 @@
 import { constants } from 'node:fs';
 import { access, stat, writeFile } from 'node:fs/promises';
 import { dirname, extname, resolve } from 'node:path';
+import { processCapture } from '@palmid/palm/capture/pipeline';
 import type { Command } from 'commander';
 import type { CaptureProgress } from '../../driver/scanner-driver.ts';
-import { processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
 
 async function savePng(

@@ -1,3 +1,4 @@
+import { SENSOR_NAMES, SENSOR_PROFILES, validationTag } from '@palmid/palm/capture/sensor-profiles';
 import type { Command } from 'commander';
 import {
   CONFIG_KEYS,
@@ -8,7 +9,6 @@ import {
   parseConfigValue,
   writeConfigKey,
 } from '../../config.ts';
-import { SENSOR_NAMES, SENSOR_PROFILES, validationTag } from '../../palm/sensor-profiles.ts';
 import type { CliContext } from '../context.ts';
 
 /** `agent config --help`: the sensor profiles and what each one's liveness check detects. */

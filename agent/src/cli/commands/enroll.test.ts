@@ -1,6 +1,6 @@
+import { processCapture } from '@palmid/palm/capture/pipeline';
 import { describe, expect, it } from 'vitest';
 import { sideless } from '../../../../test/support/sideless-hand.ts';
-import { processCapture } from '../../palm/pipeline.ts';
 import { sideRefusal } from './enroll.ts';
 
 describe('agent enroll: the side of each capture', () => {

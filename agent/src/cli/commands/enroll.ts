@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { livenessToWire } from '@palmid/shared/palm/liveness.ts';
-import { RpcError } from '@palmid/shared/ws/rpc.ts';
+import { livenessToWire } from '@palmid/contracts/capture/liveness';
+import { RpcError } from '@palmid/contracts/ws/rpc';
+import { type CaptureHand, processCapture } from '@palmid/palm/capture/pipeline';
 import type { Command } from 'commander';
-import { type CaptureHand, processCapture } from '../../palm/pipeline.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
 import {
   connectKiosk,

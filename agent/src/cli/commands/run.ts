@@ -1,10 +1,10 @@
 import { basename } from 'node:path';
+import { processCapture } from '@palmid/palm/capture/pipeline';
 import type { Command } from 'commander';
 import { DeviceKey, deviceKeyPath } from '../../attestation/device-key.ts';
 import type { LoadedConfig } from '../../config.ts';
 import type { ScannerDriver } from '../../driver/scanner-driver.ts';
 import { KioskDaemon, type Outcome } from '../../kiosk/daemon.ts';
-import { processCapture } from '../../palm/pipeline.ts';
 import { type Rejection, Uplink } from '../../uplink/uplink.ts';
 import { type CliContext, CliError, EXIT } from '../context.ts';
 

@@ -1,5 +1,5 @@
-import { ATTRIBUTE_NAME } from '@palmid/shared/api/attributes.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import { ATTRIBUTE_NAME } from '@palmid/contracts/api/attributes';
+import { AppError } from '@palmid/contracts/errors';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext, Caller } from '../../context.ts';
 import type { Db } from '../../db/index.ts';

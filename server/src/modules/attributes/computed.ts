@@ -1,4 +1,4 @@
-import { LOYALTY_TIER_VALUES } from '@palmid/shared/api/domains.ts';
+import { LOYALTY_TIER_VALUES } from '@palmid/contracts/api/domains';
 import type { AuthHistoryItem } from '../auth-contexts/history.ts';
 import type { LedgerTransaction } from '../ledger/service.ts';
 

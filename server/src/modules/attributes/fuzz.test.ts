@@ -1,7 +1,7 @@
-import { CATALOGUE } from '@palmid/shared/api/attribute-catalogue.ts';
+import { CATALOGUE } from '@palmid/contracts/api/attribute-catalogue';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedUser, seedVendor, type TestApp } from '../../../dev/testing.ts';
 import { issueUserToken } from '../users/service.ts';
 
 /**

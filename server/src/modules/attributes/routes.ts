@@ -6,8 +6,8 @@ import {
   noQuerySchema,
   putAttributeBodySchema,
   putAttributeResponseSchema,
-} from '@palmid/shared/api/attributes.ts';
-import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
+} from '@palmid/contracts/api/attributes';
+import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
+import { createTestApp, seedUser, type TestApp } from '../../../dev/testing.ts';
 import { eraseUser } from '../gdpr/service.ts';
 import { appendTransaction } from '../ledger/service.ts';
 import { attributeKind, readAttributeValues, writeAttribute } from './service.ts';

@@ -4,9 +4,9 @@ import {
   COMPUTED_NAMES,
   isReservedName,
   SYSTEM_NAMES,
-} from '@palmid/shared/api/attribute-catalogue.ts';
-import { ATTRIBUTE_NAME, type AttributeItem } from '@palmid/shared/api/attributes.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+} from '@palmid/contracts/api/attribute-catalogue';
+import { ATTRIBUTE_NAME, type AttributeItem } from '@palmid/contracts/api/attributes';
+import { AppError } from '@palmid/contracts/errors';
 import type { AppContext } from '../../context.ts';
 import { openFor, sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';

@@ -1,6 +1,6 @@
-import { CATALOGUE } from '@palmid/shared/api/attribute-catalogue.ts';
-import { ATTRIBUTE_NAME } from '@palmid/shared/api/attributes.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import { CATALOGUE } from '@palmid/contracts/api/attribute-catalogue';
+import { ATTRIBUTE_NAME } from '@palmid/contracts/api/attributes';
+import { AppError } from '@palmid/contracts/errors';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {

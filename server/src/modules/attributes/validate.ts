@@ -1,5 +1,5 @@
-import { catalogueEntry } from '@palmid/shared/api/attribute-catalogue.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import { catalogueEntry } from '@palmid/contracts/api/attribute-catalogue';
+import { AppError } from '@palmid/contracts/errors';
 
 /**
  * Value validation (docs/attributes.md, "Validation": validated, then encrypted, then stored). Every check is a pure

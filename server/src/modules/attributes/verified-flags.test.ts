@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
+import { createTestApp, seedUser, type TestApp } from '../../../dev/testing.ts';
 import { writeAttribute } from './service.ts';
 
 /** A verified flag vouches for one value: when that value changes, the flag falls (docs/attributes.md). */

@@ -1,7 +1,7 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
+import { createTestApp, seedUser, type TestApp } from '../../../dev/testing.ts';
 import {
   AnchorKeeper,
   anchorPath,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
-import { type Call, expectError, userCaller } from '../../user-api-testkit.ts';
+import { createTestApp, seedUser, type TestApp } from '../../../dev/testing.ts';
+import { type Call, expectError, userCaller } from '../../../dev/user-api-testkit.ts';
 
 describe('GET /v1/audit', () => {
   let t: TestApp;

@@ -1,5 +1,5 @@
-import { auditListSchema, auditQuerySchema } from '@palmid/shared/api/gdpr.ts';
-import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import { auditListSchema, auditQuerySchema } from '@palmid/contracts/api/gdpr';
+import { errorBodySchema, successSchema } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';

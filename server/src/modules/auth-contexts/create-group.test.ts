@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresUnavailable, startPostgres, type TestPostgres } from '../../../../test/support/postgres.ts';
 import { describeNeeding } from '../../../../test/support/requirements.ts';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 
 /**
  * `POST /api/v1/auth/create` under concurrency (docs/performance.md): creates that arrive together share one

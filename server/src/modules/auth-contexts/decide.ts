@@ -1,5 +1,5 @@
-import { catalogueEntry, isReservedName } from '@palmid/shared/api/attribute-catalogue.ts';
-import type { FailureReason, InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
+import { catalogueEntry, isReservedName } from '@palmid/contracts/api/attribute-catalogue';
+import type { FailureReason, InSetPredicate } from '@palmid/contracts/api/auth-contexts';
 import type { AuditEntry } from '../audit/service.ts';
 import { inSetName, predicateConsented } from '../verification/zk.ts';
 import { ageAttributeName, ageOnDate } from './age.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 
 /** Money in payment contexts (docs/vendor-api.md, "Money"): ISO 4217 codes and a maximum per currency. */
 describe('payment amounts and currencies', () => {

@@ -1,7 +1,9 @@
-import type { AuthResult, FailureReason, InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
-import { pseudonym } from '@palmid/shared/crypto/ids.ts';
-import { AppError } from '@palmid/shared/errors.ts';
-import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
+import type { AuthResult, FailureReason, InSetPredicate } from '@palmid/contracts/api/auth-contexts';
+import { passesLiveness } from '@palmid/contracts/capture/liveness';
+import { pseudonym } from '@palmid/contracts/crypto/ids';
+import { AppError } from '@palmid/contracts/errors';
+import { identifyProbes, type Probe } from '@palmid/palm/gallery/identify';
+import type { GallerySearch, Hand } from '@palmid/palm/gallery/types';
 import type { AppContext, Caller } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { readAttributeValues, verifierOf } from '../attributes/service.ts';
@@ -9,8 +11,6 @@ import { appendAudit } from '../audit/service.ts';
 import { activeConsents, type ConsentGrant } from '../consents/service.ts';
 import { auditAttestationFailure, type CaptureVerdict, settleAttestation } from '../devices/service.ts';
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
-import { identifyProbes, type Probe } from '../matching/identify.ts';
-import type { GallerySearch, Hand } from '../matching/types.ts';
 import { getUser, ledgerIdFor, touchLastAuth } from '../users/service.ts';
 import { getVendor } from '../vendors/service.ts';
 import { admitSetAsk } from '../verification/store.ts';
@@ -62,7 +62,7 @@ export interface PalmEvidence {
   /** Absent only when the agent reports a presentation attack. */
   template?: Uint8Array | undefined;
   hand?: 'left' | 'right' | undefined;
-  /** wire scale, 0–1 (@palmid/shared/palm/liveness.ts) */
+  /** wire scale, 0–1 (@palmid/contracts/capture/liveness) */
   liveness?: number | undefined;
   /**
    * The capture's attestation verdict (modules/devices `checkAttestation`, docs/websocket.md "Attested

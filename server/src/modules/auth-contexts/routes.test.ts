@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+import { pseudonym } from '@palmid/contracts/crypto/ids';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   attestBody,
@@ -9,7 +9,7 @@ import {
   type TestApp,
   type TestDevice,
   vendorDevice,
-} from '../../testing.ts';
+} from '../../../dev/testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { verifyAuditChain } from '../audit/service.ts';
 import { grantConsent } from '../consents/service.ts';

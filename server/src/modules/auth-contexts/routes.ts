@@ -5,8 +5,8 @@ import {
   authStatusSchema,
   createAuthBodySchema,
   oneShotAuthBodySchema,
-} from '@palmid/shared/api/auth-contexts.ts';
-import { successSchema } from '@palmid/shared/envelope.ts';
+} from '@palmid/contracts/api/auth-contexts';
+import { successSchema } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { vendorErrors } from '../../lib/error-replies.ts';

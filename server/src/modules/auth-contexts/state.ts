@@ -6,8 +6,8 @@ import {
   type AuthStatus,
   type FailureReason,
   TERMINAL_STATUSES,
-} from '@palmid/shared/api/auth-contexts.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+} from '@palmid/contracts/api/auth-contexts';
+import { AppError } from '@palmid/contracts/errors';
 import type { AppContext, VendorPrincipal } from '../../context.ts';
 import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import { inBatches } from '../../db/batches.ts';

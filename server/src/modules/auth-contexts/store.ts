@@ -1,4 +1,4 @@
-import type { AuthStatus, AuthType } from '@palmid/shared/api/auth-contexts.ts';
+import type { AuthStatus, AuthType } from '@palmid/contracts/api/auth-contexts';
 import type { Db, WriteBatch } from '../../db/index.ts';
 import type { AuthContextsTable } from '../../db/schema.ts';
 

@@ -1,7 +1,7 @@
-import { VENDOR_AUTH_DEADLINE_MS } from '@palmid/shared/ws/vendor.ts';
+import { VENDOR_AUTH_DEADLINE_MS } from '@palmid/contracts/ws/vendor';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import WebSocket from 'ws';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 
 type Frame = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
-import { AppError } from '@palmid/shared/errors.ts';
-import { CLOSE_POLICY, parseFrame } from '@palmid/shared/ws/frames.ts';
-import { VENDOR_AUTH_DEADLINE_MS, vendorAuthMethod, vendorMethods } from '@palmid/shared/ws/vendor.ts';
+import { AppError } from '@palmid/contracts/errors';
+import { CLOSE_POLICY, parseFrame } from '@palmid/contracts/ws/frames';
+import { VENDOR_AUTH_DEADLINE_MS, vendorAuthMethod, vendorMethods } from '@palmid/contracts/ws/vendor';
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import type { AppContext, VendorPrincipal } from '../../context.ts';

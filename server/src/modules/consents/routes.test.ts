@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
-import { type Call, expectError, userCaller } from '../../user-api-testkit.ts';
+import { createTestApp, seedUser, seedVendor, type TestApp } from '../../../dev/testing.ts';
+import { type Call, expectError, userCaller } from '../../../dev/user-api-testkit.ts';
 import { issueUserToken } from '../users/service.ts';
 
 const DAY = 86_400_000;

@@ -4,8 +4,8 @@ import {
   CONSENT_MAX_DAYS,
   type Consent,
   type CreateConsentBody,
-} from '@palmid/shared/api/consents.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+} from '@palmid/contracts/api/consents';
+import { AppError } from '@palmid/contracts/errors';
 import type { Db } from '../../db/index.ts';
 import type { ConsentsTable } from '../../db/schema.ts';
 import { getVendor } from '../vendors/service.ts';

@@ -1,4 +1,4 @@
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 import type { Db } from '../../db/index.ts';
 import { KioskLockout } from '../kiosk-link/lockout.ts';
 

@@ -6,8 +6,8 @@ import {
   type CapturePurpose,
   publicKeyFromString,
   verifyCapture,
-} from '@palmid/shared/capture/attestation.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+} from '@palmid/contracts/crypto/capture';
+import { AppError } from '@palmid/contracts/errors';
 import type { AppContext, Caller } from '../../context.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
@@ -26,7 +26,7 @@ import {
  * Capture devices and their attestations (docs/security.md "Attested captures"). A device (a kiosk's agent
  * or an integrator's capture host) is registered with `admin pvs create`, which prints a one-time
  * provisioning secret; the device's first `hello` with that secret binds the Ed25519 public key it made.
- * Every capture it sends is signed (shared/src/capture/attestation.ts) and checked here before the
+ * Every capture it sends is signed (shared/contracts/src/crypto/capture.ts) and checked here before the
  * template reaches the matcher.
  */
 

@@ -1,5 +1,5 @@
-import { paymentsListSchema, paymentsQuerySchema } from '@palmid/shared/api/payments.ts';
-import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import { paymentsListSchema, paymentsQuerySchema } from '@palmid/contracts/api/payments';
+import { errorBodySchema, successSchema } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';

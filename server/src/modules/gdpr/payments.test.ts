@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attestPalms, createTestApp, seedVendor, type TestApp, vendorDevice } from '../../testing.ts';
+import { attestPalms, createTestApp, seedVendor, type TestApp, vendorDevice } from '../../../dev/testing.ts';
 
 const TEMPLATE = Buffer.from('payments-route-test-palm-0001').toString('base64');
 

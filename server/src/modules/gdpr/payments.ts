@@ -1,4 +1,4 @@
-import type { Payment } from '@palmid/shared/api/payments.ts';
+import type { Payment } from '@palmid/contracts/api/payments';
 import type { Db } from '../../db/index.ts';
 import { authContextStore } from '../auth-contexts/store.ts';
 import { userTransactions } from '../ledger/service.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, seedUser, seedVendor, type TestApp } from '../../../dev/testing.ts';
+import { type Call, expectError, userCaller } from '../../../dev/user-api-testkit.ts';
 import { openFor } from '../../crypto/keyring.ts';
-import { createTestApp, seedUser, seedVendor, type TestApp } from '../../testing.ts';
-import { type Call, expectError, userCaller } from '../../user-api-testkit.ts';
 import { verifyAuditChain } from '../audit/service.ts';
 import { appendTransaction } from '../ledger/service.ts';
 import { addPalm, dataKeyOf } from '../users/service.ts';

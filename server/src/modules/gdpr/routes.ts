@@ -1,6 +1,6 @@
-import { noQuerySchema } from '@palmid/shared/api/attributes.ts';
-import { deleteMeResponseSchema, exportQuerySchema, gdprExportSchema } from '@palmid/shared/api/gdpr.ts';
-import { successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
+import { noQuerySchema } from '@palmid/contracts/api/attributes';
+import { deleteMeResponseSchema, exportQuerySchema, gdprExportSchema } from '@palmid/contracts/api/gdpr';
+import { successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';

@@ -1,5 +1,5 @@
-import type { GdprExport } from '@palmid/shared/api/gdpr.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import type { GdprExport } from '@palmid/contracts/api/gdpr';
+import { AppError } from '@palmid/contracts/errors';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { listAttributes } from '../attributes/service.ts';

@@ -1,4 +1,4 @@
-import { successSchema } from '@palmid/shared/envelope.ts';
+import { successSchema } from '@palmid/contracts/envelope';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';

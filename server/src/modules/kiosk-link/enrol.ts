@@ -1,6 +1,6 @@
-import { AppError } from '@palmid/shared/errors.ts';
-import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
-import type { pvsMethods } from '@palmid/shared/ws/pvs.ts';
+import { passesLiveness } from '@palmid/contracts/capture/liveness';
+import { AppError } from '@palmid/contracts/errors';
+import type { pvsMethods } from '@palmid/contracts/ws/pvs';
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import type { AppContext, Caller } from '../../context.ts';

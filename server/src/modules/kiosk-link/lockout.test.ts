@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { redisUnavailable, startRedis, type TestRedis } from '../../../../test/support/redis.ts';
 import { describeNeeding } from '../../../../test/support/requirements.ts';
-import { createTestApp, type TestApp } from '../../testing.ts';
+import { createTestApp, type TestApp } from '../../../dev/testing.ts';
 import { KioskLockout, LOCK_MS, MAX_FAILURES, WINDOW_MS } from './lockout.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, FrameClient, seedVendor, type TestApp, TestDevice } from '../../../dev/testing.ts';
 import { open } from '../../crypto/keyring.ts';
-import { createTestApp, FrameClient, seedVendor, type TestApp, TestDevice } from '../../testing.ts';
 import { createPvs } from '../pvs/service.ts';
 import { issueUserToken } from '../users/service.ts';
 import { pruneAnswers, recallAnswer, rememberAnswer } from './idempotency.ts';

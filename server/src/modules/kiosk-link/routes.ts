@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { AuthResult, FailureReason } from '@palmid/shared/api/auth-contexts.ts';
-import { AppError } from '@palmid/shared/errors.ts';
-import { CLOSE_POLICY } from '@palmid/shared/ws/frames.ts';
-import { pvsMethods, type ScanRequest } from '@palmid/shared/ws/pvs.ts';
+import type { AuthResult, FailureReason } from '@palmid/contracts/api/auth-contexts';
+import { AppError } from '@palmid/contracts/errors';
+import { CLOSE_POLICY } from '@palmid/contracts/ws/frames';
+import { pvsMethods, type ScanRequest } from '@palmid/contracts/ws/pvs';
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { serveRpc } from '../../lib/ws-rpc.ts';

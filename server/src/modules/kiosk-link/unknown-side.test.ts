@@ -1,8 +1,8 @@
-import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
+import { renderRoi } from '@palmid/firmware-sim/synth/roi';
+import { extractRoiTemplate } from '@palmid/palm/capture/roi-template';
+import { createGallery, createMatcher } from '@palmid/palm/gallery/gallery';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { extractRoiTemplate } from '../../../../agent/src/palm/roi-template.ts';
-import { createTestApp, FrameClient, seedVendor, type TestApp, TestDevice } from '../../testing.ts';
-import { createGallery, createMatcher } from '../matching/gallery.ts';
+import { createTestApp, FrameClient, seedVendor, type TestApp, TestDevice } from '../../../dev/testing.ts';
 import { createPvs } from '../pvs/service.ts';
 
 /**

@@ -1,5 +1,5 @@
-import { ledgerParamsSchema, ledgerQuerySchema, ledgerResponseSchema } from '@palmid/shared/api/ledger.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import { ledgerParamsSchema, ledgerQuerySchema, ledgerResponseSchema } from '@palmid/contracts/api/ledger';
+import { AppError } from '@palmid/contracts/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { errorReply, vendorErrors } from '../../lib/error-replies.ts';
 import { vendorOf } from '../../plugins/app/auth.ts';

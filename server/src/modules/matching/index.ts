@@ -1,12 +1,17 @@
-export { createExhaustiveGallery } from './exhaustive.ts';
+export { createExhaustiveGallery } from '@palmid/palm/gallery/exhaustive';
 export {
   createGallery,
   createMatcher,
   type GalleryOptions,
   type MatcherOptions,
   MemoryGallery,
-} from './gallery.ts';
-export { findDuplicateIn, type IdentifyOutcome, identifyProbes, type Probe } from './identify.ts';
+} from '@palmid/palm/gallery/gallery';
+export {
+  findDuplicateIn,
+  type IdentifyOutcome,
+  identifyProbes,
+  type Probe,
+} from '@palmid/palm/gallery/identify';
 export type {
   Gallery,
   GalleryEntry,
@@ -16,4 +21,4 @@ export type {
   IdentifyHit,
   Matcher,
   UserCandidate,
-} from './types.ts';
+} from '@palmid/palm/gallery/types';

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
-import { DEFAULT_TARGET_FPIR, evidenceBar } from '@palmid/shared/palm/decision.ts';
-import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
+import { renderRoi } from '@palmid/firmware-sim/synth/roi';
+import { extractRoiTemplate } from '@palmid/palm/capture/roi-template';
+import { DEFAULT_TARGET_FPIR, evidenceBar } from '@palmid/palm/decision';
+import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { extractRoiTemplate } from '../../../../agent/src/palm/roi-template.ts';
 import { closeContext, createContext } from '../../bootstrap.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 

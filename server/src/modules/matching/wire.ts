@@ -1,4 +1,4 @@
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 
 /**
  * A template as it arrives on the wire: base64 or base64url text of 1–1024 bytes. Only the encoding and

@@ -1,4 +1,4 @@
-import { pseudonym } from '@palmid/shared/crypto/ids.ts';
+import { pseudonym } from '@palmid/contracts/crypto/ids';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   attestBody,
@@ -8,7 +8,7 @@ import {
   type TestApp,
   type TestDevice,
   vendorDevice,
-} from '../../testing.ts';
+} from '../../../dev/testing.ts';
 import { grantConsent } from '../consents/service.ts';
 
 const tpl = (s: string) => Buffer.from(s.padEnd(24, '.')).toString('base64');

@@ -6,10 +6,10 @@ import {
   mpcUpdateBodySchema,
   mpcUpdatedSchema,
   mpcUserRefSchema,
-} from '@palmid/shared/api/users.ts';
-import { pseudonym } from '@palmid/shared/crypto/ids.ts';
-import { successSchema } from '@palmid/shared/envelope.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+} from '@palmid/contracts/api/users';
+import { pseudonym } from '@palmid/contracts/crypto/ids';
+import { successSchema } from '@palmid/contracts/envelope';
+import { AppError } from '@palmid/contracts/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext, Caller, VendorPrincipal } from '../../context.ts';
 import type { Db } from '../../db/index.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { newProvisioningSecret } from '../devices/service.ts';

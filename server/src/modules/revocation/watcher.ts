@@ -1,4 +1,4 @@
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 import type { Db } from '../../db/index.ts';
 import type { EventHub, HubEvents } from '../../lib/event-hub.ts';
 import type { CredentialKind, LiveSockets, RevocationCheck } from '../../lib/live-sockets.ts';

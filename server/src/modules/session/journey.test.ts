@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 import { createClaimCode, createUser, issueUserToken } from '../users/service.ts';
 
 /** The whole user API over a real listening socket, as a person with curl would use it. */

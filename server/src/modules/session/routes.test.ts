@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
-import { expectError } from '../../user-api-testkit.ts';
+import { createTestApp, seedUser, type TestApp } from '../../../dev/testing.ts';
+import { expectError } from '../../../dev/user-api-testkit.ts';
 import { createClaimCode } from '../users/service.ts';
 
 describe('POST /v1/session', () => {

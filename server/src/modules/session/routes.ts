@@ -1,6 +1,6 @@
-import { noQuerySchema } from '@palmid/shared/api/attributes.ts';
-import { sessionBodySchema, sessionResponseSchema } from '@palmid/shared/api/session.ts';
-import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import { noQuerySchema } from '@palmid/contracts/api/attributes';
+import { sessionBodySchema, sessionResponseSchema } from '@palmid/contracts/api/session';
+import { errorBodySchema, successSchema } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok } from '../../plugins/app/envelope.ts';
 import { redeemClaimCode } from '../users/service.ts';

@@ -1,4 +1,4 @@
-import { noQuerySchema } from '@palmid/shared/api/attributes.ts';
+import { noQuerySchema } from '@palmid/contracts/api/attributes';
 import {
   type PalmItem,
   palmConfirmationSchema,
@@ -6,8 +6,8 @@ import {
   palmListSchema,
   palmRemovedSchema,
   tokensRevokedSchema,
-} from '@palmid/shared/api/palms.ts';
-import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
+} from '@palmid/contracts/api/palms';
+import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';

@@ -1,5 +1,5 @@
-import { AppError } from '@palmid/shared/errors.ts';
-import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
+import { passesLiveness } from '@palmid/contracts/capture/liveness';
+import { AppError } from '@palmid/contracts/errors';
 import type { AppContext, Caller } from '../../context.ts';
 import { hashSecret, newClaimCode, normaliseClaimCode } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ledgerId, vendorLedgerId } from '@palmid/shared/crypto/ids.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import { ledgerId, vendorLedgerId } from '@palmid/contracts/crypto/ids';
+import { AppError } from '@palmid/contracts/errors';
 import type { AppContext, UserPrincipal } from '../../context.ts';
 import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import {

@@ -1,6 +1,6 @@
-import { vendorListSchema, vendorParamsSchema, vendorPublicSchema } from '@palmid/shared/api/vendors.ts';
-import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import { vendorListSchema, vendorParamsSchema, vendorPublicSchema } from '@palmid/contracts/api/vendors';
+import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
+import { AppError } from '@palmid/contracts/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok } from '../../plugins/app/envelope.ts';
 import { getVendor, listVendors } from './service.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 import type { Environment } from '../../config.ts';
 import { VENDOR_SCOPES, type VendorPrincipal, type VendorScope } from '../../context.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
@@ -103,7 +103,7 @@ export async function rotateKey(db: Db, vendorId: string, now = Date.now()) {
 /**
  * Makes `apiKey` the vendor's one active key: `kept` when it already was (every client holding it goes on
  * working), `restored` when it had been revoked or rotated away, `new` when it was never issued. Only the
- * development demo uses this: its key is derived from the master key (server/src/demo.ts), so it stays
+ * development demo uses this: its key is derived from the master key (server/dev/demo.ts), so it stays
  * the same across restarts on the same database.
  */
 export async function ensureKey(

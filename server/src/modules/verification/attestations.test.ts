@@ -2,8 +2,8 @@ import {
   createAttestation,
   generateVerifierKey,
   type TrustedVerifier,
-} from '@palmid/shared/crypto/attestation.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+} from '@palmid/contracts/crypto/attestation';
+import { AppError } from '@palmid/contracts/errors';
 import { describe, expect, it } from 'vitest';
 import { acceptAttestation } from './attestations.ts';
 

@@ -4,8 +4,8 @@ import {
   type VerifiedAttributeName,
   type VerifiedValue,
   verifyAttestation,
-} from '@palmid/shared/crypto/attestation.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+} from '@palmid/contracts/crypto/attestation';
+import { AppError } from '@palmid/contracts/errors';
 
 /** What the attributes module stores for an accepted attestation (kind "verified"). */
 export interface VerifiedAttributeRecord {

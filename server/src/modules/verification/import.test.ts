@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, seedUser, type TestApp } from '../../../dev/testing.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
-import { createTestApp, seedUser, type TestApp } from '../../testing.ts';
 
 /** `POST /v1/attributes/import` with issuers from PALMID_OIDC_ISSUERS and a JWKS file (no network). */
 const ISSUER = 'https://idp.example.test';

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 import {
   createLocalJWKSet,
   createRemoteJWKSet,

@@ -1,5 +1,5 @@
-import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
-import { AppError } from '@palmid/shared/errors.ts';
+import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
+import { AppError } from '@palmid/contracts/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { IN_SET_ASK_WINDOW_DAYS, IN_SET_MAX_DISTINCT_SETS } from '@palmid/shared/api/domains.ts';
+import { IN_SET_ASK_WINDOW_DAYS, IN_SET_MAX_DISTINCT_SETS } from '@palmid/contracts/api/domains';
 import {
   generateVerifierKey,
   isVerifiedAttribute,
@@ -7,9 +7,9 @@ import {
   type TrustedVerifier,
   VERIFIED_ATTRIBUTES,
   type VerifiedAttributeName,
-} from '@palmid/shared/crypto/attestation.ts';
-import { AppError } from '@palmid/shared/errors.ts';
-import type { ProveResult } from '@palmid/shared/zk/prove.ts';
+} from '@palmid/contracts/crypto/attestation';
+import { AppError } from '@palmid/contracts/errors';
+import type { ProveResult } from '@palmid/zk/prove';
 import { sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 

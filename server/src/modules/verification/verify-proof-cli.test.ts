@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { releaseZkResources } from '@palmid/shared/zk/index.ts';
+import { releaseZkResources } from '@palmid/zk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   attestBody,
@@ -11,13 +11,13 @@ import {
   seedVendor,
   type TestApp,
   vendorDevice,
-} from '../../testing.ts';
+} from '../../../dev/testing.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { grantConsent } from '../consents/service.ts';
 import { addPalm, dataKeyOf } from '../users/service.ts';
 
 /**
- * The vendor's offline check as a separate process: `npm run palm -- verify-proof` on a status response
+ * The vendor's offline check as a separate process: `npm run vendor -- verify-proof` on a status response
  * and key saved from the real server flow (POST /api/v1/auth, GET /api/v1/auth/{id}/status, GET /api/v1/keys/zk).
  */
 const ROOT = new URL('../../../../', import.meta.url).pathname;
@@ -25,9 +25,13 @@ const run = promisify(execFile);
 const TEMPLATE = Buffer.from('palm-template-verify-cli-01').toString('base64');
 const clock = Date.parse('2026-06-01T12:00:00Z');
 
-async function palm(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** `npm run vendor -- …` (the command's home) or, for the kept alias, `npm run palm -- …`. */
+async function cli(
+  tool: 'vendor' | 'palm',
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run('npm', ['run', '--silent', 'palm', '--', ...args], {
+    const { stdout, stderr } = await run('npm', ['run', '--silent', tool, '--', ...args], {
       cwd: ROOT,
       timeout: 60_000,
     });
@@ -38,7 +42,7 @@ async function palm(args: string[]): Promise<{ code: number; stdout: string; std
   }
 }
 
-describe('npm run palm -- verify-proof on a proof from the server', () => {
+describe('npm run vendor -- verify-proof on a proof from the server', () => {
   let t: TestApp;
   let statusFile: string;
   let keyFile: string;
@@ -103,7 +107,7 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
   const at = new Date(clock).toISOString();
 
   it("VALID for the saved status response with the vendor's auth id", async () => {
-    const res = await palm([
+    const res = await cli('vendor', [
       'verify-proof',
       '--proof',
       statusFile,
@@ -121,7 +125,7 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
   }, 90_000);
 
   it('INVALID (exit 1) for another auth id, a higher age, or a tampered proof', async () => {
-    const other = await palm([
+    const other = await cli('palm', [
       'verify-proof',
       '--proof',
       statusFile,
@@ -137,7 +141,7 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
     ]);
     expect(other.code).toBe(1);
     expect(JSON.parse(other.stdout)).toMatchObject({ valid: false, reason: 'auth_id_mismatch' });
-    const older = await palm([
+    const older = await cli('vendor', [
       'verify-proof',
       '--proof',
       statusFile,
@@ -157,7 +161,7 @@ describe('npm run palm -- verify-proof on a proof from the server', () => {
     pi[0] = (BigInt(pi[0]) + 1n).toString();
     const tamperedFile = join(t.dir, 'tampered.json');
     writeFileSync(tamperedFile, JSON.stringify(doc));
-    const tampered = await palm([
+    const tampered = await cli('vendor', [
       'verify-proof',
       '--proof',
       tamperedFile,

@@ -1,7 +1,7 @@
 import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createAttestation, generateVerifierKey } from '@palmid/shared/crypto/attestation.ts';
+import { createAttestation, generateVerifierKey } from '@palmid/contracts/crypto/attestation';
 import {
   deriveServiceKey,
   generateServiceKey,
@@ -10,9 +10,8 @@ import {
   releaseZkResources,
   type ServicePublicKey,
   verifyPredicateProof,
-} from '@palmid/shared/zk/index.ts';
+} from '@palmid/zk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openFor } from '../../crypto/keyring.ts';
 import {
   attestBody,
   createTestApp,
@@ -21,7 +20,8 @@ import {
   type TestApp,
   type TestDevice,
   vendorDevice,
-} from '../../testing.ts';
+} from '../../../dev/testing.ts';
+import { openFor } from '../../crypto/keyring.ts';
 import { writeAttribute } from '../attributes/service.ts';
 import { markAttributeVerified } from '../attributes/store.ts';
 import { identifyPalm, prepareProofs, resolveWithPalm } from '../auth-contexts/resolve.ts';

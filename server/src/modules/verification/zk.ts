@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { InSetPredicate } from '@palmid/shared/api/auth-contexts.ts';
-import { IN_SET_MIN_SIZE } from '@palmid/shared/api/consents.ts';
-import { validSetMembers } from '@palmid/shared/api/domains.ts';
-import type { PredicateProof } from '@palmid/shared/zk/schema.ts';
+import type { InSetPredicate } from '@palmid/contracts/api/auth-contexts';
+import { IN_SET_MIN_SIZE } from '@palmid/contracts/api/consents';
+import { validSetMembers } from '@palmid/contracts/api/domains';
+import type { PredicateProof } from '@palmid/zk/schema';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { dataKeyOf } from '../users/service.ts';
@@ -11,11 +11,11 @@ import { saveOpening } from './store.ts';
 /**
  * The server side of the zero-knowledge proofs (docs/zk-proofs.md, "Integration"): the service key, the
  * predicates of a context, and the proofs `resolveWithPalm` attaches. The prover itself is
- * `@palmid/shared/zk`; this module decides when to prove and keeps the commitment openings.
+ * `@palmid/zk`; this module decides when to prove and keeps the commitment openings.
  */
 
 // Loaded on first use: snarkjs and the BN254 engine are not needed by processes that never prove.
-const prover = () => import('@palmid/shared/zk/prove.ts');
+const prover = () => import('@palmid/zk/prove');
 
 /** Result attribute names of an in_set predicate. */
 export const inSetName = (attribute: string) => `${attribute}_in_set`;

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 
 /** The page sources live in `web/` at the repository root (plain TypeScript, HTML and CSS). */
-export const WEB_ROOT = fileURLToPath(new URL('../../../../web/', import.meta.url));
+export const WEB_ROOT = `${dirname(createRequire(import.meta.url).resolve('@palmid/web/package.json'))}/`;
 
 export interface Asset {
   body: Buffer;
@@ -30,7 +31,7 @@ function asset(body: Buffer | Uint8Array, kind: keyof typeof TYPES): Asset {
 /**
  * Everything the two pages need, keyed by URL path. The scripts are bundled with esbuild in memory on the
  * first request (≈100 ms), so there is no build step to forget and nothing generated in the tree; zod
- * schemas from `@palmid/shared` are bundled in, nothing is fetched from a CDN.
+ * schemas from `@palmid/contracts` are bundled in, nothing is fetched from a CDN.
  */
 export async function buildAssets(): Promise<Map<string, Asset>> {
   const out = await build({

@@ -1,6 +1,6 @@
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../../testing.ts';
+import { createTestApp, type TestApp } from '../../../dev/testing.ts';
 import { contentSecurityPolicy } from './headers.ts';
 
 describe('/portal and /console', () => {

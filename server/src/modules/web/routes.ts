@@ -1,4 +1,4 @@
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Asset, buildAssets } from './bundle.ts';
 import { securityHeaders } from './headers.ts';

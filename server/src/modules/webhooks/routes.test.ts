@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 import { checkWebhookUrl, isPublicAddress, resolveTarget } from './addresses.ts';
 import { backoff } from './sender.ts';
 import { pruneDeliveries } from './service.ts';

@@ -5,8 +5,8 @@ import {
   webhookDeliverySchema,
   webhookEndpointSchema,
   webhookIdParamsSchema,
-} from '@palmid/shared/api/webhooks.ts';
-import { successSchema } from '@palmid/shared/envelope.ts';
+} from '@palmid/contracts/api/webhooks';
+import { successSchema } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { vendorErrors } from '../../lib/error-replies.ts';

@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { SIGNATURE_HEADER, signatureHeader } from '@palmid/shared/webhooks.ts';
+import { SIGNATURE_HEADER, signatureHeader } from '@palmid/contracts/webhooks';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { AddressRefused, resolveTarget } from './addresses.ts';

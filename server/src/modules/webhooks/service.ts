@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { AppError } from '@palmid/shared/errors.ts';
-import { WEBHOOK_EVENTS, type WebhookEventType } from '@palmid/shared/webhooks.ts';
+import { AppError } from '@palmid/contracts/errors';
+import { WEBHOOK_EVENTS, type WebhookEventType } from '@palmid/contracts/webhooks';
 import type { AppContext } from '../../context.ts';
 import { open, seal } from '../../crypto/keyring.ts';
 import { newSecret } from '../../crypto/secrets.ts';

@@ -1,4 +1,4 @@
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 import type { AppContext } from '../../context.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { Meta } from '@palmid/shared/envelope.ts';
+import type { Meta } from '@palmid/contracts/envelope';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { lastIso } from '../../lib/iso-date.ts';
 

@@ -1,6 +1,6 @@
-import { errorBodySchema } from '@palmid/shared/envelope.ts';
+import { errorBodySchema } from '@palmid/contracts/envelope';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 
 /**
  * The error envelope's safety net (plugins/app/errors.ts) is attached only to routes without a response

@@ -1,11 +1,11 @@
-import { errorEnvelope } from '@palmid/shared/envelope.ts';
+import { errorEnvelope } from '@palmid/contracts/envelope';
 import {
   AppError,
   DEFAULT_MESSAGES,
   ERROR_CODES,
   type ErrorCode,
   type ErrorDetails,
-} from '@palmid/shared/errors.ts';
+} from '@palmid/contracts/errors';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { jsonDepth, MAX_JSON_DEPTH } from '../../lib/json-depth.ts';
 import { meta } from './envelope.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 import { jsonErrorOffset } from './errors.ts';
 
 /** Errors that say what to do (issue 27): where JSON broke, where the API key goes, which methods a path takes. */

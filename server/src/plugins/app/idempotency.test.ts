@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 
 /** `Idempotency-Key` on vendor POSTs (docs/vendor-api.md, "Idempotency"), through the HTTP interface. */
 describe('Idempotency-Key', () => {

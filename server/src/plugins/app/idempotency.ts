@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { AppError } from '@palmid/shared/errors.ts';
+import { AppError } from '@palmid/contracts/errors';
 import type {
   FastifyInstance,
   FastifyReply,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, seedVendor, type TestApp } from '../../../dev/testing.ts';
 import { openDatabase } from '../../db/index.ts';
 import { revokeKeys, rotateKey } from '../../modules/vendors/service.ts';
-import { createTestApp, seedVendor, type TestApp } from '../../testing.ts';
 
 /**
  * The verified-key cache on SQLite: a revocation committed by another connection to the file (the admin CLI,

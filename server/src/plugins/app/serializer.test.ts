@@ -1,5 +1,5 @@
-import { authStatusSchema } from '@palmid/shared/api/auth-contexts.ts';
-import { errorBodySchema, successSchema } from '@palmid/shared/envelope.ts';
+import { authStatusSchema } from '@palmid/contracts/api/auth-contexts';
+import { errorBodySchema, successSchema } from '@palmid/contracts/envelope';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { compileEnvelope, compileFast, responseSerializerCompiler } from './serializer.ts';

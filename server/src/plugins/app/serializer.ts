@@ -49,7 +49,7 @@ export function responseSerializerCompiler(opts: { check: boolean }) {
 }
 
 /**
- * A success envelope (`{success, data, meta}`, shared/src/envelope.ts) compiled as its two parts, so that a
+ * A success envelope (`{success, data, meta}`, shared/contracts/src/envelope.ts) compiled as its two parts, so that a
  * frozen `data` object answered to many requests (`GET /api/v1/status` keeps one per vendor and millisecond)
  * is serialised once: the JSON of the last frozen `data` is kept with it. Only frozen objects are reused (an
  * object that can change cannot be served from its earlier JSON). Same bytes as the whole envelope compiled
