@@ -9,9 +9,11 @@ import { describe, expect, it } from 'vitest';
 const ROOT = new URL('../../', import.meta.url).pathname;
 const files = [
   'README.md',
-  ...readdirSync(join(ROOT, 'docs'))
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
+  ...['docs', 'docs/lab'].flatMap((dir) =>
+    readdirSync(join(ROOT, dir))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `${dir}/${f}`),
+  ),
 ];
 
 function cells(row: string): number {
