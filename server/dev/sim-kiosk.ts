@@ -1,8 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEMO_IDENTITY } from './demo.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** A development package's folder, found the way Node finds the package (its devDependencies). */
+const packageDir = (name: string) => dirname(createRequire(import.meta.url).resolve(`${name}/package.json`));
+const SIM_CLI = join(packageDir('@palmid/firmware-sim'), 'src/cli.ts');
+const AGENT_CLI = join(packageDir('@palmid/agent'), 'src/cli/main.ts');
 
 export interface SimKiosk {
   stop(): Promise<void>;
@@ -35,17 +41,7 @@ export async function startSimKiosk(
 ): Promise<SimKiosk> {
   const sim = spawn(
     process.execPath,
-    [
-      '--import',
-      'tsx',
-      `${ROOT}firmware-sim/src/cli.ts`,
-      '--tcp',
-      '0',
-      '--control',
-      '0',
-      '--palm',
-      `${DEMO_IDENTITY}:right`,
-    ],
+    ['--import', 'tsx', SIM_CLI, '--tcp', '0', '--control', '0', '--palm', `${DEMO_IDENTITY}:right`],
     {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -62,7 +58,7 @@ export async function startSimKiosk(
     });
     sim.once('exit', (code) => reject(new Error(`the firmware simulator exited (${code})`)));
   });
-  const agent = spawn(process.execPath, ['--import', 'tsx', `${ROOT}agent/src/cli/main.ts`, 'run'], {
+  const agent = spawn(process.execPath, ['--import', 'tsx', AGENT_CLI, 'run'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
