@@ -8,7 +8,7 @@
 ;; Same integer counts, same tie-breaking (first strictly better in dy-major order), same f64
 ;; formulas, so the result is bit-identical.
 ;;
-;; Build: `tsx shared/scripts/build-match-kernel.ts` (wabt) writes match-kernel.wasm.ts.
+;; Build: `tsx shared/palm/scripts/build-match-kernel.ts` (wabt) writes match-kernel.wasm.ts.
 ;;
 ;; The packed input (match.ts) is row-major: 32 rows of 8 u32 words (mask, 6 code planes, pad).
 ;; The kernel transposes it to plane-major, so one v128 holds the same plane of 4 consecutive

@@ -19,7 +19,7 @@
 ;; above         the mask alone (the finger scans' tighter levels);
 ;; handSums      the hand's grey-level sums and counts behind measureFrame's hand measures.
 ;;
-;; Build: `npx tsx agent/scripts/build-capture-kernel.ts` (wabt) writes capture-kernel.wasm.ts.
+;; Build: `npx tsx shared/palm/scripts/build-capture-kernel.ts` (wabt) writes capture-kernel.wasm.ts.
 ;; The caller places the data (byte offsets) and grows the memory; every input has 16 readable
 ;; bytes after its end (vector loads run past the last element into ignored lanes).
 (module
