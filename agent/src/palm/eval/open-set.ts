@@ -2,9 +2,9 @@ import type { Random } from '@palmid/firmware-sim/rng.ts';
 import {
   type Candidate,
   decideIdentification,
+  decisionBar,
   distanceForEvidence,
   evidenceAt,
-  evidenceBar,
   fmrAt,
   fusedEvidence,
   type IdentificationPolicy,
@@ -346,7 +346,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
   const rows: OpenSetRow[] = [];
   for (const n of galleries) {
     const templates = n * enrol;
-    const bar = evidenceBar(templates, policy.targetFpir);
+    const bar = decisionBar(templates, policy.targetFpir);
     const barDistance = distanceForEvidence(bar, policy.model);
     const strangersPalms = Math.max(0, n - realPalms);
     // --- strangers (no mate in the gallery), per-comparison FMR at the bar ---

@@ -1,5 +1,5 @@
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
-import { evidenceAt, evidenceBar } from '@palmid/shared/palm/decision.ts';
+import { decisionBar, evidenceAt } from '@palmid/shared/palm/decision.ts';
 import { decodeTemplate, encodeTemplate, type TemplateHand } from '@palmid/shared/palm/template.ts';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -50,7 +50,7 @@ describe('gallery-wide identification', () => {
     const genuine = identifyProbes(g, [{ template: T.a2! }]);
     expect(genuine.searched).toBe(2002);
     expect(genuine.decision).toMatchObject({ kind: 'match', userId: 'ua' });
-    expect(genuine.decision.bar).toBeCloseTo(evidenceBar(2002, g.rule.policy.targetFpir), 10);
+    expect(genuine.decision.bar).toBeCloseTo(decisionBar(2002, g.rule.policy.targetFpir), 10);
     expect(g.identify(T.a2!)?.userId).toBe('ua');
     expect(g.identify(T.b2!)?.userId).toBe('ub');
 
@@ -161,8 +161,8 @@ describe('duplicate check', () => {
   it('uses the lowest bar any identification of the gallery applies', () => {
     const g = bigGallery();
     g.add({ palmId: 'left1', userId: 'l1', hand: 'left', template: T.aLeft1! });
-    expect(duplicateBar(g)).toBeCloseTo(evidenceBar(1, g.rule.policy.targetFpir), 10);
-    expect(duplicateBar(g)).toBeLessThan(evidenceBar(g.size, g.rule.policy.targetFpir));
+    expect(duplicateBar(g)).toBeCloseTo(decisionBar(1, g.rule.policy.targetFpir), 10);
+    expect(duplicateBar(g)).toBeLessThan(decisionBar(g.size, g.rule.policy.targetFpir));
   });
 });
 

@@ -2,8 +2,8 @@ import {
   type Candidate,
   DEFAULT_POLICY,
   decideIdentification,
+  decisionBar,
   evidenceAt,
-  evidenceBar,
   type IdentificationDecision,
   type IdentificationPolicy,
 } from '@palmid/shared/palm/decision.ts';
@@ -15,7 +15,8 @@ import type { Gallery, GallerySearch, Hand, IdentificationRule, IdentifyHit } fr
  * scale"): every search's closest different users go through the shared decision
  * (@palmid/shared/palm/decision.ts) with the number of palms actually searched as the gallery
  * size, so that a stranger is matched to somebody with probability at most PALMID_TARGET_FPIR
- * whatever the gallery's size.
+ * whatever the gallery's size, the step-up's second decision included (each decision point is
+ * taken at half the target: decision.ts `decisionBar`).
  */
 
 /** Users each capture's search returns: the best two decide, a few more let a step-up fuse. */
@@ -176,7 +177,7 @@ export function identifyOne(gallery: Gallery, template: Uint8Array): IdentifyHit
 export function duplicateBar(gallery: Gallery, rule: IdentificationRule = gallery.rule): number {
   const sides = [gallery.handCount('left'), gallery.handCount('right')].filter((n) => n > 0);
   const smallest = sides.length > 0 ? Math.min(...sides) : 1;
-  return evidenceBar(smallest, rule.policy.targetFpir);
+  return decisionBar(smallest, rule.policy.targetFpir);
 }
 
 /**

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi.ts';
-import { DEFAULT_TARGET_FPIR, evidenceBar } from '@palmid/shared/palm/decision.ts';
+import { DEFAULT_TARGET_FPIR, decisionBar } from '@palmid/shared/palm/decision.ts';
 import { MATCH_THRESHOLD } from '@palmid/shared/palm/threshold.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractRoiTemplate } from '../../../../agent/src/palm/roi-template.ts';
@@ -106,7 +106,7 @@ describe('PALMID_TARGET_FPIR', () => {
         );
         try {
           expect(ctx.gallery.rule.policy.targetFpir).toBe(Number(target));
-          bars.push(evidenceBar(1000, ctx.gallery.rule.policy.targetFpir));
+          bars.push(decisionBar(1000, ctx.gallery.rule.policy.targetFpir));
         } finally {
           await closeContext(ctx);
         }
