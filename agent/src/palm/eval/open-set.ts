@@ -31,13 +31,17 @@ import { MIN_TAIL_PAIRS } from './impostor-model.ts';
  * server reads it, so a deployed model that is lighter-tailed than the set shows up as FPIR above
  * target.
  *
+ * The bar is the shared `decisionBar`: each of the flow's two decision points (the first capture,
+ * the fused decision after a step-up) is taken at half the target, so that the flow keeps the target.
+ *
  * - `fpir`: a stranger matched on one presentation, 1 − (1 − FMR(bar distance))^N, with FMR
  *   measured from the set's impostor pairs when at least MIN_TAIL_PAIRS of them lie at or below
  *   the bar (`fpir_method: "measured"`), else from `truth` ("extrapolated"). The margin rule is
  *   not credited (an upper bound).
  * - `fpir_step_up`: a stranger matched by the whole flow (first capture, or step-up then the fused
  *   decision): the first term plus the chance that a user's fused evidence reaches the bar after a
- *   step-up, integrated over `truth` (also an upper bound: margins not credited).
+ *   step-up, integrated over `truth` (also an upper bound: margins not credited). This is the figure
+ *   the target bounds; `fpir` alone stays near target / 2 when the deployed model is the truth.
  * - `fnir`, `fnir_step_up`, `step_up_rate`: over the set's genuine presentations, averaged over
  *   `draws` draws of the stranger candidates (seeded).
  * - `enrolled_as_another` (and `_step_up`): an enrolled person matched to another user, per
