@@ -408,6 +408,55 @@ describe('decideIdentification', () => {
     expect(plausible.kind).toBe('step_up');
   });
 
+  it('lowers fused evidence by log10 of the template pairs per user, and never for one capture', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 40, noNaN: true }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 1e8 }),
+        (sum, pairs, gallery) => {
+          const fused = decideIdentification({
+            gallery,
+            candidates: [{ userId: 'a', evidence: sum, pairs }],
+            captures: 2,
+          });
+          const plain = decideIdentification({
+            gallery,
+            candidates: [{ userId: 'a', evidence: sum }],
+            captures: 2,
+          });
+          if (fused.kind !== 'no_match' && plain.kind !== 'no_match')
+            expect(fused.evidence).toBeCloseTo(Math.max(0, plain.evidence - Math.log10(pairs)), 9);
+          // more template pairs never turn a refusal into a match
+          if (plain.kind !== 'match') expect(fused.kind).not.toBe('match');
+          const one = decideIdentification({ gallery, candidates: [{ userId: 'a', evidence: sum, pairs }] });
+          const onePlain = decideIdentification({ gallery, candidates: [{ userId: 'a', evidence: sum }] });
+          expect(one).toEqual(onePlain);
+        },
+      ),
+    );
+  });
+
+  it('keeps the fused decision at its share with k templates per hand (exact model, union over users)', () => {
+    // a user with k templates a hand: best of k per hand, so P(sum ≥ s) ≤ k² P(E1 + E2 ≥ s); a gallery
+    // of N templates a hand holds N / k users. The decision needs fused − log10 k ≥ bar.
+    for (const k of [1, 3, 5]) {
+      for (const n of [1e3, 1e6]) {
+        const bar = decisionBar(n, DEFAULT_TARGET_FPIR);
+        let lo = bar;
+        let hi = bar + 12;
+        for (let i = 0; i < 80; i++) {
+          const mid = (lo + hi) / 2;
+          if (fusedEvidence(mid, 2) - Math.log10(k) >= bar) hi = mid;
+          else lo = mid;
+        }
+        const perUser = k * k * 10 ** -hi * (1 + hi * Math.LN10);
+        const fpir = -Math.expm1((n / k) * Math.log1p(-perUser));
+        expect(fpir).toBeLessThanOrEqual((DEFAULT_TARGET_FPIR / DECISION_POINTS) * (1 + 1e-6));
+      }
+    }
+  });
+
   it('fuses two captures with the Fisher correction', () => {
     const bar = decisionBar(1e6, DEFAULT_TARGET_FPIR);
     // Exactly the bar in sum is not enough for two captures

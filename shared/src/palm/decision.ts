@@ -191,10 +191,12 @@ export function evidenceBar(gallery: number, targetFpir: number): number {
  *
  * Each decision is calibrated when `gallery` counts what its evidence is the best of. For one
  * capture that holds with several templates per palm (the gallery counts templates). The fused
- * sum of two hands with k templates per hand is the best of k² template pairs per user while the
- * gallery counts k per user, so its share can reach k × target/2 before the step-up's condition
- * is credited; `palm eval` with the exact model puts the whole flow at 0.64–0.68 × target with one
- * template per palm and 0.89–1.0 × target with three (N = 1e6 … 1e3).
+ * sum of two hands is the best of kL × kR template pairs of a user with kL and kR templates, while
+ * the gallery counts one hand's templates; `Candidate.pairs` = max(kL, kR) lowers the fused
+ * evidence by log10 of it, so that Σ_users kL·kR / max(kL, kR) ≤ the templates of either hand
+ * ≤ the gallery read. With the exact model `palm eval` puts the whole flow at 0.62–0.68 × target
+ * with one, three or five templates per palm (N = 1e6 … 1e3); without the correction three
+ * templates reach 0.89–1.0 × and five more.
  */
 export const DECISION_POINTS = 2;
 
@@ -261,6 +263,12 @@ export const DEFAULT_POLICY: IdentificationPolicy = {
 export interface Candidate {
   userId: string;
   evidence: number;
+  /**
+   * Fused captures only (`captures` > 1): the larger of the user's template counts on the hands
+   * summed (default 1). Its fused evidence is lowered by log10(pairs): the sum is the best of
+   * kL × kR template pairs while the gallery counts one hand's templates (see DECISION_POINTS).
+   */
+  pairs?: number | undefined;
 }
 
 export type IdentificationDecision =
@@ -308,13 +316,14 @@ export function decideIdentification(input: IdentificationInput): Identification
       if (best !== undefined && best.userId !== c.userId && best.evidence > second) {
         second = best.evidence;
       }
-      best = { userId: c.userId, evidence: e };
+      best = { userId: c.userId, evidence: e, pairs: c.pairs };
     } else if (c.userId !== best.userId && e > second) {
       second = e;
     }
   }
   if (best === undefined) return { kind: 'no_match', reason: 'empty', bar };
-  const evidence = fusedEvidence(best.evidence, captures);
+  const pairs = captures > 1 && best.pairs !== undefined && best.pairs > 1 ? best.pairs : 1;
+  const evidence = Math.max(0, fusedEvidence(best.evidence, captures) - Math.log10(pairs));
   const canStepUp = input.canStepUp === true;
   // One capture that two users each explain beyond the bar: at most one of them is the person and
   // chance explains neither, so the impostor model cannot say which (e.g. look-alike palms, one palm

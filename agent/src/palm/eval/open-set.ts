@@ -363,7 +363,9 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
     const strangerStepUp = Math.max(0, users.anyOf(n, users.at(stepLo)) - users.anyOf(n, users.at(bar)));
     // after a step-up, a user whose fused evidence reaches the bar: the user who triggered it
     // (first evidence in [bar − window, bar)), or any other user given that a step-up happened
-    const sb = fusedSumFor(bar);
+    // the other hand's fused sum is the best of enrol × enrol template pairs per user: the decision
+    // lowers it by log10(enrol) (Candidate.pairs), so a fused match needs this sum
+    const sb = fusedSumFor(bar + Math.log10(enrol));
     let near = 0;
     let far = 0;
     for (let i = 0; i + 1 < users.q.length; i++) {
@@ -446,7 +448,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
           if (p.g2 !== null) {
             const second = decideIdentification({
               gallery: templates,
-              candidates: fused,
+              candidates: p.independent ? fused.map((c) => ({ ...c, pairs: enrol })) : fused,
               policy,
               captures: p.independent ? 2 : 1,
             });
@@ -458,7 +460,12 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       let pWrongFused = 0;
       if (p.g2 !== null && stepped > 0) {
         const captures = p.independent ? 2 : 1;
-        const realFused = decideIdentification({ gallery: templates, candidates: realSum, policy, captures });
+        const realFused = decideIdentification({
+          gallery: templates,
+          candidates: p.independent ? realSum.map((c) => ({ ...c, pairs: enrol })) : realSum,
+          policy,
+          captures,
+        });
         const topSum = Math.max(p.gSum!, p.rivalsSum[0]?.v ?? 0);
         pWrongFused =
           realFused.kind === 'match' && realFused.userId !== `u${p.user}`

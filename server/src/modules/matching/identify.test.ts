@@ -115,6 +115,24 @@ describe('gallery-wide identification', () => {
     expect(again.decision.kind).toBe('no_match');
   });
 
+  it('fuses two hands per user as the best of its template pairs: three templates a hand cost log10 3', () => {
+    const fused = (extra: number) => {
+      const g = new MemoryGallery();
+      g.add({ palmId: 'pa', userId: 'ua', hand: 'right', template: T.a1! });
+      g.add({ palmId: 'pa-left', userId: 'ua', hand: 'left', template: T.aLeft1! });
+      g.add({ palmId: 'pb', userId: 'ub', hand: 'right', template: T.b1! });
+      // further templates of ua's palms that do not come closer to the probes (the other session)
+      for (let i = 0; i < extra; i++) {
+        g.add({ palmId: `pa${i}`, userId: 'ua', hand: 'right', template: T.b2! });
+        g.add({ palmId: `pa-left${i}`, userId: 'ua', hand: 'left', template: T.strangerLeft! });
+      }
+      const d = identifyProbes(g, [{ template: T.a2! }, { template: T.aLeft2! }]).decision;
+      expect(d.kind).not.toBe('no_match');
+      return d.kind === 'no_match' ? 0 : d.evidence;
+    };
+    expect(fused(0) - fused(2)).toBeCloseTo(Math.log10(3), 6);
+  });
+
   it('a step-up reuses its first capture’s search: the same decision, and a user removed since does not count', () => {
     const g = new MemoryGallery();
     g.add({ palmId: 'pa', userId: 'ua', hand: 'right', template: T.a1! });

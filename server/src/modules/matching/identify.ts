@@ -124,7 +124,11 @@ export function identifyProbes(
     }
     let evidence = 0;
     for (let g = 0; g < groups; g++) evidence += evidenceAt(bestOf[g]!, model);
-    candidates.push({ userId, evidence });
+    // fused hands: the sum is the best of (left templates × right templates) pairs (decision.ts)
+    const pairs = independent
+      ? Math.max(1, gallery.palmsOf(userId, 'left'), gallery.palmsOf(userId, 'right'))
+      : undefined;
+    candidates.push({ userId, evidence, pairs });
     closest.set(userId, Math.min(...ds));
   }
   const canStepUp = options.canStepUp === true && probes.length === 1 && sides[0] !== 'any';
