@@ -178,7 +178,8 @@ export function evidenceBar(gallery: number, targetFpir: number): number {
 /**
  * Decision points of the longest flow a stranger can go through: the first capture, and the fused
  * decision after a step-up. A client of `POST /api/v1/auth` can reproduce that flow itself (one
- * capture, then two), so every decision counts as one of the two, whatever the device can do.
+ * capture, then two), so every decision counts as one of the two, whatever the device can do
+ * (repeated attempts are the rate limits' matter, not this budget's).
  *
  * Why an even split by the union bound, not an exact one: P(flow matches a stranger) ≤
  * P(first decision matches) + P(fused decision matches) ≤ target/2 + target/2, whatever the
