@@ -24,8 +24,8 @@ import { extractRoiTemplate, extractRoiTemplates } from '@palmid/palm/capture/ro
 import {
   DEFAULT_IMPOSTOR_MODEL,
   DEFAULT_POLICY,
+  decisionBar,
   distanceForEvidence,
-  evidenceBar,
   fmrAt,
   type ImpostorModel,
 } from '@palmid/palm/decision';
@@ -305,7 +305,7 @@ function fillerMatch(): Record<string, unknown> {
   const fill = fitImpostorModel(dFill);
   const synth = fitImpostorModel(dSynth);
   const alt = fitImpostorModel(dOther);
-  const bar = distanceForEvidence(evidenceBar(1e6, DEFAULT_POLICY.targetFpir), DEFAULT_IMPOSTOR_MODEL);
+  const bar = distanceForEvidence(decisionBar(1e6, DEFAULT_POLICY.targetFpir), DEFAULT_IMPOSTOR_MODEL);
   const at = (m: ImpostorModel) => Number(fmrAt(bar, m).toPrecision(3));
   return {
     filler: FILLER,
@@ -394,7 +394,7 @@ function openSetRow(n: number): Record<string, number | string> {
     ]);
     fused.push(cpuMs() - t1);
   }
-  const bar = evidenceBar(gallery.handCount('right'), DEFAULT_POLICY.targetFpir);
+  const bar = decisionBar(gallery.handCount('right'), DEFAULT_POLICY.targetFpir);
   return {
     templates: n,
     gallery_right: gallery.handCount('right'),

@@ -1,4 +1,4 @@
-import { evidenceBar } from '@palmid/palm/decision';
+import { decisionBar } from '@palmid/palm/decision';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { closeContext } from './bootstrap.ts';
@@ -72,7 +72,7 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   app.log.info(
     { address, matchThreshold: ctx.config.PALMID_MATCH_THRESHOLD, targetFpir: fpir },
     `palmid listening on ${address} (palm match threshold ${ctx.config.PALMID_MATCH_THRESHOLD}, ` +
-      `target FPIR ${fpir}: bar ${evidenceBar(Math.max(1, ctx.gallery.size), fpir).toFixed(2)} decades ` +
+      `target FPIR ${fpir}: bar ${decisionBar(Math.max(1, ctx.gallery.size), fpir).toFixed(2)} decades ` +
       `at ${ctx.gallery.size} palms)`,
   );
   if (!hasServerNodeFlags()) {

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { renderPalm } from '@palmid/firmware-sim/synth/index';
 import { processCapture } from '@palmid/palm/capture/pipeline';
-import { evidenceAt, evidenceBar } from '@palmid/palm/decision';
+import { decisionBar, evidenceAt } from '@palmid/palm/decision';
 import { compareTemplates } from '@palmid/palm/match';
 import { decodeTemplate, encodeTemplate } from '@palmid/palm/template';
 import { attestPalms, FrameClient, type TestDevice } from '@palmid/server/dev/testing';
@@ -101,7 +101,7 @@ describe('identification at gallery scale: refusal and step-up (real server proc
   };
   /** Palms enrolled per hand so far (every user enrols both). */
   let perHand = 0;
-  const bar = () => evidenceBar(perHand, TARGET_FPIR);
+  const bar = () => decisionBar(perHand, TARGET_FPIR);
 
   beforeAll(async () => {
     env = {
@@ -170,7 +170,7 @@ describe('identification at gallery scale: refusal and step-up (real server proc
   it('logs the target and the bar it sets at start-up', async () => {
     const line = await server.waitFor(/target FPIR ([\d.e-]+): bar ([\d.]+) decades at (\d+) palms/);
     expect(Number(line[1])).toBe(TARGET_FPIR);
-    expect(Number(line[2])).toBeCloseTo(evidenceBar(Math.max(1, Number(line[3])), TARGET_FPIR), 2);
+    expect(Number(line[2])).toBeCloseTo(decisionBar(Math.max(1, Number(line[3])), TARGET_FPIR), 2);
   });
 
   it('a stranger is refused: no_match (after the other hand, when the first capture was plausible)', async () => {
@@ -283,7 +283,7 @@ describe('identification at gallery scale: refusal and step-up (real server proc
     let m = 0;
     while (
       evidence(flip(tpl.aliceR!, order.slice(0, 2 * m)), tpl.aliceR!) >=
-      evidenceBar(1, TARGET_FPIR) - 0.3
+      decisionBar(1, TARGET_FPIR) - 0.3
     )
       m += 8;
     const lookAlike = flip(tpl.aliceR!, order.slice(0, 2 * m));

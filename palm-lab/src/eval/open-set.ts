@@ -2,9 +2,9 @@ import type { Random } from '@palmid/firmware-sim/rng';
 import {
   type Candidate,
   decideIdentification,
+  decisionBar,
   distanceForEvidence,
   evidenceAt,
-  evidenceBar,
   fmrAt,
   fusedEvidence,
   type IdentificationPolicy,
@@ -31,13 +31,17 @@ import { MIN_TAIL_PAIRS } from './impostor-model.ts';
  * server reads it, so a deployed model that is lighter-tailed than the set shows up as FPIR above
  * target.
  *
+ * The bar is the shared `decisionBar`: each of the flow's two decision points (the first capture,
+ * the fused decision after a step-up) is taken at half the target, so that the flow keeps the target.
+ *
  * - `fpir`: a stranger matched on one presentation, 1 − (1 − FMR(bar distance))^N, with FMR
  *   measured from the set's impostor pairs when at least MIN_TAIL_PAIRS of them lie at or below
  *   the bar (`fpir_method: "measured"`), else from `truth` ("extrapolated"). The margin rule is
  *   not credited (an upper bound).
  * - `fpir_step_up`: a stranger matched by the whole flow (first capture, or step-up then the fused
  *   decision): the first term plus the chance that a user's fused evidence reaches the bar after a
- *   step-up, integrated over `truth` (also an upper bound: margins not credited).
+ *   step-up, integrated over `truth` (also an upper bound: margins not credited). This is the figure
+ *   the target bounds; `fpir` alone stays near target / 2 when the deployed model is the truth.
  * - `fnir`, `fnir_step_up`, `step_up_rate`: over the set's genuine presentations, averaged over
  *   `draws` draws of the stranger candidates (seeded).
  * - `enrolled_as_another` (and `_step_up`): an enrolled person matched to another user, per
@@ -346,7 +350,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
   const rows: OpenSetRow[] = [];
   for (const n of galleries) {
     const templates = n * enrol;
-    const bar = evidenceBar(templates, policy.targetFpir);
+    const bar = decisionBar(templates, policy.targetFpir);
     const barDistance = distanceForEvidence(bar, policy.model);
     const strangersPalms = Math.max(0, n - realPalms);
     // --- strangers (no mate in the gallery), per-comparison FMR at the bar ---
@@ -359,7 +363,9 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
     const strangerStepUp = Math.max(0, users.anyOf(n, users.at(stepLo)) - users.anyOf(n, users.at(bar)));
     // after a step-up, a user whose fused evidence reaches the bar: the user who triggered it
     // (first evidence in [bar − window, bar)), or any other user given that a step-up happened
-    const sb = fusedSumFor(bar);
+    // the other hand's fused sum is the best of enrol × enrol template pairs per user: the decision
+    // lowers it by log10(enrol) (Candidate.pairs), so a fused match needs this sum
+    const sb = fusedSumFor(bar + Math.log10(enrol));
     let near = 0;
     let far = 0;
     for (let i = 0; i + 1 < users.q.length; i++) {
@@ -442,7 +448,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
           if (p.g2 !== null) {
             const second = decideIdentification({
               gallery: templates,
-              candidates: fused,
+              candidates: p.independent ? fused.map((c) => ({ ...c, pairs: enrol })) : fused,
               policy,
               captures: p.independent ? 2 : 1,
             });
@@ -454,7 +460,12 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       let pWrongFused = 0;
       if (p.g2 !== null && stepped > 0) {
         const captures = p.independent ? 2 : 1;
-        const realFused = decideIdentification({ gallery: templates, candidates: realSum, policy, captures });
+        const realFused = decideIdentification({
+          gallery: templates,
+          candidates: p.independent ? realSum.map((c) => ({ ...c, pairs: enrol })) : realSum,
+          policy,
+          captures,
+        });
         const topSum = Math.max(p.gSum!, p.rivalsSum[0]?.v ?? 0);
         pWrongFused =
           realFused.kind === 'match' && realFused.userId !== `u${p.user}`

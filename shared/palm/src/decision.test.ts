@@ -2,10 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type Candidate,
+  DECISION_POINTS,
   DEFAULT_IMPOSTOR_MODEL,
   DEFAULT_POLICY,
   DEFAULT_TARGET_FPIR,
   decideIdentification,
+  decisionBar,
   distanceForEvidence,
   evidenceAt,
   evidenceBar,
@@ -136,6 +138,98 @@ describe('evidence bar', () => {
     expect(() => evidenceBar(10, 0)).toThrow(RangeError);
     expect(() => evidenceBar(10, 1)).toThrow(RangeError);
     expect(() => evidenceBar(10, Number.NaN)).toThrow(RangeError);
+    expect(() => decisionBar(10, 0)).toThrow(RangeError);
+    expect(() => decisionBar(10, 1)).toThrow(RangeError);
+  });
+});
+
+describe('decision bar (the target budgeted over the flow)', () => {
+  it('is monotone in the gallery and in the target, one decision point’s share of the search bar', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1e9 }),
+        fc.integer({ min: 1, max: 1e9 }),
+        fc.double({ min: 1e-9, max: 0.5, noNaN: true }),
+        fc.double({ min: 1e-9, max: 0.5, noNaN: true }),
+        (n1, n2, t1, t2) => {
+          const [nLo, nHi] = n1 <= n2 ? [n1, n2] : [n2, n1];
+          const [tLo, tHi] = t1 <= t2 ? [t1, t2] : [t2, t1];
+          expect(decisionBar(nLo, t1)).toBeLessThanOrEqual(decisionBar(nHi, t1) + 1e-12);
+          expect(decisionBar(n1, tHi)).toBeLessThanOrEqual(decisionBar(n1, tLo) + 1e-12);
+          expect(decisionBar(n1, t1)).toBeCloseTo(evidenceBar(n1, t1 / DECISION_POINTS), 10);
+          // stricter than a bar spending the whole target on one decision, by ≈ log10 2
+          expect(decisionBar(n1, t1)).toBeGreaterThan(evidenceBar(n1, t1));
+        },
+      ),
+    );
+    expect(decisionBar(1e6, 1e-4) - evidenceBar(1e6, 1e-4)).toBeCloseTo(Math.log10(2), 4);
+  });
+
+  it('keeps the whole step-up flow of a stranger at or under the target (exact model, both hands)', () => {
+    // A stranger's users: per-comparison evidence E ~ Exp(ln 10) in decades (FMR uniform), the other
+    // hand independent. The flow matches when the first decision does, or when it asks for a step-up
+    // and the fused decision (Fisher on the sum, same bar) matches. Bounded by the union bound:
+    // N · P(E ≥ bar) + N · P(E1 + E2 ≥ fused sum at the bar), integrated on a grid here.
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 10, max: 1e8 }),
+        fc.double({ min: 1e-7, max: 1e-2, noNaN: true }),
+        (n, target) => {
+          const bar = decisionBar(n, target);
+          let lo = bar;
+          let hi = bar + 10;
+          for (let i = 0; i < 60; i++) {
+            const mid = (lo + hi) / 2;
+            if (fusedEvidence(mid, 2) >= bar) hi = mid;
+            else lo = mid;
+          }
+          const perUser1 = 10 ** -bar;
+          // P(E1 + E2 ≥ s) = 10^−s (1 + s ln 10)
+          const perUserFused = 10 ** -hi * (1 + hi * Math.LN10);
+          const first = -Math.expm1(n * Math.log1p(-perUser1));
+          const fused = -Math.expm1(n * Math.log1p(-perUserFused));
+          expect(first).toBeLessThanOrEqual((target / DECISION_POINTS) * (1 + 1e-6));
+          expect(fused).toBeLessThanOrEqual((target / DECISION_POINTS) * (1 + 1e-6));
+          expect(first + fused).toBeLessThanOrEqual(target * (1 + 1e-6));
+        },
+      ),
+    );
+  });
+
+  it('a stranger simulated through the decision is matched by the whole flow at most at the target', () => {
+    // Monte Carlo of decideIdentification itself: N users with uniform FMR (evidence −log10 U), a
+    // step-up to the other hand (independent) when asked, then the fused decision. Margin 0 and a
+    // 1-decade window so that the bars, not the margin, decide; a loose target to count the rates.
+    const n = 20;
+    const target = 0.2;
+    const flow = (targetFpir: number) => {
+      let seed = 12345;
+      const uniform = () => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return (seed + 0.5) / 2147483648;
+      };
+      const policy = { targetFpir, margin: 0, stepUpWindow: 1 };
+      const trials = 40_000;
+      let first = 0;
+      let fused = 0;
+      for (let t = 0; t < trials; t++) {
+        const e1 = Array.from({ length: n }, () => -Math.log10(uniform()));
+        const candidates = e1.map((evidence, i) => ({ userId: `u${i}`, evidence }));
+        const d = decideIdentification({ gallery: n, candidates, canStepUp: true, policy });
+        if (d.kind === 'match') first++;
+        if (d.kind !== 'step_up') continue;
+        const both = e1.map((e, i) => ({ userId: `u${i}`, evidence: e - Math.log10(uniform()) }));
+        if (decideIdentification({ gallery: n, candidates: both, captures: 2, policy }).kind === 'match')
+          fused++;
+      }
+      return { first: first / trials, flow: (first + fused) / trials };
+    };
+    const budgeted = flow(target);
+    expect(budgeted.first).toBeLessThan(target / DECISION_POINTS); // ≈ 0.087
+    expect(budgeted.flow).toBeGreaterThan(budgeted.first);
+    expect(budgeted.flow).toBeLessThan(target); // ≈ 0.15
+    // each decision spending the whole target (the rule before the budget): the flow exceeds it
+    expect(flow(target * DECISION_POINTS).flow).toBeGreaterThan(1.3 * target); // ≈ 0.30
   });
 });
 
@@ -180,7 +274,7 @@ describe('decideIdentification', () => {
             canStepUp,
             policy: { targetFpir },
           });
-          expect(d.bar).toBeCloseTo(evidenceBar(gallery, targetFpir), 12);
+          expect(d.bar).toBeCloseTo(decisionBar(gallery, targetFpir), 12);
           if (d.kind !== 'match') return;
           expect(d.evidence).toBeGreaterThanOrEqual(d.bar);
           const mine = Math.max(...candidates.filter((c) => c.userId === d.userId).map((c) => c.evidence));
@@ -241,8 +335,26 @@ describe('decideIdentification', () => {
     );
   });
 
+  it('a stricter target never turns a refusal into a match', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1e8 }),
+        fc.double({ min: 1e-9, max: 0.5, noNaN: true }),
+        fc.double({ min: 1e-9, max: 0.5, noNaN: true }),
+        candidateArb,
+        fc.constantFrom(1, 2),
+        (gallery, t1, t2, candidates, captures) => {
+          const [tLo, tHi] = t1 <= t2 ? [t1, t2] : [t2, t1];
+          const loose = decideIdentification({ gallery, candidates, captures, policy: { targetFpir: tHi } });
+          const strict = decideIdentification({ gallery, candidates, captures, policy: { targetFpir: tLo } });
+          if (loose.kind !== 'match') expect(strict.kind).not.toBe('match');
+        },
+      ),
+    );
+  });
+
   it('decides the three textbook cases', () => {
-    const bar = evidenceBar(1e6, DEFAULT_TARGET_FPIR);
+    const bar = decisionBar(1e6, DEFAULT_TARGET_FPIR);
     const cases: Array<[Candidate[], string]> = [
       [[], 'empty'],
       [
@@ -296,8 +408,57 @@ describe('decideIdentification', () => {
     expect(plausible.kind).toBe('step_up');
   });
 
+  it('lowers fused evidence by log10 of the template pairs per user, and never for one capture', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 40, noNaN: true }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 1e8 }),
+        (sum, pairs, gallery) => {
+          const fused = decideIdentification({
+            gallery,
+            candidates: [{ userId: 'a', evidence: sum, pairs }],
+            captures: 2,
+          });
+          const plain = decideIdentification({
+            gallery,
+            candidates: [{ userId: 'a', evidence: sum }],
+            captures: 2,
+          });
+          if (fused.kind !== 'no_match' && plain.kind !== 'no_match')
+            expect(fused.evidence).toBeCloseTo(Math.max(0, plain.evidence - Math.log10(pairs)), 9);
+          // more template pairs never turn a refusal into a match
+          if (plain.kind !== 'match') expect(fused.kind).not.toBe('match');
+          const one = decideIdentification({ gallery, candidates: [{ userId: 'a', evidence: sum, pairs }] });
+          const onePlain = decideIdentification({ gallery, candidates: [{ userId: 'a', evidence: sum }] });
+          expect(one).toEqual(onePlain);
+        },
+      ),
+    );
+  });
+
+  it('keeps the fused decision at its share with k templates per hand (exact model, union over users)', () => {
+    // a user with k templates a hand: best of k per hand, so P(sum ≥ s) ≤ k² P(E1 + E2 ≥ s); a gallery
+    // of N templates a hand holds N / k users. The decision needs fused − log10 k ≥ bar.
+    for (const k of [1, 3, 5]) {
+      for (const n of [1e3, 1e6]) {
+        const bar = decisionBar(n, DEFAULT_TARGET_FPIR);
+        let lo = bar;
+        let hi = bar + 12;
+        for (let i = 0; i < 80; i++) {
+          const mid = (lo + hi) / 2;
+          if (fusedEvidence(mid, 2) - Math.log10(k) >= bar) hi = mid;
+          else lo = mid;
+        }
+        const perUser = k * k * 10 ** -hi * (1 + hi * Math.LN10);
+        const fpir = -Math.expm1((n / k) * Math.log1p(-perUser));
+        expect(fpir).toBeLessThanOrEqual((DEFAULT_TARGET_FPIR / DECISION_POINTS) * (1 + 1e-6));
+      }
+    }
+  });
+
   it('fuses two captures with the Fisher correction', () => {
-    const bar = evidenceBar(1e6, DEFAULT_TARGET_FPIR);
+    const bar = decisionBar(1e6, DEFAULT_TARGET_FPIR);
     // Exactly the bar in sum is not enough for two captures
     const d = decideIdentification({
       gallery: 1e6,

@@ -14,6 +14,10 @@
  * A search over N palms keeps its false-positive identification rate at the target when each of
  * its comparisons' FMR is at most 1 − (1 − target)^(1/N); the evidence bar is −log10 of that,
  * ≈ log10(N / target). So the bar grows by one decade per tenfold gallery.
+ *
+ * The target is the FPIR of the whole flow a stranger goes through, not of one decision: with the
+ * step-up a stranger meets two decision points (the first capture; then, when asked, the fused
+ * decision on both hands), so each decision is taken at target / DECISION_POINTS (`decisionBar`).
  */
 
 export interface ImpostorModel {
@@ -38,7 +42,10 @@ export interface ImpostorModel {
  */
 export const DEFAULT_IMPOSTOR_MODEL: ImpostorModel = { p: 0.4304, dof: 411.1 };
 
-/** Target false-positive identification rate of one search (env PALMID_TARGET_FPIR on the server). */
+/**
+ * Target false-positive identification rate of one identification flow, step-up included (env
+ * PALMID_TARGET_FPIR on the server): each of its two decision points gets half (`decisionBar`).
+ */
 export const DEFAULT_TARGET_FPIR = 1e-4;
 
 const LN10 = Math.LN10;
@@ -169,6 +176,44 @@ export function evidenceBar(gallery: number, targetFpir: number): number {
 }
 
 /**
+ * Decision points of the longest flow a stranger can go through: the first capture, and the fused
+ * decision after a step-up. A client of `POST /api/v1/auth` can reproduce that flow itself (one
+ * capture, then two), so every decision counts as one of the two, whatever the device can do
+ * (repeated attempts are the rate limits' matter, not this budget's).
+ *
+ * Why an even split by the union bound, not an exact one: P(flow matches a stranger) ≤
+ * P(first decision matches) + P(fused decision matches) ≤ target/2 + target/2, whatever the
+ * dependence between the two decisions (they are dependent: the step-up is triggered by the first
+ * capture's evidence, which the fused decision reuses). An exact split would credit that the fused
+ * decision is only reached after a step-up (≈ 5 % of strangers) and so let the first decision keep
+ * nearly the whole target, but that credit is computed from the impostor model's independence
+ * across hands and across users, the part of the model real sets break first (look-alike palms,
+ * one palm enrolled twice). The split costs log10 2 = 0.3 decades on each bar.
+ *
+ * Each decision is calibrated when `gallery` counts what its evidence is the best of. For one
+ * capture that holds with several templates per palm (the gallery counts templates). The fused
+ * sum of two hands is the best of kL × kR template pairs of a user with kL and kR templates, while
+ * the gallery counts one hand's templates; `Candidate.pairs` = max(kL, kR) lowers the fused
+ * evidence by log10 of it, so that Σ_users kL·kR / max(kL, kR) ≤ the templates of either hand
+ * ≤ the gallery read. With the exact model `palm eval` puts the whole flow at 0.62–0.68 × target
+ * with one, three or five templates per palm (N = 1e6 … 1e3); without the correction three
+ * templates reach 0.89–1.0 × and five more.
+ */
+export const DECISION_POINTS = 2;
+
+/**
+ * The evidence bar one identification decision applies for a gallery of `gallery` palms (the
+ * target's share of one decision point): `evidenceBar(gallery, targetFpir / DECISION_POINTS)`.
+ * Server, enrolment duplicate check, `palm eval` and the benchmarks read the bar from here.
+ */
+export function decisionBar(gallery: number, targetFpir: number): number {
+  if (!(targetFpir > 0 && targetFpir < 1)) {
+    throw new RangeError(`target FPIR must lie in (0, 1) (got ${targetFpir})`);
+  }
+  return evidenceBar(gallery, targetFpir / DECISION_POINTS);
+}
+
+/**
  * Combined evidence of `captures` independent captures whose evidences sum to `sum` (Fisher's
  * method): for a stranger each capture's FMR is uniform, so the sum S of k evidences has
  * P(sum ≥ S) = 10^−S · Σ_{i<k} (S ln10)^i / i!. Returns −log10 of that, which the same bar as a
@@ -190,24 +235,38 @@ export function fusedEvidence(sum: number, captures: number): number {
 }
 
 export interface IdentificationPolicy {
-  /** Target false-positive identification rate of one search. */
+  /** Target false-positive identification rate of the whole flow (both decision points). */
   targetFpir: number;
   /** Decades by which the best user must beat the next different user. */
   margin: number;
   /** Decades below the bar within which a candidate is plausible enough to ask for more evidence. */
   stepUpWindow: number;
+  /**
+   * Decades of evidence at which a second, different user makes one capture ambiguous whatever the
+   * best user's lead. A constant, not the gallery's bar: a rule that read the bar would let a larger
+   * gallery (or a looser target) push the second user under it and turn a refusal into a match.
+   */
+  ambiguityFloor: number;
   model: ImpostorModel;
 }
 
 /**
+ * The evidence that identifies one palm among a million at the default target: a second user who
+ * reaches it would be identified on their own in a gallery of the design's scale, so chance does not
+ * explain them at any size up to that (a look-alike palm, one palm enrolled twice).
+ */
+export const AMBIGUITY_FLOOR = decisionBar(1e6, DEFAULT_TARGET_FPIR);
+
+/**
  * margin 2 decades: the best user must be 100 × less likely to be a chance match than the next
- * user. stepUpWindow 3 decades: a stranger is asked to step up with probability ≈ target × 10³
- * (10 % at the default target), and Fisher fusion keeps the fused decision at the bar.
+ * user. ambiguityFloor: AMBIGUITY_FLOOR. stepUpWindow 3 decades: a stranger is asked to step up with probability ≈ (target / 2) ×
+ * 10³ (5 % at the default target), and Fisher fusion keeps the fused decision at its bar.
  */
 export const DEFAULT_POLICY: IdentificationPolicy = {
   targetFpir: DEFAULT_TARGET_FPIR,
   margin: 2,
   stepUpWindow: 3,
+  ambiguityFloor: AMBIGUITY_FLOOR,
   model: DEFAULT_IMPOSTOR_MODEL,
 };
 
@@ -219,6 +278,12 @@ export const DEFAULT_POLICY: IdentificationPolicy = {
 export interface Candidate {
   userId: string;
   evidence: number;
+  /**
+   * Fused captures only (`captures` > 1): the larger of the user's template counts on the hands
+   * summed (default 1). Its fused evidence is lowered by log10(pairs): the sum is the best of
+   * kL × kR template pairs while the gallery counts one hand's templates (see DECISION_POINTS).
+   */
+  pairs?: number | undefined;
 }
 
 export type IdentificationDecision =
@@ -246,15 +311,18 @@ export function resolvePolicy(policy?: Partial<IdentificationPolicy>): Identific
 }
 
 /**
- * The open-set decision. Match when the best user's evidence reaches the bar for this gallery and
+ * The open-set decision, one of the flow's decision points (its bar: `decisionBar`, so that the
+ * first capture and the fused decision after a step-up keep FPIR ≤ target together). Match when
+ * the best user's evidence reaches the bar for this gallery and
  * beats the next different user by the margin, and (one capture) that next user does not reach the
- * bar itself (then: ambiguous, or a step-up). Two users near the bar without the margin:
+ * policy's ambiguity floor (then: ambiguous, or a step-up). Every condition of a match tightens as
+ * the gallery grows or the target falls, so neither can turn a refusal into a match. Two users near the bar without the margin:
  * ambiguous (step-up when the device can give more). A best user within `stepUpWindow` below the
  * bar with the margin met: step-up when possible, else below_bar. Anything else: below_bar.
  */
 export function decideIdentification(input: IdentificationInput): IdentificationDecision {
   const policy = resolvePolicy(input.policy);
-  const bar = evidenceBar(input.gallery, policy.targetFpir);
+  const bar = decisionBar(input.gallery, policy.targetFpir);
   const captures = input.captures ?? 1;
   let best: Candidate | undefined;
   let second = 0;
@@ -264,19 +332,20 @@ export function decideIdentification(input: IdentificationInput): Identification
       if (best !== undefined && best.userId !== c.userId && best.evidence > second) {
         second = best.evidence;
       }
-      best = { userId: c.userId, evidence: e };
+      best = { userId: c.userId, evidence: e, pairs: c.pairs };
     } else if (c.userId !== best.userId && e > second) {
       second = e;
     }
   }
   if (best === undefined) return { kind: 'no_match', reason: 'empty', bar };
-  const evidence = fusedEvidence(best.evidence, captures);
+  const pairs = captures > 1 && best.pairs !== undefined && best.pairs > 1 ? best.pairs : 1;
+  const evidence = Math.max(0, fusedEvidence(best.evidence, captures) - Math.log10(pairs));
   const canStepUp = input.canStepUp === true;
-  // One capture that two users each explain beyond the bar: at most one of them is the person and
-  // chance explains neither, so the impostor model cannot say which (e.g. look-alike palms, one palm
-  // enrolled twice). Never a guess: ambiguous, or the other hand decides (a step-up). On fused
-  // captures the margin decides: a user who matches one hand only falls far behind.
-  if (captures <= 1 && second >= bar)
+  // One capture that two users each explain beyond what chance explains at the design's scale: at
+  // most one of them is the person, so the impostor model cannot say which (e.g. look-alike palms,
+  // one palm enrolled twice). Never a guess: ambiguous, or the other hand decides (a step-up). On
+  // fused captures the margin decides: a user who matches one hand only falls far behind.
+  if (captures <= 1 && second >= policy.ambiguityFloor)
     return canStepUp
       ? { kind: 'step_up', userId: best.userId, evidence, bar }
       : { kind: 'no_match', reason: 'ambiguous', bar };

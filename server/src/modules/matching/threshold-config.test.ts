@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi';
 import { extractRoiTemplate } from '@palmid/palm/capture/roi-template';
-import { DEFAULT_TARGET_FPIR, evidenceBar } from '@palmid/palm/decision';
+import { DEFAULT_TARGET_FPIR, decisionBar } from '@palmid/palm/decision';
 import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext, createContext } from '../../bootstrap.ts';
@@ -106,7 +106,7 @@ describe('PALMID_TARGET_FPIR', () => {
         );
         try {
           expect(ctx.gallery.rule.policy.targetFpir).toBe(Number(target));
-          bars.push(evidenceBar(1000, ctx.gallery.rule.policy.targetFpir));
+          bars.push(decisionBar(1000, ctx.gallery.rule.policy.targetFpir));
         } finally {
           await closeContext(ctx);
         }

@@ -64,6 +64,9 @@ export class ExactGallery implements Gallery {
   hasHand(userId: string, hand: Hand): boolean {
     return this.entries.some((e) => e.userId === userId && e.hand === hand);
   }
+  palmsOf(userId: string, hand: Hand): number {
+    return this.entries.filter((e) => e.userId === userId && e.hand === hand).length;
+  }
   handCount(hand: Hand): number {
     return this.entries.filter((e) => e.hand === hand).length;
   }

@@ -77,6 +77,7 @@ export function createExhaustiveGallery(
       return best;
     },
     hasHand: (userId, hand) => users.some((u, i) => u === userId && hands[i] === hand),
+    palmsOf: (userId, hand) => users.filter((u, i) => u === userId && hands[i] === hand).length,
     handCount: (hand) => hands.filter((h) => h === hand).length,
     identify: (template) => identifyOne(gallery, template),
     findDuplicate: (template, except) => findDuplicateIn(gallery, template, except ?? null),

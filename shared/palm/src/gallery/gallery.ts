@@ -142,6 +142,13 @@ export class MemoryGallery implements Gallery {
     return false;
   }
 
+  palmsOf(userId: string, hand: Hand): number {
+    const code = HAND_CODE[hand];
+    let n = 0;
+    for (const i of this.byUser.get(userId) ?? []) if (this.hands[i] === code) n++;
+    return n;
+  }
+
   distanceTo(template: Uint8Array, userId: string, side: SearchSide): number | null {
     const set = this.byUser.get(userId);
     if (!set || set.size === 0) return null;

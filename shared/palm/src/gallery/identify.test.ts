@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mosaic } from '../../../../test/support/templates.ts';
 import { extractRoiTemplate } from '../capture/roi-template.ts';
-import { evidenceAt, evidenceBar } from '../decision.ts';
+import { decisionBar, evidenceAt } from '../decision.ts';
 import { decodeTemplate, encodeTemplate, type TemplateHand } from '../template.ts';
 import { createExhaustiveGallery } from './exhaustive.ts';
 import { MemoryGallery } from './gallery.ts';
@@ -50,7 +50,7 @@ describe('gallery-wide identification', () => {
     const genuine = identifyProbes(g, [{ template: T.a2! }]);
     expect(genuine.searched).toBe(2002);
     expect(genuine.decision).toMatchObject({ kind: 'match', userId: 'ua' });
-    expect(genuine.decision.bar).toBeCloseTo(evidenceBar(2002, g.rule.policy.targetFpir), 10);
+    expect(genuine.decision.bar).toBeCloseTo(decisionBar(2002, g.rule.policy.targetFpir), 10);
     expect(g.identify(T.a2!)?.userId).toBe('ua');
     expect(g.identify(T.b2!)?.userId).toBe('ub');
 
@@ -115,6 +115,24 @@ describe('gallery-wide identification', () => {
     expect(again.decision.kind).toBe('no_match');
   });
 
+  it('fuses two hands per user as the best of its template pairs: three templates a hand cost log10 3', () => {
+    const fused = (extra: number) => {
+      const g = new MemoryGallery();
+      g.add({ palmId: 'pa', userId: 'ua', hand: 'right', template: T.a1! });
+      g.add({ palmId: 'pa-left', userId: 'ua', hand: 'left', template: T.aLeft1! });
+      g.add({ palmId: 'pb', userId: 'ub', hand: 'right', template: T.b1! });
+      // further templates of ua's palms that do not come closer to the probes (the other session)
+      for (let i = 0; i < extra; i++) {
+        g.add({ palmId: `pa${i}`, userId: 'ua', hand: 'right', template: T.b2! });
+        g.add({ palmId: `pa-left${i}`, userId: 'ua', hand: 'left', template: T.strangerLeft! });
+      }
+      const d = identifyProbes(g, [{ template: T.a2! }, { template: T.aLeft2! }]).decision;
+      expect(d.kind).not.toBe('no_match');
+      return d.kind === 'no_match' ? 0 : d.evidence;
+    };
+    expect(fused(0) - fused(2)).toBeCloseTo(Math.log10(3), 6);
+  });
+
   it('a step-up reuses its first capture’s search: the same decision, and a user removed since does not count', () => {
     const g = new MemoryGallery();
     g.add({ palmId: 'pa', userId: 'ua', hand: 'right', template: T.a1! });
@@ -161,8 +179,8 @@ describe('duplicate check', () => {
   it('uses the lowest bar any identification of the gallery applies', () => {
     const g = bigGallery();
     g.add({ palmId: 'left1', userId: 'l1', hand: 'left', template: T.aLeft1! });
-    expect(duplicateBar(g)).toBeCloseTo(evidenceBar(1, g.rule.policy.targetFpir), 10);
-    expect(duplicateBar(g)).toBeLessThan(evidenceBar(g.size, g.rule.policy.targetFpir));
+    expect(duplicateBar(g)).toBeCloseTo(decisionBar(1, g.rule.policy.targetFpir), 10);
+    expect(duplicateBar(g)).toBeLessThan(decisionBar(g.size, g.rule.policy.targetFpir));
   });
 });
 

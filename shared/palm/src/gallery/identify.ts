@@ -2,8 +2,8 @@ import {
   type Candidate,
   DEFAULT_POLICY,
   decideIdentification,
+  decisionBar,
   evidenceAt,
-  evidenceBar,
   type IdentificationDecision,
   type IdentificationPolicy,
 } from '../decision.ts';
@@ -15,7 +15,8 @@ import type { Gallery, GallerySearch, Hand, IdentificationRule, IdentifyHit } fr
  * scale"): every search's closest different users go through the shared decision
  * (@palmid/palm/decision) with the number of palms actually searched as the gallery
  * size, so that a stranger is matched to somebody with probability at most PALMID_TARGET_FPIR
- * whatever the gallery's size.
+ * whatever the gallery's size, the step-up's second decision included (each decision point is
+ * taken at half the target: decision.ts `decisionBar`).
  */
 
 /** Users each capture's search returns: the best two decide, a few more let a step-up fuse. */
@@ -123,7 +124,11 @@ export function identifyProbes(
     }
     let evidence = 0;
     for (let g = 0; g < groups; g++) evidence += evidenceAt(bestOf[g]!, model);
-    candidates.push({ userId, evidence });
+    // fused hands: the sum is the best of (left templates × right templates) pairs (decision.ts)
+    const pairs = independent
+      ? Math.max(1, gallery.palmsOf(userId, 'left'), gallery.palmsOf(userId, 'right'))
+      : undefined;
+    candidates.push({ userId, evidence, pairs });
     closest.set(userId, Math.min(...ds));
   }
   const canStepUp = options.canStepUp === true && probes.length === 1 && sides[0] !== 'any';
@@ -176,7 +181,7 @@ export function identifyOne(gallery: Gallery, template: Uint8Array): IdentifyHit
 export function duplicateBar(gallery: Gallery, rule: IdentificationRule = gallery.rule): number {
   const sides = [gallery.handCount('left'), gallery.handCount('right')].filter((n) => n > 0);
   const smallest = sides.length > 0 ? Math.min(...sides) : 1;
-  return evidenceBar(smallest, rule.policy.targetFpir);
+  return decisionBar(smallest, rule.policy.targetFpir);
 }
 
 /**

@@ -75,6 +75,8 @@ export interface Gallery {
   distanceTo(template: Uint8Array, userId: string, side: SearchSide): number | null;
   /** Whether the user has an enrolled palm of this hand (a step-up to it can add evidence). */
   hasHand(userId: string, hand: Hand): boolean;
+  /** How many palms (templates) the user has enrolled of this hand. */
+  palmsOf(userId: string, hand: Hand): number;
   /** Palms enrolled per hand. */
   handCount(hand: Hand): number;
   /** How this gallery decides (PALMID_TARGET_FPIR, PALMID_MATCH_THRESHOLD; matching/identify.ts). */
