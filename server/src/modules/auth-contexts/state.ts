@@ -13,9 +13,11 @@ import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import { inBatches } from '../../db/batches.ts';
 import type { Db, WriteBatch } from '../../db/index.ts';
 import { lastIso } from '../../lib/iso-date.ts';
+import { activeConsents, revokeConsent } from '../consents/service.ts';
 import { findKiosk } from '../pvs/service.ts';
 import { savePredicates } from '../verification/zk.ts';
 import { enqueueContextEvent } from '../webhooks/service.ts';
+import { consentCovering } from './decide.ts';
 import { type AuthContext, authContextStore } from './store.ts';
 
 /**
@@ -209,6 +211,29 @@ export async function forgetWithdrawnValues(
       holdsValues(result) ? c.valuesUntil : null,
     );
   }
+}
+
+/**
+ * `DELETE /v1/consents/:consent_id`: revokes one of the user's consents (consents `revokeConsent`) and, in
+ * the same transaction, drops from the vendor's stored results the values the user's remaining consents no
+ * longer cover. `vendorId` is the consent's vendor (for the caller, not the answer).
+ */
+export async function withdrawConsent(ctx: AppContext, userId: string, consentId: string) {
+  const now = ctx.now();
+  return ctx.database.db.transaction().execute(async (trx) => {
+    const done = await revokeConsent(trx, userId, consentId, now);
+    // Disclosed values do not outlive the consent that allowed them (docs/security.md): the vendor's
+    // stored results keep only what the user's remaining consents cover.
+    const remaining = await activeConsents(trx, userId, done.vendorId, now);
+    await forgetWithdrawnValues(
+      ctx,
+      trx,
+      userId,
+      done.vendorId,
+      (name) => name === 'pseudonym' || consentCovering(name, remaining) !== undefined,
+    );
+    return done;
+  });
 }
 
 /**
