@@ -5,6 +5,7 @@ import { hashSecret, newClaimCode, normaliseClaimCode } from '../../crypto/secre
 import type { Db } from '../../db/index.ts';
 import { appendAudit } from '../audit/service.ts';
 import { type AttestedCapture, auditAttestationFailure, checkAttestation } from '../devices/service.ts';
+import { userStore } from './store.ts';
 
 /**
  * Palms belong to their owner (docs/security.md). A palm is added to a user only
@@ -25,18 +26,16 @@ export const PALM_CONFIRMATION_TTL_MS = 10 * 60_000;
 export async function issuePalmConfirmation(ctx: AppContext, db: Db, userId: string) {
   const code = newClaimCode();
   const now = ctx.now();
-  await db
-    .insertInto('palm_confirmations')
-    .values({
-      code_hash: hashSecret(`palm:${normaliseClaimCode(code)}`),
-      user_id: userId,
-      created_at: now,
-      expires_at: now + PALM_CONFIRMATION_TTL_MS,
-      used_at: null,
-    })
-    .execute();
+  const store = userStore(db);
+  await store.insertPalmConfirmation({
+    code_hash: hashSecret(`palm:${normaliseClaimCode(code)}`),
+    user_id: userId,
+    created_at: now,
+    expires_at: now + PALM_CONFIRMATION_TTL_MS,
+    used_at: null,
+  });
   // Expired codes are pruned as new ones are issued.
-  await db.deleteFrom('palm_confirmations').where('expires_at', '<', now).execute();
+  await store.prunePalmConfirmations(now);
   return { confirmation_code: code, expires_at: new Date(now + PALM_CONFIRMATION_TTL_MS).toISOString() };
 }
 
@@ -53,11 +52,7 @@ function invalidCode(): AppError {
  * same 400 as when spent; the `enroll` that follows still spends it (and may still find it gone).
  */
 export async function checkPalmConfirmation(ctx: AppContext, db: Db, code: string): Promise<void> {
-  const row = await db
-    .selectFrom('palm_confirmations')
-    .select(['used_at', 'expires_at'])
-    .where('code_hash', '=', hashSecret(`palm:${normaliseClaimCode(code)}`))
-    .executeTakeFirst();
+  const row = await userStore(db).palmConfirmation(hashSecret(`palm:${normaliseClaimCode(code)}`));
   if (!row || row.used_at !== null || Number(row.expires_at) <= ctx.now()) throw invalidCode();
 }
 
@@ -74,20 +69,11 @@ export async function consumePalmConfirmation(
 ): Promise<string> {
   const hash = hashSecret(`palm:${normaliseClaimCode(code)}`);
   const now = ctx.now();
-  const row = await db
-    .selectFrom('palm_confirmations')
-    .selectAll()
-    .where('code_hash', '=', hash)
-    .executeTakeFirst();
+  const store = userStore(db);
+  const row = await store.palmConfirmation(hash);
   if (!row || row.used_at !== null || Number(row.expires_at) <= now) throw invalidCode();
   if (forUser !== undefined && row.user_id !== forUser) throw invalidCode();
-  const res = await db
-    .updateTable('palm_confirmations')
-    .set({ used_at: now })
-    .where('code_hash', '=', hash)
-    .where('used_at', 'is', null)
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) throw invalidCode();
+  if (!(await store.usePalmConfirmation(hash, now))) throw invalidCode();
   return row.user_id;
 }
 
