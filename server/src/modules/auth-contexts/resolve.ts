@@ -13,7 +13,7 @@ import { identifyProbes, type Probe } from '../matching/identify.ts';
 import type { GallerySearch, Hand } from '../matching/types.ts';
 import { getUser, ledgerIdFor, touchLastAuth } from '../users/service.ts';
 import { getVendor } from '../vendors/service.ts';
-import { admitSetAsk } from '../verification/store.ts';
+import { admitSetAsk } from '../verification/service.ts';
 import {
   ageProofJob,
   inSetName,

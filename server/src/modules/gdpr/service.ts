@@ -10,7 +10,7 @@ import { eraseUserConsents, listConsents } from '../consents/service.ts';
 import { eraseAnswersOf } from '../kiosk-link/idempotency.ts';
 import { eraseLedgerOf, userTransactions } from '../ledger/service.ts';
 import { eraseUserRecord, getUser, palmRegistered, palmsOf } from '../users/service.ts';
-import { eraseUserVerificationData } from '../verification/store.ts';
+import { eraseUserVerificationData } from '../verification/service.ts';
 
 /** Enough for any real user; the export must not silently drop the oldest records. */
 const EXPORT_AUDIT_LIMIT = 1_000_000;

@@ -28,7 +28,7 @@ import { identifyPalm, prepareProofs, resolveWithPalm } from '../auth-contexts/r
 import { createAuthContext, loadContext } from '../auth-contexts/state.ts';
 import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
 import { addPalm, dataKeyOf } from '../users/service.ts';
-import { createVerifier, readOpenings, revokeVerifier } from './store.ts';
+import { createVerifier, readOpenings, revokeVerifier } from './service.ts';
 import { proofTimings } from './zk.ts';
 
 /**
