@@ -22,8 +22,7 @@ import {
   type TestDevice,
   vendorDevice,
 } from '../../testing.ts';
-import { writeAttribute } from '../attributes/service.ts';
-import { markAttributeVerified } from '../attributes/store.ts';
+import { markAttributeVerified, writeAttribute } from '../attributes/service.ts';
 import { identifyPalm, prepareProofs, resolveWithPalm } from '../auth-contexts/resolve.ts';
 import { createAuthContext, loadContext } from '../auth-contexts/state.ts';
 import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
