@@ -20,18 +20,19 @@ import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { findPvs } from '../pvs/service.ts';
 import { resolve, resolved as resolvedOnly } from './resolve.ts';
 import {
+  type AuthContext,
   cancelAuthContext,
   createAuthContext,
   deliverableState,
   dispatchToKiosks,
   dropDelivered,
+  loadContexts,
   ownContext,
   publishUpdate,
   readResult,
   toRecord,
   withdrawFromKiosks,
 } from './state.ts';
-import { type AuthContext, authContextStore } from './store.ts';
 
 const evidenceOf = (s: {
   template: Uint8Array;
@@ -50,7 +51,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
   const lockout = new DirectLockout(ctx.database.db);
   const statusReads = new TurnBatch<string, AuthContext>(async (ids) => {
-    const found = await authContextStore(ctx.database.db).getMany(ids);
+    const found = await loadContexts(ctx.database.db, ids);
     return new Map(found.map((c) => [c.id, c]));
   });
 

@@ -20,6 +20,8 @@ import { enqueueContextEvent } from '../webhooks/service.ts';
 import { consentCovering } from './decide.ts';
 import { type AuthContext, authContextStore } from './store.ts';
 
+export type { AuthContext };
+
 /**
  * The state machine of an authentication context (docs/architecture.md, "Life of an authentication
  * context"): pending → scanning → completed | failed, and cancelled or expired from either open state.
@@ -294,6 +296,11 @@ export async function createAuthContext(
 
 export async function loadContext(db: Db, authId: string): Promise<AuthContext | undefined> {
   return authContextStore(db).get(authId);
+}
+
+/** Several contexts by id in one query (status reads of one turn, lib/turn-batch.ts); unknown ids are left out. */
+export async function loadContexts(db: Db, ids: readonly string[]): Promise<AuthContext[]> {
+  return authContextStore(db).getMany(ids);
 }
 
 /** A context of the calling vendor (another vendor's is 404, never 403: existence is not revealed). */

@@ -9,8 +9,13 @@ import { serveRpc } from '../../lib/ws-rpc.ts';
 import { callerOf } from '../../plugins/app/auth.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
 import { isStepUp, type PalmEvidence, resolve } from '../auth-contexts/resolve.ts';
-import { loadContext, markScanning, openContexts, publishUpdate } from '../auth-contexts/state.ts';
-import type { AuthContext } from '../auth-contexts/store.ts';
+import {
+  type AuthContext,
+  loadContext,
+  markScanning,
+  openContexts,
+  publishUpdate,
+} from '../auth-contexts/state.ts';
 import {
   bindOnHello,
   checkAttestation,
