@@ -1,3 +1,4 @@
+import type { PalmItem } from '@palmid/shared/api/palms.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import { passesLiveness } from '@palmid/shared/palm/liveness.ts';
 import type { AppContext, Caller } from '../../context.ts';
@@ -5,6 +6,10 @@ import { hashSecret, newClaimCode, normaliseClaimCode } from '../../crypto/secre
 import type { Db } from '../../db/index.ts';
 import { appendAudit } from '../audit/service.ts';
 import { type AttestedCapture, auditAttestationFailure, checkAttestation } from '../devices/service.ts';
+import { findPvs } from '../pvs/service.ts';
+import { getVendor } from '../vendors/service.ts';
+import { loadUserPalms } from './gallery.ts';
+import { palmsOf, removePalm } from './service.ts';
 import { userStore } from './store.ts';
 
 /**
@@ -222,4 +227,35 @@ export async function gateVendorPalms(
     await auditRefusedPalm(ctx, input.caller, elsewhere, input.vendorId);
     throw alreadyEnrolled('palms');
   }
+}
+
+/** `GET /v1/palms`: the user's palms, oldest first, and where each was enrolled (never a template). */
+export async function listPalms(db: Db, userId: string): Promise<PalmItem[]> {
+  const palms: PalmItem[] = [];
+  for (const p of await palmsOf(db, userId)) {
+    const [kind, id] = p.source ? (p.source.split(/:(.*)/s) as [string, string]) : ['unknown', ''];
+    let where: PalmItem['where'] = { kind: 'unknown', id: null, name: null };
+    if (kind === 'kiosk') where = { kind, id, name: (await findPvs(db, id))?.name ?? null };
+    else if (kind === 'vendor') where = { kind, id, name: (await getVendor(db, id))?.name ?? null };
+    palms.push({
+      palm_id: p.id,
+      hand: p.hand,
+      enrolled_at: new Date(Number(p.created_at)).toISOString(),
+      where,
+    });
+  }
+  return palms;
+}
+
+/**
+ * `DELETE /v1/palms/{palm_id}`: removes one of the user's palms and audits it in one transaction; after
+ * the commit this instance's gallery reloads the user's palms, the other instances on the event.
+ */
+export async function deletePalm(ctx: AppContext, caller: Caller, userId: string, palmId: string) {
+  await ctx.database.db.transaction().execute(async (trx) => {
+    await removePalm(trx, userId, palmId, ctx.now());
+    await auditPalm(ctx, trx, caller, userId, null, 'SUCCESS', 'DELETE');
+  });
+  await loadUserPalms(ctx, userId);
+  ctx.events.publish('gallery.changed', { userId, action: 'update' });
 }
