@@ -101,12 +101,6 @@ export const WITHOUT: Record<
       why: 'its service is the state machine, state.ts, with the pure decisions (decide.ts, age.ts) and resolve.ts',
     },
   },
-  'kiosk-link': {
-    'service.ts': {
-      instead: 'idempotency.ts',
-      why: 'its services are idempotency.ts (stored answers), lockout.ts and enrol.ts; the /ws/pvs handlers are in routes.ts',
-    },
-  },
   pvs: {
     'routes.ts': {
       instead: '—',
