@@ -98,7 +98,7 @@ export const WITHOUT: Record<
   'auth-contexts': {
     'service.ts': {
       instead: 'state.ts',
-      why: 'its service is the state machine, state.ts, with the pure decisions (decide.ts, age.ts) and resolve.ts',
+      why: 'its service is the state machine, state.ts, with the pure decisions (decide.ts, age.ts), resolve.ts and the vendor’s multi-step calls (direct.ts)',
     },
   },
   pvs: {
