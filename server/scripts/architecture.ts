@@ -126,7 +126,6 @@ export const RULES: [RegExp, Layer][] = [
   // edges: HTTP and WebSocket routes, request helpers, composition, processes, test kits
   [/(^|\/|-)routes\.ts$/, 'edge'],
   [/^modules\/auth-contexts\/ws\.ts$/, 'edge'],
-  [/^modules\/attributes\/audit\.ts$/, 'edge'],
   [/testkit\.ts$/, 'edge'],
   [/^(app|server|main|demo|demo-palm|sim-kiosk|testing)\.ts$/, 'edge'],
   [/^cli\//, 'edge'],

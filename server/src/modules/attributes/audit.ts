@@ -1,9 +1,6 @@
-import { ATTRIBUTE_NAME } from '@palmid/shared/api/attributes.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext, Caller } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { callerOf } from '../../plugins/app/auth.ts';
 import { type AuditOperation, appendAudit } from '../audit/service.ts';
 
 /**
@@ -52,35 +49,4 @@ export async function auditedAccess<T>(
     }
     throw err;
   }
-}
-
-/**
- * A PUT whose body never reaches the handler (malformed JSON, wrong content type, schema violation) is
- * still an attempted update of a named attribute by a known user: it is recorded as UPDATE/ERROR. Requests
- * without a valid token or with a malformed name are not attribute accesses and are not recorded.
- */
-export function auditRejectedUpdate(ctx: AppContext) {
-  return async (request: FastifyRequest, _reply: FastifyReply, error: FastifyError): Promise<void> => {
-    const rejectedBeforeHandler =
-      Boolean(error.validation) || (typeof error.code === 'string' && error.code.startsWith('FST_ERR_CTP'));
-    const name = (request.params as { name?: unknown } | undefined)?.name;
-    if (!rejectedBeforeHandler || !request.user || typeof name !== 'string' || !ATTRIBUTE_NAME.test(name))
-      return;
-    const user = request.user;
-    try {
-      await ctx.database.db
-        .transaction()
-        .execute((trx) =>
-          appendAudit(
-            trx,
-            ctx.keyring,
-            callerOf(request),
-            [{ userId: user.id, attributeName: name, operation: 'UPDATE', result: 'ERROR' }],
-            ctx.now(),
-          ),
-        );
-    } catch {
-      // Never let auditing a rejected request turn a 400 into a 500.
-    }
-  };
 }

@@ -1,4 +1,5 @@
 import {
+  ATTRIBUTE_NAME,
   attributeItemSchema,
   attributeListSchema,
   attributeParamsSchema,
@@ -8,13 +9,47 @@ import {
   putAttributeResponseSchema,
 } from '@palmid/shared/api/attributes.ts';
 import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/shared/envelope.ts';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppContext } from '../../context.ts';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { auditedAccess, auditRejectedUpdate } from './audit.ts';
+import { appendAudit } from '../audit/service.ts';
+import { auditedAccess } from './audit.ts';
 import { deleteAttribute, getAttribute, listAttributes, writeAttribute } from './service.ts';
 
 const toMs = (iso: string | null | undefined) => (iso === null || iso === undefined ? null : Date.parse(iso));
+
+/**
+ * A PUT whose body never reaches the handler (malformed JSON, wrong content type, schema violation) is
+ * still an attempted update of a named attribute by a known user: it is recorded as UPDATE/ERROR. Requests
+ * without a valid token or with a malformed name are not attribute accesses and are not recorded.
+ */
+function auditRejectedUpdate(ctx: AppContext) {
+  return async (request: FastifyRequest, _reply: FastifyReply, error: FastifyError): Promise<void> => {
+    const rejectedBeforeHandler =
+      Boolean(error.validation) || (typeof error.code === 'string' && error.code.startsWith('FST_ERR_CTP'));
+    const name = (request.params as { name?: unknown } | undefined)?.name;
+    if (!rejectedBeforeHandler || !request.user || typeof name !== 'string' || !ATTRIBUTE_NAME.test(name))
+      return;
+    const user = request.user;
+    try {
+      await ctx.database.db
+        .transaction()
+        .execute((trx) =>
+          appendAudit(
+            trx,
+            ctx.keyring,
+            callerOf(request),
+            [{ userId: user.id, attributeName: name, operation: 'UPDATE', result: 'ERROR' }],
+            ctx.now(),
+          ),
+        );
+    } catch {
+      // Never let auditing a rejected request turn a 400 into a 500.
+    }
+  };
+}
 
 export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
