@@ -125,6 +125,13 @@ describe('server architecture (docs/architecture.md)', () => {
     expect(missing).toEqual([]);
   });
 
+  it('routes, sockets and plugins open no transaction: that work is a service’s', () => {
+    const edge = FILES.filter(
+      (f) => /^(modules|plugins)\//.test(f) && (layerOf(f) === 'edge' || layerOf(f) === 'http'),
+    );
+    expect(edge.filter((f) => /\.transaction\(\)|\bdatabase\.write\(/.test(TEXT.get(f)!))).toEqual([]);
+  });
+
   it('a store is imported only by its own module’s services: never by routes or another module', () => {
     expect(wrongStoreImports(FILES)).toEqual([]);
   });

@@ -50,3 +50,30 @@ export async function auditedAccess<T>(
     throw err;
   }
 }
+
+/**
+ * Records an update of a named attribute refused before it reached the service (UPDATE/ERROR, in a
+ * transaction of its own); never fails: auditing a rejected request must not turn a 400 into a 500.
+ */
+export async function auditRejectedWrite(
+  ctx: AppContext,
+  caller: Caller,
+  userId: string,
+  name: string,
+): Promise<void> {
+  try {
+    await ctx.database.db
+      .transaction()
+      .execute((trx) =>
+        appendAudit(
+          trx,
+          ctx.keyring,
+          caller,
+          [{ userId, attributeName: name, operation: 'UPDATE', result: 'ERROR' }],
+          ctx.now(),
+        ),
+      );
+  } catch {
+    // The original error is what the caller must see.
+  }
+}

@@ -14,8 +14,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.ts';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { appendAudit } from '../audit/service.ts';
-import { auditedAccess } from './audit.ts';
+import { auditedAccess, auditRejectedWrite } from './audit.ts';
 import { deleteAttribute, getAttribute, listAttributes, writeAttribute } from './service.ts';
 
 const toMs = (iso: string | null | undefined) => (iso === null || iso === undefined ? null : Date.parse(iso));
@@ -32,22 +31,7 @@ function auditRejectedUpdate(ctx: AppContext) {
     const name = (request.params as { name?: unknown } | undefined)?.name;
     if (!rejectedBeforeHandler || !request.user || typeof name !== 'string' || !ATTRIBUTE_NAME.test(name))
       return;
-    const user = request.user;
-    try {
-      await ctx.database.db
-        .transaction()
-        .execute((trx) =>
-          appendAudit(
-            trx,
-            ctx.keyring,
-            callerOf(request),
-            [{ userId: user.id, attributeName: name, operation: 'UPDATE', result: 'ERROR' }],
-            ctx.now(),
-          ),
-        );
-    } catch {
-      // Never let auditing a rejected request turn a 400 into a 500.
-    }
+    await auditRejectedWrite(ctx, callerOf(request), request.user.id, name);
   };
 }
 

@@ -12,7 +12,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { withdrawConsent } from '../auth-contexts/state.ts';
-import { grantConsent, listConsents } from './service.ts';
+import { grantOwnConsent, listConsents } from './service.ts';
 
 export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
@@ -54,9 +54,7 @@ export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const consent = await ctx.database.db
-        .transaction()
-        .execute((trx) => grantConsent(trx, user.id, request.body, ctx.now()));
+      const consent = await grantOwnConsent(ctx, user.id, request.body);
       return ok(reply, consent, 201);
     },
   );

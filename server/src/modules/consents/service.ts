@@ -6,6 +6,7 @@ import {
   type CreateConsentBody,
 } from '@palmid/shared/api/consents.ts';
 import { AppError } from '@palmid/shared/errors.ts';
+import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import type { ConsentsTable } from '../../db/schema.ts';
 import { getVendor } from '../vendors/service.ts';
@@ -135,6 +136,15 @@ export async function grantConsent(
   };
   await consentStore(db).insert(row);
   return toConsent(row, now);
+}
+
+/** `POST /v1/consents`: `grantConsent` in a transaction of its own. */
+export async function grantOwnConsent(
+  ctx: AppContext,
+  userId: string,
+  body: CreateConsentBody,
+): Promise<Consent> {
+  return ctx.database.db.transaction().execute((trx) => grantConsent(trx, userId, body, ctx.now()));
 }
 
 /**

@@ -51,6 +51,11 @@ function invalidCode(): AppError {
   });
 }
 
+/** `POST /v1/palms/confirm`: `issuePalmConfirmation` in a transaction of its own. */
+export async function confirmPalms(ctx: AppContext, userId: string) {
+  return ctx.database.db.transaction().execute((trx) => issuePalmConfirmation(ctx, trx, userId));
+}
+
 /**
  * Checks a confirmation code without spending it (a kiosk's `enroll.begin` with the code, so a wrong
  * code is said before anyone holds a palm over the scanner). Unknown, used and expired codes are the

@@ -10,7 +10,7 @@ import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/share
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { deletePalm, issuePalmConfirmation, listPalms } from './palms.ts';
+import { confirmPalms, deletePalm, listPalms } from './palms.ts';
 import { revokeAllTokens, revokeToken } from './service.ts';
 
 const user = { auth: 'user', rate: 'user' } as const;
@@ -45,9 +45,7 @@ export const palmRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const u = userOf(request);
-      const code = await ctx.database.db
-        .transaction()
-        .execute((trx) => issuePalmConfirmation(ctx, trx, u.id));
+      const code = await confirmPalms(ctx, u.id);
       return ok(reply, code, 201);
     },
   );

@@ -165,6 +165,11 @@ export async function redeemClaimCode(ctx: AppContext, db: Db, code: string) {
   return { user_id: row.user_id, ...(await issueUserToken(ctx, db, row.user_id)) };
 }
 
+/** `POST /v1/session`: `redeemClaimCode` in a transaction of its own. */
+export async function openSession(ctx: AppContext, code: string) {
+  return ctx.database.db.transaction().execute((trx) => redeemClaimCode(ctx, trx, code));
+}
+
 export async function touchLastAuth(db: Db, userId: string, now: number): Promise<void> {
   await userStore(db).touchLastAuth(userId, now);
 }
