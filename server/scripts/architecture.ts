@@ -73,7 +73,7 @@ export const PARTS: Record<string, { files: readonly string[]; why: string }> = 
   },
   'users/palms': {
     files: ['palms.ts'],
-    why: 'palm enrolment checks: they audit (audit) and check attested captures (devices), which both need users’ data keys',
+    why: 'palm enrolment checks and the palm routes’ work call audit, devices and pvs, which themselves need the users’ records and data keys',
   },
   'auth-contexts/history': {
     files: ['history.ts'],
