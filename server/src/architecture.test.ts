@@ -132,6 +132,28 @@ describe('server architecture (docs/architecture.md)', () => {
     expect(edge.filter((f) => /\.transaction\(\)|\bdatabase\.write\(/.test(TEXT.get(f)!))).toEqual([]);
   });
 
+  it('every store.ts has one style: an interface, its Kysely class and a factory, no free functions', () => {
+    const odd: string[] = [];
+    for (const file of FILES.filter(isStore)) {
+      const text = TEXT.get(file)!;
+      const iface = /^export interface (\w+Store) \{/m.exec(text)?.[1];
+      if (!iface) odd.push(`${file}: no \`export interface XStore\``);
+      else {
+        if (!new RegExp(`^export class Kysely${iface} implements ${iface} \\{`, 'm').test(text))
+          odd.push(`${file}: no \`export class Kysely${iface} implements ${iface}\``);
+        if (
+          !new RegExp(`^export const \\w+ = \\(db: Db\\): ${iface} => new Kysely${iface}\\(db\\);`, 'm').test(
+            text,
+          )
+        )
+          odd.push(`${file}: no factory \`(db: Db): ${iface} => new Kysely${iface}(db)\``);
+      }
+      if (/^export (async )?function /m.test(text))
+        odd.push(`${file}: a free function (a method of the store instead)`);
+    }
+    expect(odd).toEqual([]);
+  });
+
   it('a store is imported only by its own module’s services: never by routes or another module', () => {
     expect(wrongStoreImports(FILES)).toEqual([]);
   });
