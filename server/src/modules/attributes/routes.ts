@@ -14,8 +14,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.ts';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { auditedAccess, auditRejectedWrite } from './audit.ts';
-import { deleteAttribute, getAttribute, listAttributes, writeAttribute } from './service.ts';
+import { auditRejectedWrite } from './audit.ts';
+import { deleteOwnAttribute, getOwnAttribute, listOwnAttributes, writeOwnAttribute } from './service.ts';
 
 const toMs = (iso: string | null | undefined) => (iso === null || iso === undefined ? null : Date.parse(iso));
 
@@ -55,14 +55,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const attributes = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'READ',
-        (trx) => listAttributes(ctx, trx, user.id, ctx.now()),
-        (items) => items.map((i) => i.name),
-      );
+      const attributes = await listOwnAttributes(ctx, callerOf(request), user.id);
       return ok(reply, { attributes });
     },
   );
@@ -83,14 +76,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const user = userOf(request);
       const { name } = request.params;
-      const item = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'READ',
-        (trx) => getAttribute(ctx, trx, user.id, name, ctx.now()),
-        [name],
-      );
+      const item = await getOwnAttribute(ctx, callerOf(request), user.id, name);
       return ok(reply, item);
     },
   );
@@ -119,28 +105,13 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
       const user = userOf(request);
       const { name } = request.params;
       const body = request.body;
-      const written = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'UPDATE',
-        (trx) =>
-          writeAttribute(
-            ctx,
-            trx,
-            user.id,
-            {
-              name,
-              value: body.value,
-              clientEncrypted: body.encrypted === true,
-              validFrom: toMs(body.valid_from),
-              validUntil: toMs(body.valid_until),
-            },
-            'user',
-            ctx.now(),
-          ),
-        [name],
-      );
+      const written = await writeOwnAttribute(ctx, callerOf(request), user.id, {
+        name,
+        value: body.value,
+        clientEncrypted: body.encrypted === true,
+        validFrom: toMs(body.valid_from),
+        validUntil: toMs(body.valid_until),
+      });
       return ok(reply, written);
     },
   );
@@ -166,14 +137,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const user = userOf(request);
       const { name } = request.params;
-      await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'DELETE',
-        (trx) => deleteAttribute(trx, user.id, name),
-        [name],
-      );
+      await deleteOwnAttribute(ctx, callerOf(request), user.id, name);
       return ok(reply, { name, deleted: true as const });
     },
   );

@@ -7,12 +7,13 @@ import {
 } from '@palmid/shared/api/attribute-catalogue.ts';
 import { ATTRIBUTE_NAME, type AttributeItem } from '@palmid/shared/api/attributes.ts';
 import { AppError } from '@palmid/shared/errors.ts';
-import type { AppContext } from '../../context.ts';
+import type { AppContext, Caller } from '../../context.ts';
 import { openFor, sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import { authHistory } from '../auth-contexts/history.ts';
 import { userTransactions } from '../ledger/service.ts';
 import { dataKeyOf, getUser, palmRegistered, vendorUserId } from '../users/service.ts';
+import { auditedAccess } from './audit.ts';
 import { ageInYears, LOYALTY_WINDOW_MS, loyaltyTier, RISK_WINDOW_MS, riskScore } from './computed.ts';
 import { attributeStore, type StoredRow } from './store.ts';
 import { isCalendarDate, validateAttributeValue, validateEncryptedValue } from './validate.ts';
@@ -406,4 +407,50 @@ export async function markAttributeVerified(
   issuer: string,
 ): Promise<void> {
   await attributeStore(db).setVerifiedBy(userId, name, issuer);
+}
+
+/*
+ * The user's own attribute API (`/v1/attributes`, docs/user-api.md): each call in a transaction of its
+ * own, audited (./audit.ts: success with the work, a failure afterwards).
+ */
+
+/** `GET /v1/attributes`: every attribute of the user, each an audited read. */
+export function listOwnAttributes(ctx: AppContext, caller: Caller, userId: string) {
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'READ',
+    (trx) => listAttributes(ctx, trx, userId, ctx.now()),
+    (items) => items.map((i) => i.name),
+  );
+}
+
+/** `GET /v1/attributes/{name}`. */
+export function getOwnAttribute(ctx: AppContext, caller: Caller, userId: string, name: string) {
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'READ',
+    (trx) => getAttribute(ctx, trx, userId, name, ctx.now()),
+    [name],
+  );
+}
+
+/** `PUT /v1/attributes/{name}`: a user write. */
+export function writeOwnAttribute(ctx: AppContext, caller: Caller, userId: string, write: AttributeWrite) {
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'UPDATE',
+    (trx) => writeAttribute(ctx, trx, userId, write, 'user', ctx.now()),
+    [write.name],
+  );
+}
+
+/** `DELETE /v1/attributes/{name}`. */
+export async function deleteOwnAttribute(ctx: AppContext, caller: Caller, userId: string, name: string) {
+  await auditedAccess(ctx, caller, userId, 'DELETE', (trx) => deleteAttribute(trx, userId, name), [name]);
 }

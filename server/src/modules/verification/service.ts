@@ -10,10 +10,11 @@ import {
 } from '@palmid/shared/crypto/attestation.ts';
 import { AppError } from '@palmid/shared/errors.ts';
 import type { ProveResult } from '@palmid/shared/zk/prove.ts';
-import type { AppContext } from '../../context.ts';
+import type { AppContext, Caller } from '../../context.ts';
 import { sealFor } from '../../crypto/keyring.ts';
 import { hashSecret, newSecret } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
+import { auditedAccess } from '../attributes/audit.ts';
 import { markAttributeVerified, writeAttribute } from '../attributes/service.ts';
 import { dataKeyOf } from '../users/service.ts';
 import { acceptAttestation } from './attestations.ts';
@@ -345,4 +346,40 @@ export async function importIdToken(ctx: AppContext, idToken: string, nonce: str
       return { issuer, attributes: out, skipped: [...skipped] };
     },
   };
+}
+
+/** `POST /v1/attributes/verified`: `submitAttestation`, audited as an update, in a transaction of its own. */
+export function submitOwnAttestation(ctx: AppContext, caller: Caller, userId: string, token: string) {
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'UPDATE',
+    (trx) => submitAttestation(ctx, trx, userId, token, ctx.now()),
+    (w) => [w.name],
+  );
+}
+
+/**
+ * `POST /v1/attributes/import`: the ID token is verified outside any transaction (the JWKS may be
+ * fetched), then its claims are written, audited as updates, in a transaction of their own.
+ */
+export async function importOwnIdToken(
+  ctx: AppContext,
+  caller: Caller,
+  userId: string,
+  idToken: string,
+  nonce: string,
+) {
+  if (ctx.config.PALMID_OIDC_ISSUERS.length === 0)
+    throw AppError.invalid('id_token', 'no_issuers_configured', 'No identity provider is configured');
+  const verified = await importIdToken(ctx, idToken, nonce, userId);
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'UPDATE',
+    (trx) => verified.write(trx, userId),
+    (r) => r.attributes.map((a) => a.name),
+  );
 }
