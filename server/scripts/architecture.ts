@@ -95,12 +95,6 @@ export const WITHOUT: Record<
   string,
   Partial<Record<(typeof MODULE_FILES)[number], { instead: string; why: string }>>
 > = {
-  'auth-contexts': {
-    'service.ts': {
-      instead: 'state.ts',
-      why: 'its service is the state machine, state.ts, with the pure decisions (decide.ts, age.ts), resolve.ts and the vendor’s multi-step calls (direct.ts)',
-    },
-  },
   pvs: {
     'routes.ts': {
       instead: '—',

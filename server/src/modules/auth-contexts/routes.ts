@@ -14,7 +14,7 @@ import { TurnBatch } from '../../lib/turn-batch.ts';
 import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { DirectLockout } from '../devices/direct-lockout.ts';
-import { cancelAndWithdraw, createAndOffer, resolveDirect } from './direct.ts';
+import { cancelAndWithdraw, createAndOffer, resolveDirect } from './service.ts';
 import {
   type AuthContext,
   deliverableState,

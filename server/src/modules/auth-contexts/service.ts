@@ -19,9 +19,10 @@ import {
 } from './state.ts';
 
 /**
- * The vendor's REST calls on contexts that do more than one thing (docs/vendor-api.md): create and offer to
- * kiosks, cancel and withdraw, and the direct path that creates and resolves a context with a palm in one
- * call. routes.ts parses, calls one of these and replies.
+ * The auth-contexts service: the vendor's calls on contexts (docs/vendor-api.md) that routes.ts parses and
+ * answers: create and offer to kiosks, cancel and withdraw, and the direct path that creates and resolves
+ * a context with a palm in one call. Its parts: the state machine (state.ts, over store.ts), the pure
+ * decisions (decide.ts, age.ts) and `resolve` (resolve.ts); other modules call those directly.
  */
 
 /**
