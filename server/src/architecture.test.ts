@@ -1,105 +1,32 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, normalize, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import {
+  documentedMap,
+  FILES,
+  importsOf,
+  isStore,
+  LAYERS,
+  layerOf,
+  MODULE_FILES,
+  MODULE_ORDER,
+  moduleMap,
+  moduleOf,
+  OWNERS,
+  PARTS,
+  SRC,
+  TEXT,
+  unitOf,
+  WITHOUT,
+} from '../scripts/architecture.ts';
 
 /**
- * The server's architecture, checked over its sources (docs/architecture.md): which module owns which
- * table, the layers, no import cycle, and at most a few imports from a lower layer back up. A new file
- * must be placed in a layer here; a new table must be given an owner.
+ * The server's architecture, checked over its sources (docs/architecture.md; the rules themselves are data
+ * in server/scripts/architecture.ts): which module owns which table and that only its store.ts names them,
+ * what each module with tables is made of, the layers and the order of the modules, no import cycle, and
+ * the document's module map. A new file must be placed in a layer; a new table must be given an owner; a
+ * new module a place in MODULE_ORDER.
  */
-
-const SRC = dirname(fileURLToPath(import.meta.url));
-
-/** Module → the tables only its files may name in SQL. `db/` (schema, migrations) names them all. */
-const OWNERS: Record<string, readonly string[]> = {
-  vendors: ['vendors', 'api_keys'],
-  users: ['users', 'user_tokens', 'claim_codes', 'palms', 'palm_confirmations', 'vendor_user_ids'],
-  attributes: ['attributes'],
-  consents: ['consents'],
-  'auth-contexts': ['auth_contexts'],
-  ledger: ['ledger'],
-  audit: ['audit', 'audit_head'],
-  pvs: ['pvs'],
-  'kiosk-link': ['idempotency', 'kiosk_lockouts'],
-  devices: ['capture_keys', 'capture_nonces'],
-  webhooks: ['webhook_endpoints', 'webhook_deliveries'],
-  verification: [
-    'verifiers',
-    'zk_openings',
-    'attestations',
-    'auth_context_predicates',
-    'oidc_nonces',
-    'oidc_subjects',
-    'in_set_asks',
-  ],
-};
-
-/**
- * Layers, lowest first; a file may import its own layer and those below. Paths are relative to
- * server/src; the first rule that matches a file places it (edges are listed first so that a module's
- * routes sit above its service).
- */
-const LAYERS = ['foundation', 'store', 'domain', 'orchestration', 'http', 'edge'] as const;
-type Layer = (typeof LAYERS)[number];
-const RULES: [RegExp, Layer][] = [
-  // edges: HTTP and WebSocket routes, request helpers, composition, processes, test kits
-  [/(^|\/|-)routes\.ts$/, 'edge'],
-  [/^modules\/auth-contexts\/ws\.ts$/, 'edge'],
-  [/^modules\/attributes\/audit\.ts$/, 'edge'],
-  [/testkit\.ts$/, 'edge'],
-  [/^(app|server|main|demo|demo-palm|sim-kiosk|testing)\.ts$/, 'edge'],
-  [/^cli\//, 'edge'],
-  // Fastify plugins: authentication, rate limits, errors, envelope
-  [/^plugins\//, 'http'],
-  // work across modules: resolution, erasure, key rotation, start-up
-  [/^modules\/auth-contexts\/(state|decide|resolve|age)\.ts$/, 'orchestration'],
-  [/^modules\/gdpr\//, 'orchestration'],
-  [/^ops\//, 'orchestration'],
-  [/^bootstrap\.ts$/, 'orchestration'],
-  // each module's own tables
-  [/^modules\/[^/]+\/store\.ts$/, 'store'],
-  [/^modules\/auth-contexts\/history\.ts$/, 'store'],
-  // module services
-  [
-    /^modules\/(vendors|users|pvs|kiosk-link|devices|revocation|attributes|consents|ledger|audit|verification|session|health|webhooks)\//,
-    'domain',
-  ],
-  // what every module may use
-  [/^(config|context)\.ts$/, 'foundation'],
-  [/^(db|lib)\//, 'foundation'],
-  [/^crypto\/(keyring|secrets)\.ts$/, 'foundation'],
-  [/^modules\/(matching|web)\//, 'foundation'],
-];
-/** At most this many imports may run from a lower layer to a higher one (each is listed on failure). */
-const MAX_UPWARD = 3;
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return sources(p);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') ? [relative(SRC, p)] : [];
-  });
-}
-
-const FILES = sources(SRC).sort();
-const TEXT = new Map(FILES.map((f) => [f, readFileSync(join(SRC, f), 'utf8')]));
-
-function layerOf(file: string): Layer | undefined {
-  return RULES.find(([re]) => re.test(file))?.[1];
-}
-
-/** Relative imports (static, re-exports, dynamic), resolved to files of server/src. */
-function importsOf(file: string): string[] {
-  const text = TEXT.get(file)!;
-  const specs = [
-    ...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/gms),
-    ...text.matchAll(/\bimport\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g),
-  ].map((m) => m[1]!);
-  return specs
-    .map((s) => normalize(join(dirname(file), s)))
-    .filter((target) => TEXT.has(target) && target !== file);
-}
 
 const TABLES = new Map(Object.entries(OWNERS).flatMap(([m, ts]) => ts.map((t) => [t, m] as const)));
 const KYSELY_TABLE =
@@ -119,7 +46,37 @@ function tablesNamed(file: string): Set<string> {
   return named;
 }
 
-const moduleOf = (file: string) => /^modules\/([^/]+)\//.exec(file)?.[1];
+/** Imports of a store from anything but its own module's services. */
+function wrongStoreImports(files: readonly string[]): string[] {
+  const wrong: string[] = [];
+  for (const file of files)
+    for (const target of importsOf(file).filter(isStore)) {
+      if (moduleOf(file) !== moduleOf(target))
+        wrong.push(`${file} -> ${target}: another module (call its service)`);
+      else if (layerOf(file) !== 'module') wrong.push(`${file} -> ${target}: routes call the service`);
+    }
+  return wrong;
+}
+
+/** Imports that run back up: to a higher layer, to a module later in MODULE_ORDER, from a store to a service. */
+function upwardImports(files: readonly string[]): string[] {
+  const upward: string[] = [];
+  for (const file of files) {
+    const from = LAYERS.indexOf(layerOf(file)!);
+    for (const target of importsOf(file)) {
+      const to = LAYERS.indexOf(layerOf(target)!);
+      if (to > from) upward.push(`${file} (${LAYERS[from]}) -> ${target} (${LAYERS[to]})`);
+      if (to !== from || LAYERS[from] !== 'module') continue;
+      const a = MODULE_ORDER.indexOf(unitOf(file) as never);
+      const b = MODULE_ORDER.indexOf(unitOf(target) as never);
+      if (b > a)
+        upward.push(`${file} (${unitOf(file)}) -> ${target} (${unitOf(target)}, later in MODULE_ORDER)`);
+      else if (b === a && isStore(file) && !isStore(target))
+        upward.push(`${file} -> ${target}: a store imports no service`);
+    }
+  }
+  return upward;
+}
 
 describe('server architecture (docs/architecture.md)', () => {
   it('reads the sources', () => {
@@ -127,11 +84,19 @@ describe('server architecture (docs/architecture.md)', () => {
     expect(FILES).toContain('modules/auth-contexts/resolve.ts');
   });
 
-  it('places every file in a layer', () => {
+  it('places every file in a layer, and every module file in MODULE_ORDER', () => {
     expect(FILES.filter((f) => layerOf(f) === undefined)).toEqual([]);
+    const unplaced = FILES.filter(
+      (f) => layerOf(f) === 'module' && !MODULE_ORDER.includes(unitOf(f) as never),
+    );
+    expect(unplaced).toEqual([]);
+    for (const [part, { files }] of Object.entries(PARTS)) {
+      expect(MODULE_ORDER, part).toContain(part);
+      for (const f of files) expect(FILES, part).toContain(`modules/${part.split('/')[0]}/${f}`);
+    }
   });
 
-  it('no module names another module’s table in SQL; files outside modules name none', () => {
+  it('only a module’s store.ts names its tables in SQL; no other file names any', () => {
     const foreign: string[] = [];
     for (const file of FILES) {
       if (file.startsWith('db/')) continue;
@@ -140,9 +105,57 @@ describe('server architecture (docs/architecture.md)', () => {
         const owner = TABLES.get(table);
         if (owner === undefined) foreign.push(`${file}: '${table}' has no owner in OWNERS`);
         else if (owner !== mine) foreign.push(`${file}: '${table}' belongs to modules/${owner}`);
+        else if (!isStore(file))
+          foreign.push(`${file}: '${table}' is queried outside modules/${owner}/store.ts`);
       }
     }
     expect(foreign).toEqual([]);
+  });
+
+  it('every module with tables has store.ts, service.ts and routes.ts, or says why not (WITHOUT)', () => {
+    const missing: string[] = [];
+    for (const mod of Object.keys(OWNERS))
+      for (const f of MODULE_FILES) {
+        const has = existsSync(join(SRC, 'modules', mod, f));
+        const why = WITHOUT[mod]?.[f];
+        if (!has && !why) missing.push(`modules/${mod}/${f} is missing`);
+        if (has && why) missing.push(`modules/${mod}/${f} exists: drop it from WITHOUT`);
+      }
+    for (const mod of Object.keys(WITHOUT)) if (!OWNERS[mod]) missing.push(`${mod} owns no table`);
+    expect(missing).toEqual([]);
+  });
+
+  it('routes, sockets and plugins open no transaction: that work is a service’s', () => {
+    const edge = FILES.filter(
+      (f) => /^(modules|plugins)\//.test(f) && (layerOf(f) === 'edge' || layerOf(f) === 'http'),
+    );
+    expect(edge.filter((f) => /\.transaction\(\)|\bdatabase\.write\(/.test(TEXT.get(f)!))).toEqual([]);
+  });
+
+  it('every store.ts has one style: an interface, its Kysely class and a factory, no free functions', () => {
+    const odd: string[] = [];
+    for (const file of FILES.filter(isStore)) {
+      const text = TEXT.get(file)!;
+      const iface = /^export interface (\w+Store) \{/m.exec(text)?.[1];
+      if (!iface) odd.push(`${file}: no \`export interface XStore\``);
+      else {
+        if (!new RegExp(`^export class Kysely${iface} implements ${iface} \\{`, 'm').test(text))
+          odd.push(`${file}: no \`export class Kysely${iface} implements ${iface}\``);
+        if (
+          !new RegExp(`^export const \\w+ = \\(db: Db\\): ${iface} => new Kysely${iface}\\(db\\);`, 'm').test(
+            text,
+          )
+        )
+          odd.push(`${file}: no factory \`(db: Db): ${iface} => new Kysely${iface}(db)\``);
+      }
+      if (/^export (async )?function /m.test(text))
+        odd.push(`${file}: a free function (a method of the store instead)`);
+    }
+    expect(odd).toEqual([]);
+  });
+
+  it('a store is imported only by its own module’s services: never by routes or another module', () => {
+    expect(wrongStoreImports(FILES)).toEqual([]);
   });
 
   it('the ownership check sees Kysely calls, joins, qualified columns and raw SQL', () => {
@@ -191,15 +204,36 @@ describe('server architecture (docs/architecture.md)', () => {
     expect(cycles).toEqual([]);
   });
 
-  it(`at most ${MAX_UPWARD} imports run from a lower layer back up`, () => {
-    const upward: string[] = [];
-    for (const file of FILES) {
-      const from = LAYERS.indexOf(layerOf(file)!);
-      for (const target of importsOf(file)) {
-        const to = LAYERS.indexOf(layerOf(target)!);
-        if (to > from) upward.push(`${file} (${LAYERS[from]}) -> ${target} (${LAYERS[to]})`);
-      }
+  it('every import runs down: to a lower layer, a module listed earlier in MODULE_ORDER, or a store', () => {
+    expect(upwardImports(FILES)).toEqual([]);
+  });
+
+  it('the order and store checks see an import back up, a route or another module reading a store', () => {
+    const probes = {
+      'modules/vendors/probe.ts': "import { x } from '../users/service.ts';", // vendors is listed before users
+      'modules/users/probe.ts': "import { x } from '../vendors/service.ts';", // down: fine
+      'modules/devices/probe.ts': "import { x } from '../users/palms.ts';", // users/palms is listed after devices
+      'modules/ledger/probe-routes.ts': "import { x } from './store.ts';", // a route reads a store
+      'modules/consents/probe.ts': "import { x } from '../ledger/store.ts';", // another module's store
+    };
+    for (const [f, text] of Object.entries(probes)) TEXT.set(f, text);
+    try {
+      const files = Object.keys(probes);
+      expect(upwardImports(files)).toEqual([
+        'modules/vendors/probe.ts (vendors) -> modules/users/service.ts (users, later in MODULE_ORDER)',
+        'modules/devices/probe.ts (devices) -> modules/users/palms.ts (users/palms, later in MODULE_ORDER)',
+      ]);
+      expect(wrongStoreImports(files)).toEqual([
+        'modules/ledger/probe-routes.ts -> modules/ledger/store.ts: routes call the service',
+        'modules/consents/probe.ts -> modules/ledger/store.ts: another module (call its service)',
+      ]);
+      expect(unitOf('modules/kiosk-link/store.ts')).toBe('kiosk-link/lockout');
+    } finally {
+      for (const f of Object.keys(probes)) TEXT.delete(f);
     }
-    expect(upward.length, upward.join('\n')).toBeLessThanOrEqual(MAX_UPWARD);
+  });
+
+  it('docs/architecture.md’s module map is the one the code gives (npx tsx server/scripts/architecture-doc.ts --write)', () => {
+    expect(documentedMap()).toBe(moduleMap());
   });
 });

@@ -11,7 +11,7 @@ import { pvsRoutes } from './modules/kiosk-link/routes.ts';
 import { ledgerRoutes } from './modules/ledger/routes.ts';
 import { mpcUserRoutes } from './modules/mpc-users/routes.ts';
 import { sessionRoutes } from './modules/session/routes.ts';
-import { palmRoutes } from './modules/users/palm-routes.ts';
+import { palmRoutes } from './modules/users/routes.ts';
 import { vendorDirectoryRoutes } from './modules/vendors/routes.ts';
 import { verificationRoutes } from './modules/verification/routes.ts';
 import { webRoutes } from './modules/web/routes.ts';

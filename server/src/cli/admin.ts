@@ -31,7 +31,7 @@ import {
   parseVerifiedAttributes,
   revokeVerifier,
   VERIFIED_ATTRIBUTE_NAMES,
-} from '../modules/verification/store.ts';
+} from '../modules/verification/service.ts';
 import { createEndpoint, deleteEndpoint, listEndpoints } from '../modules/webhooks/service.ts';
 import { rotateMasterKey } from '../ops/rotate-master.ts';
 

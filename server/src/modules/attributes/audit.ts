@@ -1,9 +1,6 @@
-import { ATTRIBUTE_NAME } from '@palmid/contracts/api/attributes';
 import { AppError } from '@palmid/contracts/errors';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext, Caller } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { callerOf } from '../../plugins/app/auth.ts';
 import { type AuditOperation, appendAudit } from '../audit/service.ts';
 
 /**
@@ -55,32 +52,28 @@ export async function auditedAccess<T>(
 }
 
 /**
- * A PUT whose body never reaches the handler (malformed JSON, wrong content type, schema violation) is
- * still an attempted update of a named attribute by a known user: it is recorded as UPDATE/ERROR. Requests
- * without a valid token or with a malformed name are not attribute accesses and are not recorded.
+ * Records an update of a named attribute refused before it reached the service (UPDATE/ERROR, in a
+ * transaction of its own); never fails: auditing a rejected request must not turn a 400 into a 500.
  */
-export function auditRejectedUpdate(ctx: AppContext) {
-  return async (request: FastifyRequest, _reply: FastifyReply, error: FastifyError): Promise<void> => {
-    const rejectedBeforeHandler =
-      Boolean(error.validation) || (typeof error.code === 'string' && error.code.startsWith('FST_ERR_CTP'));
-    const name = (request.params as { name?: unknown } | undefined)?.name;
-    if (!rejectedBeforeHandler || !request.user || typeof name !== 'string' || !ATTRIBUTE_NAME.test(name))
-      return;
-    const user = request.user;
-    try {
-      await ctx.database.db
-        .transaction()
-        .execute((trx) =>
-          appendAudit(
-            trx,
-            ctx.keyring,
-            callerOf(request),
-            [{ userId: user.id, attributeName: name, operation: 'UPDATE', result: 'ERROR' }],
-            ctx.now(),
-          ),
-        );
-    } catch {
-      // Never let auditing a rejected request turn a 400 into a 500.
-    }
-  };
+export async function auditRejectedWrite(
+  ctx: AppContext,
+  caller: Caller,
+  userId: string,
+  name: string,
+): Promise<void> {
+  try {
+    await ctx.database.db
+      .transaction()
+      .execute((trx) =>
+        appendAudit(
+          trx,
+          ctx.keyring,
+          caller,
+          [{ userId, attributeName: name, operation: 'UPDATE', result: 'ERROR' }],
+          ctx.now(),
+        ),
+      );
+  } catch {
+    // The original error is what the caller must see.
+  }
 }

@@ -1,4 +1,5 @@
 import {
+  ATTRIBUTE_NAME,
   attributeItemSchema,
   attributeListSchema,
   attributeParamsSchema,
@@ -8,13 +9,31 @@ import {
   putAttributeResponseSchema,
 } from '@palmid/contracts/api/attributes';
 import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppContext } from '../../context.ts';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { auditedAccess, auditRejectedUpdate } from './audit.ts';
-import { deleteAttribute, getAttribute, listAttributes, writeAttribute } from './service.ts';
+import { auditRejectedWrite } from './audit.ts';
+import { deleteOwnAttribute, getOwnAttribute, listOwnAttributes, writeOwnAttribute } from './service.ts';
 
 const toMs = (iso: string | null | undefined) => (iso === null || iso === undefined ? null : Date.parse(iso));
+
+/**
+ * A PUT whose body never reaches the handler (malformed JSON, wrong content type, schema violation) is
+ * still an attempted update of a named attribute by a known user: it is recorded as UPDATE/ERROR. Requests
+ * without a valid token or with a malformed name are not attribute accesses and are not recorded.
+ */
+function auditRejectedUpdate(ctx: AppContext) {
+  return async (request: FastifyRequest, _reply: FastifyReply, error: FastifyError): Promise<void> => {
+    const rejectedBeforeHandler =
+      Boolean(error.validation) || (typeof error.code === 'string' && error.code.startsWith('FST_ERR_CTP'));
+    const name = (request.params as { name?: unknown } | undefined)?.name;
+    if (!rejectedBeforeHandler || !request.user || typeof name !== 'string' || !ATTRIBUTE_NAME.test(name))
+      return;
+    await auditRejectedWrite(ctx, callerOf(request), request.user.id, name);
+  };
+}
 
 export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
@@ -36,14 +55,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const attributes = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'READ',
-        (trx) => listAttributes(ctx, trx, user.id, ctx.now()),
-        (items) => items.map((i) => i.name),
-      );
+      const attributes = await listOwnAttributes(ctx, callerOf(request), user.id);
       return ok(reply, { attributes });
     },
   );
@@ -64,14 +76,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const user = userOf(request);
       const { name } = request.params;
-      const item = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'READ',
-        (trx) => getAttribute(ctx, trx, user.id, name, ctx.now()),
-        [name],
-      );
+      const item = await getOwnAttribute(ctx, callerOf(request), user.id, name);
       return ok(reply, item);
     },
   );
@@ -100,28 +105,13 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
       const user = userOf(request);
       const { name } = request.params;
       const body = request.body;
-      const written = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'UPDATE',
-        (trx) =>
-          writeAttribute(
-            ctx,
-            trx,
-            user.id,
-            {
-              name,
-              value: body.value,
-              clientEncrypted: body.encrypted === true,
-              validFrom: toMs(body.valid_from),
-              validUntil: toMs(body.valid_until),
-            },
-            'user',
-            ctx.now(),
-          ),
-        [name],
-      );
+      const written = await writeOwnAttribute(ctx, callerOf(request), user.id, {
+        name,
+        value: body.value,
+        clientEncrypted: body.encrypted === true,
+        validFrom: toMs(body.valid_from),
+        validUntil: toMs(body.valid_until),
+      });
       return ok(reply, written);
     },
   );
@@ -147,14 +137,7 @@ export const attributeRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const user = userOf(request);
       const { name } = request.params;
-      await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'DELETE',
-        (trx) => deleteAttribute(trx, user.id, name),
-        [name],
-      );
+      await deleteOwnAttribute(ctx, callerOf(request), user.id, name);
       return ok(reply, { name, deleted: true as const });
     },
   );

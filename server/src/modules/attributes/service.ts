@@ -7,14 +7,15 @@ import {
 } from '@palmid/contracts/api/attribute-catalogue';
 import { ATTRIBUTE_NAME, type AttributeItem } from '@palmid/contracts/api/attributes';
 import { AppError } from '@palmid/contracts/errors';
-import type { AppContext } from '../../context.ts';
+import type { AppContext, Caller } from '../../context.ts';
 import { openFor, sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import { authHistory } from '../auth-contexts/history.ts';
 import { userTransactions } from '../ledger/service.ts';
 import { dataKeyOf, getUser, palmRegistered, vendorUserId } from '../users/service.ts';
+import { auditedAccess } from './audit.ts';
 import { ageInYears, LOYALTY_WINDOW_MS, loyaltyTier, RISK_WINDOW_MS, riskScore } from './computed.ts';
-import { deleteRow, type StoredRow, storedRows, upsertRow } from './store.ts';
+import { attributeStore, type StoredRow } from './store.ts';
 import { isCalendarDate, validateAttributeValue, validateEncryptedValue } from './validate.ts';
 
 export type { AttributeKind };
@@ -147,7 +148,7 @@ export async function readAttributeValues(
   });
   const needsDob = wanted.includes('is_adult') || wanted.includes('is_senior');
   if (needsDob && !storedNames.includes('date_of_birth')) storedNames.push('date_of_birth');
-  const rows = await storedRows(db, userId, storedNames);
+  const rows = await attributeStore(db).rowsOf(userId, storedNames);
   const birthDate = birthDateOnce(opener, rows, now);
   for (const name of wanted) {
     const kind = attributeKind(name);
@@ -213,7 +214,7 @@ export async function listAttributes(
   const user = await getUser(db, userId);
   if (!user) throw unknownUser();
   const opener = new Opener(ctx, db, userId);
-  const rows = await storedRows(db, userId);
+  const rows = await attributeStore(db).rowsOf(userId);
   const items: AttributeItem[] = [];
   for (const name of SYSTEM_NAMES) {
     const value = await systemValue(db, user, name, undefined, now);
@@ -249,19 +250,19 @@ export async function getAttribute(
   }
   const opener = new Opener(ctx, db, userId);
   if (kind === 'computed') {
-    const rows = await storedRows(db, userId, ['date_of_birth']);
+    const rows = await attributeStore(db).rowsOf(userId, ['date_of_birth']);
     const value = await computedValue(db, user, name, birthDateOnce(opener, rows, now), now);
     if (value === undefined) throw notSet();
     return derivedItem(name, kind, value, new Date(now).toISOString());
   }
-  const [row] = await storedRows(db, userId, [name]);
+  const [row] = await attributeStore(db).rowsOf(userId, [name]);
   if (!row) throw notSet();
   return storedItem(row, await opener.open(row), now);
 }
 
 /** Who vouches for a stored attribute (`verified_by`: a verifier's id), or null when self-asserted. */
 export async function verifierOf(db: Db, userId: string, name: string): Promise<string | null> {
-  const [row] = await storedRows(db, userId, [name]);
+  const [row] = await attributeStore(db).rowsOf(userId, [name]);
   return row?.verified_by ?? null;
 }
 
@@ -317,7 +318,7 @@ function readOnly(name: string, kind: AttributeKind): AppError {
 
 /** The user's stored, valid, plain `country`, which selects the postal code pattern. */
 async function storedCountry(opener: Opener, db: Db, userId: string, now: number) {
-  const [row] = await storedRows(db, userId, ['country']);
+  const [row] = await attributeStore(db).rowsOf(userId, ['country']);
   if (!row || row.client_encrypted || temporalStatus(row, now) !== 'valid') return undefined;
   const value = await opener.open(row);
   return typeof value === 'string' ? value : undefined;
@@ -374,14 +375,14 @@ export async function writeAttribute(
   const flags = Object.hasOwn(VOUCHED_BY, name) ? VOUCHED_BY[name]! : [];
   if (flags.length > 0) {
     // A verified flag vouches for the value it was given with: a changed value loses it.
-    const [old] = await storedRows(db, userId, [name]);
+    const [old] = await attributeStore(db).rowsOf(userId, [name]);
     const unchanged =
       old !== undefined &&
       Boolean(old.client_encrypted) === Boolean(write.clientEncrypted) &&
       JSON.stringify(await opener.open(old)) === JSON.stringify(value);
-    if (!unchanged) for (const flag of flags) await deleteRow(db, userId, flag);
+    if (!unchanged) for (const flag of flags) await attributeStore(db).delete(userId, flag);
   }
-  await upsertRow(db, userId, name, row);
+  await attributeStore(db).upsert(userId, name, row);
   return { name, kind, updated_at: iso(now)!, valid_from: iso(validFrom), valid_until: iso(validUntil) };
 }
 
@@ -389,6 +390,67 @@ export async function writeAttribute(
 export async function deleteAttribute(db: Db, userId: string, name: string): Promise<void> {
   const kind = attributeKind(name);
   if (kind !== 'user') throw readOnly(name, kind);
-  if (!(await deleteRow(db, userId, name)))
+  if (!(await attributeStore(db).delete(userId, name)))
     throw new AppError('NOT_FOUND', `Attribute '${name}' has no value`, { field: 'name', reason: 'not_set' });
+}
+
+/** The attributes module's part of an erasure (modules/gdpr): every value of the user. */
+export async function eraseUserAttributes(db: Db, userId: string): Promise<void> {
+  await attributeStore(db).deleteAllOf(userId);
+}
+
+/** Records who verified a stored value (an OIDC issuer, modules/verification). */
+export async function markAttributeVerified(
+  db: Db,
+  userId: string,
+  name: string,
+  issuer: string,
+): Promise<void> {
+  await attributeStore(db).setVerifiedBy(userId, name, issuer);
+}
+
+/*
+ * The user's own attribute API (`/v1/attributes`, docs/user-api.md): each call in a transaction of its
+ * own, audited (./audit.ts: success with the work, a failure afterwards).
+ */
+
+/** `GET /v1/attributes`: every attribute of the user, each an audited read. */
+export function listOwnAttributes(ctx: AppContext, caller: Caller, userId: string) {
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'READ',
+    (trx) => listAttributes(ctx, trx, userId, ctx.now()),
+    (items) => items.map((i) => i.name),
+  );
+}
+
+/** `GET /v1/attributes/{name}`. */
+export function getOwnAttribute(ctx: AppContext, caller: Caller, userId: string, name: string) {
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'READ',
+    (trx) => getAttribute(ctx, trx, userId, name, ctx.now()),
+    [name],
+  );
+}
+
+/** `PUT /v1/attributes/{name}`: a user write. */
+export function writeOwnAttribute(ctx: AppContext, caller: Caller, userId: string, write: AttributeWrite) {
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'UPDATE',
+    (trx) => writeAttribute(ctx, trx, userId, write, 'user', ctx.now()),
+    [write.name],
+  );
+}
+
+/** `DELETE /v1/attributes/{name}`. */
+export async function deleteOwnAttribute(ctx: AppContext, caller: Caller, userId: string, name: string) {
+  await auditedAccess(ctx, caller, userId, 'DELETE', (trx) => deleteAttribute(trx, userId, name), [name]);
 }

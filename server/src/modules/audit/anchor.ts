@@ -5,7 +5,8 @@ import type { Config } from '../../config.ts';
 import type { Keyring } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import { ensurePrivateDir } from '../../lib/private-files.ts';
-import { type AuditVerification, GENESIS, HEAD_ID, headMac } from './service.ts';
+import { type AuditVerification, GENESIS, headMac } from './service.ts';
+import { auditStore } from './store.ts';
 
 /**
  * Anchors of the audit chain: the signed head (seq, hash) copied **outside** the database. The chain
@@ -57,13 +58,12 @@ export function anchorPath(
 }
 
 async function firstRecordHash(db: Db): Promise<string | undefined> {
-  const row = await db.selectFrom('audit').select(['hash']).where('seq', '=', 1).executeTakeFirst();
-  return row?.hash;
+  return auditStore(db).hashAt(1);
 }
 
 /** The current head, signed, with the database's identity. */
 export async function currentAnchor(db: Db, keyring: Keyring, now = Date.now()): Promise<AuditAnchor> {
-  const head = await db.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
+  const head = await auditStore(db).head();
   const seq = Number(head?.seq ?? 0);
   const hash = head?.hash ?? GENESIS;
   const first = seq > 0 ? await firstRecordHash(db) : undefined;
@@ -102,15 +102,15 @@ export async function checkAnchor(
     ];
   if (anchor.seq === 0) return [];
   if (await anchorOfAnotherDatabase(db, anchor)) return [{ seq: null, problem: FOREIGN_ANCHOR }];
-  const row = await db.selectFrom('audit').select(['hash']).where('seq', '=', anchor.seq).executeTakeFirst();
-  if (!row)
+  const hash = await auditStore(db).hashAt(anchor.seq);
+  if (hash === undefined)
     return [
       {
         seq: anchor.seq,
         problem: `row ${anchor.seq}, anchored at ${anchor.at}, is gone: the log was rolled back or wiped`,
       },
     ];
-  if (row.hash !== anchor.hash)
+  if (hash !== anchor.hash)
     return [
       {
         seq: anchor.seq,

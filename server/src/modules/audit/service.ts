@@ -4,6 +4,7 @@ import { type Keyring, open, seal } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
 import type { AuditTable } from '../../db/schema.ts';
 import { dataKeysOf } from '../users/service.ts';
+import { auditStore, HEAD_ID } from './store.ts';
 
 /**
  * Audit log (docs/user-api.md, "Audit"; docs/reliability.md): append-only and hash-chained. Each row's
@@ -48,7 +49,8 @@ export const GENESIS = '0'.repeat(64);
 /** The `user_id` of an erased user's rows (and of rows written about an already erased user). */
 export const ERASED_SUBJECT = 'erased';
 const HASH_VERSION = 2;
-export const HEAD_ID = 1;
+
+export { HEAD_ID };
 
 /** What a row's hash covers: the row as stored, but for the hash itself. */
 type RowFields = Omit<AuditTable, 'hash'>;
@@ -140,12 +142,9 @@ export async function appendAudit(
   // Take the head first: on PostgreSQL the UPDATE row-locks it until commit, so concurrent writers (on any
   // instance) queue here and each then reads the head its predecessor committed (READ COMMITTED takes a new
   // snapshot per statement). On SQLite it starts the write transaction. The row always exists (migration 0002).
-  await db
-    .updateTable('audit_head')
-    .set((eb) => ({ seq: eb.ref('seq') }))
-    .where('id', '=', HEAD_ID)
-    .execute();
-  const head = await db.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
+  const store = auditStore(db);
+  await store.lockHead();
+  const head = await store.head();
   let seq = head?.seq ?? 0;
   let prev = head?.hash ?? GENESIS;
   const keys = await subjectKeys(
@@ -198,17 +197,14 @@ export async function appendAudit(
       personal_digest: personalDigest(stored),
     };
     const hash = rowHash(fields);
-    await db
-      .insertInto('audit')
-      .values({ ...fields, operation: e.operation, result: e.result, hash })
-      .execute();
+    await store.insert({ ...fields, operation: e.operation, result: e.result, hash });
     prev = hash;
   }
   const mac = headMac(keyring, seq, prev);
   if (head) {
-    await db.updateTable('audit_head').set({ seq, hash: prev, mac }).where('id', '=', HEAD_ID).execute();
+    await store.updateHead({ seq, hash: prev, mac });
   } else {
-    await db.insertInto('audit_head').values({ id: HEAD_ID, seq, hash: prev, mac }).execute();
+    await store.insertHead({ seq, hash: prev, mac });
   }
 }
 
@@ -223,13 +219,7 @@ export async function listAudit(
   limit = 1000,
 ): Promise<AuditRecord[]> {
   if (userId === ERASED_SUBJECT) return [];
-  const rows = await db
-    .selectFrom('audit')
-    .selectAll()
-    .where('user_id', '=', userId)
-    .orderBy('seq', 'desc')
-    .limit(limit)
-    .execute();
+  const rows = await auditStore(db).listOf(userId, limit);
   let key: Buffer | 'erased' | null | undefined;
   const out: AuditRecord[] = [];
   for (const r of rows) {
@@ -268,20 +258,14 @@ export async function listAudit(
  * breaking the chain and keep their fields (docs/security.md).
  */
 export async function shredAuditOf(db: Db, userId: string): Promise<number> {
-  const res = await db
-    .updateTable('audit')
-    .set({
-      user_id: ERASED_SUBJECT,
-      vendor_id: null,
-      ip_address: '',
-      user_agent: '',
-      personal_enc: null,
-      personal_salt: null,
-    })
-    .where('user_id', '=', userId)
-    .where('hv', '=', HASH_VERSION)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows);
+  return auditStore(db).shred(userId, HASH_VERSION, {
+    user_id: ERASED_SUBJECT,
+    vendor_id: null,
+    ip_address: '',
+    user_agent: '',
+    personal_enc: null,
+    personal_salt: null,
+  });
 }
 
 export interface AuditVerification {
@@ -298,13 +282,7 @@ export async function verifyAuditChain(db: Db, keyring: Keyring): Promise<AuditV
   let rows = 0;
   let after = 0;
   for (;;) {
-    const page = await db
-      .selectFrom('audit')
-      .selectAll()
-      .where('seq', '>', after)
-      .orderBy('seq')
-      .limit(5000)
-      .execute();
+    const page = await auditStore(db).pageAfter(after, 5000);
     if (page.length === 0) break;
     for (const r of page) {
       const seq = Number(r.seq);
@@ -336,7 +314,7 @@ export async function verifyAuditChain(db: Db, keyring: Keyring): Promise<AuditV
       after = seq;
     }
   }
-  const head = await db.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
+  const head = await auditStore(db).head();
   if (head) {
     // Migration 0002 seeds an unsigned genesis head (seq 0, no key at migration time) for an empty log.
     const unsignedGenesis = Number(head.seq) === 0 && head.hash === GENESIS && head.mac === '';
@@ -361,15 +339,12 @@ export async function verifyAuditChain(db: Db, keyring: Keyring): Promise<AuditV
 export async function resignHead(db: Db, to: Keyring): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     // Same lock discipline as the audit writer: take the head row first.
-    await trx
-      .updateTable('audit_head')
-      .set((eb) => ({ seq: eb.ref('seq') }))
-      .where('id', '=', HEAD_ID)
-      .execute();
-    const head = await trx.selectFrom('audit_head').selectAll().where('id', '=', HEAD_ID).executeTakeFirst();
+    const store = auditStore(trx);
+    await store.lockHead();
+    const head = await store.head();
     if (!head || head.mac === '') return false;
     const mac = to.mac('audit-head', `${Number(head.seq)}:${head.hash}`);
-    await trx.updateTable('audit_head').set({ mac }).where('id', '=', HEAD_ID).execute();
+    await store.setHeadMac(mac);
     return true;
   });
 }

@@ -13,7 +13,7 @@ import { auditAttestationFailure, type CaptureVerdict, settleAttestation } from 
 import { appendTransaction, type LedgerTransaction } from '../ledger/service.ts';
 import { getUser, ledgerIdFor, touchLastAuth } from '../users/service.ts';
 import { getVendor } from '../vendors/service.ts';
-import { admitSetAsk } from '../verification/store.ts';
+import { admitSetAsk } from '../verification/service.ts';
 import {
   ageProofJob,
   inSetName,

@@ -14,34 +14,15 @@ import { TurnBatch } from '../../lib/turn-batch.ts';
 import { callerOf, vendorOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
 import { DirectLockout } from '../devices/direct-lockout.ts';
-import { checkAttestation } from '../devices/service.ts';
-import { lockoutOutcome } from '../kiosk-link/lockout.ts';
-import { templateBytesFromBase64 } from '../matching/wire.ts';
-import { findPvs } from '../pvs/service.ts';
-import { resolve, resolved as resolvedOnly } from './resolve.ts';
+import { cancelAndWithdraw, createAndOffer, resolveDirect } from './service.ts';
 import {
-  cancelAuthContext,
-  createAuthContext,
+  type AuthContext,
   deliverableState,
-  dispatchToKiosks,
   dropDelivered,
+  loadContexts,
   ownContext,
-  publishUpdate,
-  readResult,
   toRecord,
-  withdrawFromKiosks,
 } from './state.ts';
-import { type AuthContext, authContextStore } from './store.ts';
-
-const evidenceOf = (s: {
-  template: Uint8Array;
-  hand?: 'left' | 'right' | undefined;
-  liveness?: number | undefined;
-}) => ({
-  template: s.template,
-  hand: s.hand,
-  liveness: s.liveness,
-});
 
 const vendorRoute = { auth: 'vendor', scope: 'auth', rate: 'auth' } as const;
 const security = [{ apiKey: [] }];
@@ -50,7 +31,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
   const lockout = new DirectLockout(ctx.database.db);
   const statusReads = new TurnBatch<string, AuthContext>(async (ids) => {
-    const found = await authContextStore(ctx.database.db).getMany(ids);
+    const found = await loadContexts(ctx.database.db, ids);
     return new Map(found.map((c) => [c.id, c]));
   });
 
@@ -67,12 +48,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const vendor = vendorOf(request);
-      // Group commit (db/group-commit.ts): answered once durably committed, one flush for concurrent creates.
-      const row = await ctx.database.write((trx, batch) =>
-        createAuthContext(ctx, trx, vendor, request.body.auth_context, batch),
-      );
-      dispatchToKiosks(ctx, row);
+      const row = await createAndOffer(ctx, vendorOf(request), request.body.auth_context);
       return ok(reply, toRecord(row), 201);
     },
   );
@@ -125,12 +101,7 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const vendor = vendorOf(request);
-      const row = await ctx.database.db
-        .transaction()
-        .execute((trx) => cancelAuthContext(ctx, trx, vendor.id, request.params.auth_id));
-      publishUpdate(ctx, row, readResult(ctx, row));
-      withdrawFromKiosks(ctx, row);
+      const row = await cancelAndWithdraw(ctx, vendorOf(request).id, request.params.auth_id);
       return ok(reply, { auth_id: row.id, status: 'cancelled' as const });
     },
   );
@@ -154,46 +125,13 @@ export const authContextRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const vendor = vendorOf(request);
-      const { auth_context, palm, captures } = request.body;
-      const palms = captures ?? (palm ? [palm] : []);
-      const samples = palms.map((p, i) => ({
-        ...p,
-        template: templateBytesFromBase64(p.template, captures ? `captures.${i}.template` : 'palm.template'),
-      }));
-      // Only a palm attested by a capture device of this vendor is believed (docs/vendor-api.md); several
-      // captures are attested together (one subject, increasing counters) and judged as one.
-      const capture = await checkAttestation(ctx, {
-        purpose: 'direct',
-        vendorId: vendor.id,
-        device: (id) => findPvs(ctx.database.db, id),
-        samples,
+      const resolved = await resolveDirect(ctx, {
+        vendor: vendorOf(request),
+        caller: callerOf(request),
+        body: request.body,
+        lockout,
+        log: request.log,
       });
-      if (!capture.ok) request.log.warn({ why: capture.why }, 'direct capture refused');
-      // Failed identifications lock out per capture device and per API key (modules/devices/direct-lockout.ts).
-      const settle = capture.ok ? await lockout.admit(capture.deviceId, vendor.keyId, ctx.now()) : undefined;
-      let failed: boolean | undefined;
-      let resolved: Awaited<ReturnType<typeof resolve>>;
-      try {
-        resolved = resolvedOnly(
-          await resolve(ctx, {
-            palm: { ...evidenceOf(samples[0]!), capture },
-            more: samples.slice(1).map(evidenceOf),
-            caller: callerOf(request),
-            deliveredNow: true,
-            // Created after the capture checks (a bad template creates nothing), committed before proving.
-            context: () =>
-              ctx.database.db
-                .transaction()
-                .execute((trx) => createAuthContext(ctx, trx, vendor, auth_context)),
-          }),
-        );
-        failed = lockoutOutcome(resolved.result.reason, resolved.context.userId);
-      } finally {
-        // Recorded before the answer leaves: a caller that reads no_match and retries at once, on this
-        // instance or another, already meets the count (and the lock) this attempt left.
-        await settle?.(failed);
-      }
       const { context: c, result } = resolved;
       // A stored copy of this answer (Idempotency-Key) is sealed under the identified person's data key.
       if (c.userId) request.idempotencyUser = c.userId;

@@ -13,10 +13,14 @@ import { Keyring, open, seal } from '../../crypto/keyring.ts';
 import { inBatches } from '../../db/batches.ts';
 import type { Db, WriteBatch } from '../../db/index.ts';
 import { lastIso } from '../../lib/iso-date.ts';
+import { activeConsents, revokeConsent } from '../consents/service.ts';
 import { findKiosk } from '../pvs/service.ts';
 import { savePredicates } from '../verification/zk.ts';
 import { enqueueContextEvent } from '../webhooks/service.ts';
+import { consentCovering } from './decide.ts';
 import { type AuthContext, authContextStore } from './store.ts';
+
+export type { AuthContext };
 
 /**
  * The state machine of an authentication context (docs/architecture.md, "Life of an authentication
@@ -212,6 +216,29 @@ export async function forgetWithdrawnValues(
 }
 
 /**
+ * `DELETE /v1/consents/:consent_id`: revokes one of the user's consents (consents `revokeConsent`) and, in
+ * the same transaction, drops from the vendor's stored results the values the user's remaining consents no
+ * longer cover. `vendorId` is the consent's vendor (for the caller, not the answer).
+ */
+export async function withdrawConsent(ctx: AppContext, userId: string, consentId: string) {
+  const now = ctx.now();
+  return ctx.database.db.transaction().execute(async (trx) => {
+    const done = await revokeConsent(trx, userId, consentId, now);
+    // Disclosed values do not outlive the consent that allowed them (docs/security.md): the vendor's
+    // stored results keep only what the user's remaining consents cover.
+    const remaining = await activeConsents(trx, userId, done.vendorId, now);
+    await forgetWithdrawnValues(
+      ctx,
+      trx,
+      userId,
+      done.vendorId,
+      (name) => name === 'pseudonym' || consentCovering(name, remaining) !== undefined,
+    );
+    return done;
+  });
+}
+
+/**
  * Creates a pending context in `db`'s transaction. With a group commit's `batch` (db/group-commit.ts) the row
  * is inserted with the rest of the group's, after this returned (one multi-row INSERT on PostgreSQL).
  */
@@ -269,6 +296,11 @@ export async function createAuthContext(
 
 export async function loadContext(db: Db, authId: string): Promise<AuthContext | undefined> {
   return authContextStore(db).get(authId);
+}
+
+/** Several contexts by id in one query (status reads of one turn, lib/turn-batch.ts); unknown ids are left out. */
+export async function loadContexts(db: Db, ids: readonly string[]): Promise<AuthContext[]> {
+  return authContextStore(db).getMany(ids);
 }
 
 /** A context of the calling vendor (another vendor's is 404, never 403: existence is not revealed). */

@@ -11,9 +11,8 @@ import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contr
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { consentCovering } from '../auth-contexts/decide.ts';
-import { forgetWithdrawnValues } from '../auth-contexts/state.ts';
-import { activeConsents, grantConsent, listConsents, revokeConsent } from './service.ts';
+import { withdrawConsent } from '../auth-contexts/state.ts';
+import { grantOwnConsent, listConsents } from './service.ts';
 
 export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
@@ -55,9 +54,7 @@ export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const consent = await ctx.database.db
-        .transaction()
-        .execute((trx) => grantConsent(trx, user.id, request.body, ctx.now()));
+      const consent = await grantOwnConsent(ctx, user.id, request.body);
       return ok(reply, consent, 201);
     },
   );
@@ -82,21 +79,7 @@ export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const now = ctx.now();
-      const { vendorId, ...revoked } = await ctx.database.db.transaction().execute(async (trx) => {
-        const done = await revokeConsent(trx, user.id, request.params.consent_id, now);
-        // Disclosed values do not outlive the consent that allowed them (docs/security.md): the vendor's
-        // stored results keep only what the user's remaining consents cover.
-        const remaining = await activeConsents(trx, user.id, done.vendorId, now);
-        await forgetWithdrawnValues(
-          ctx,
-          trx,
-          user.id,
-          done.vendorId,
-          (name) => name === 'pseudonym' || consentCovering(name, remaining) !== undefined,
-        );
-        return done;
-      });
+      const { vendorId, ...revoked } = await withdrawConsent(ctx, user.id, request.params.consent_id);
       return ok(reply, revoked);
     },
   );

@@ -6,9 +6,11 @@ import {
   type CreateConsentBody,
 } from '@palmid/contracts/api/consents';
 import { AppError } from '@palmid/contracts/errors';
+import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import type { ConsentsTable } from '../../db/schema.ts';
 import { getVendor } from '../vendors/service.ts';
+import { consentStore } from './store.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -59,17 +61,7 @@ export async function activeConsents(
   vendorId: string,
   now: number,
 ): Promise<Map<string, ConsentGrant>> {
-  const rows = await db
-    .selectFrom('consents')
-    .selectAll()
-    .where('user_id', '=', userId)
-    .where('vendor_id', '=', vendorId)
-    .where('revoked_at', 'is', null)
-    .where('expires_at', '>', now)
-    .where('granted_at', '<=', now)
-    .orderBy('granted_at')
-    .orderBy('id')
-    .execute();
+  const rows = await consentStore(db).listActiveAt(userId, vendorId, now);
   const out = new Map<string, ConsentGrant>();
   for (const row of rows) {
     for (const a of parseAttributes(row.attributes)) {
@@ -88,9 +80,7 @@ export async function activeConsents(
 
 /** The user's consents, newest first; without `all` only the active ones. */
 export async function listConsents(db: Db, userId: string, now: number, all = false): Promise<Consent[]> {
-  let q = db.selectFrom('consents').selectAll().where('user_id', '=', userId);
-  if (!all) q = q.where('revoked_at', 'is', null).where('expires_at', '>', now);
-  const rows = await q.orderBy('granted_at', 'desc').orderBy('id').execute();
+  const rows = await consentStore(db).listOf(userId, all ? undefined : now);
   return rows.map((r) => toConsent(r, now));
 }
 
@@ -144,8 +134,17 @@ export async function grantConsent(
     audit_log: 1,
     revoked_at: null,
   };
-  await db.insertInto('consents').values(row).execute();
+  await consentStore(db).insert(row);
   return toConsent(row, now);
+}
+
+/** `POST /v1/consents`: `grantConsent` in a transaction of its own. */
+export async function grantOwnConsent(
+  ctx: AppContext,
+  userId: string,
+  body: CreateConsentBody,
+): Promise<Consent> {
+  return ctx.database.db.transaction().execute((trx) => grantConsent(trx, userId, body, ctx.now()));
 }
 
 /**
@@ -154,12 +153,8 @@ export async function grantConsent(
  * consent's vendor (for the caller, not the answer).
  */
 export async function revokeConsent(db: Db, userId: string, consentId: string, now: number) {
-  const row = await db
-    .selectFrom('consents')
-    .selectAll()
-    .where('id', '=', consentId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  const store = consentStore(db);
+  const row = await store.getOf(userId, consentId);
   if (!row) throw new AppError('NOT_FOUND', 'Consent not found', { field: 'consent_id', reason: 'unknown' });
   if (row.revoked_at !== null)
     return {
@@ -172,16 +167,11 @@ export async function revokeConsent(db: Db, userId: string, consentId: string, n
       field: 'consent_id',
       reason: 'not_revocable',
     });
-  await db
-    .updateTable('consents')
-    .set({ revoked_at: now })
-    .where('id', '=', consentId)
-    .where('revoked_at', 'is', null)
-    .execute();
+  await store.markRevoked(consentId, now);
   return { consent_id: row.id, revoked_at: new Date(now).toISOString(), vendorId: row.vendor_id };
 }
 
 /** The consents module's part of an erasure (modules/gdpr): every consent of the user. */
 export async function eraseUserConsents(db: Db, userId: string): Promise<void> {
-  await db.deleteFrom('consents').where('user_id', '=', userId).execute();
+  await consentStore(db).deleteOf(userId);
 }

@@ -12,15 +12,7 @@ import type { AppContext, Caller } from '../../context.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { appendAudit } from '../audit/service.ts';
-import {
-  advanceCounter,
-  bindKey,
-  consumeNonce,
-  countOpenNonces,
-  insertNonce,
-  loadKey,
-  resetKey,
-} from './store.ts';
+import { deviceStore } from './store.ts';
 
 /**
  * Capture devices and their attestations (docs/security.md "Attested captures"). A device (a kiosk's agent
@@ -39,7 +31,7 @@ export type DeviceKeyState = 'bound' | 'unbound';
 /** Issues a (new) one-time provisioning secret; a key bound before is dropped (`admin pvs rekey`). */
 export async function newProvisioningSecret(db: Db, pvsId: string, now: number): Promise<string> {
   const secret = newSecret(PROVISIONING_PREFIX);
-  await resetKey(db, pvsId, hashSecret(secret), now);
+  await deviceStore(db).resetKey(pvsId, hashSecret(secret), now);
   return secret;
 }
 
@@ -54,7 +46,7 @@ export async function bindOnHello(
   deviceKey: { public_key: string; provisioning_secret?: string | undefined } | undefined,
   now: number,
 ): Promise<DeviceKeyState> {
-  const row = await loadKey(db, pvsId);
+  const row = await deviceStore(db).loadKey(pvsId);
   if (deviceKey) {
     try {
       publicKeyFromString(deviceKey.public_key);
@@ -78,7 +70,7 @@ export async function bindOnHello(
   const valid =
     row?.provisioning_hash != null &&
     safeEqualHex(row.provisioning_hash, hash) &&
-    (await bindKey(db, pvsId, hash, deviceKey.public_key, now));
+    (await deviceStore(db).bindKey(pvsId, hash, deviceKey.public_key, now));
   if (!valid)
     throw new AppError('FORBIDDEN', 'The provisioning secret is invalid or already used (admin pvs rekey)', {
       field: 'device_key.provisioning_secret',
@@ -88,7 +80,7 @@ export async function bindOnHello(
 }
 
 export async function deviceKeyState(db: Db, pvsId: string): Promise<DeviceKeyState> {
-  return (await loadKey(db, pvsId))?.public_key ? 'bound' : 'unbound';
+  return (await deviceStore(db).loadKey(pvsId))?.public_key ? 'bound' : 'unbound';
 }
 
 /**
@@ -130,14 +122,13 @@ export async function issueNonce(
   q: { pvsId: string; purpose: CapturePurpose; subject: string; expiresAt: number },
   now: number,
 ): Promise<string> {
-  if ((await countOpenNonces(db, q.pvsId, now)) >= MAX_OPEN_NONCES)
+  if ((await deviceStore(db).countOpenNonces(q.pvsId, now)) >= MAX_OPEN_NONCES)
     throw new AppError('RATE_LIMITED', 'Too many enrolments begun and not finished on this device', {
       reason: 'too_many_open_nonces',
       retry_after_s: Math.ceil(ENROLMENT_NONCE_TTL_MS / 1000),
     });
   const nonce = randomBytes(16).toString('base64url');
-  await insertNonce(
-    db,
+  await deviceStore(db).insertNonce(
     { nonce, pvs_id: q.pvsId, purpose: q.purpose, subject: q.subject, expires_at: q.expiresAt },
     now,
   );
@@ -212,7 +203,7 @@ export async function checkAttestation(ctx: AppContext, q: CaptureQuery): Promis
     if (device.vendorId !== q.vendorId)
       return fail('other_vendor', 'the capture device is not registered to this vendor');
   }
-  const key = await loadKey(db, deviceId);
+  const key = await deviceStore(db).loadKey(deviceId);
   if (!key?.public_key) return fail('no_key', 'the capture device has no registered key');
   const publicKey = publicKeyFromString(key.public_key);
   const first = q.samples[0]!.attestation;
@@ -250,8 +241,7 @@ export async function checkAttestation(ctx: AppContext, q: CaptureQuery): Promis
       return fail('nonce', 'the nonce was not issued to this kiosk for this context');
   } else if (q.purpose === 'enroll') {
     if (!first!.nonce) return fail('nonce', 'the capture carries no server nonce');
-    const expiresAt = await consumeNonce(
-      db,
+    const expiresAt = await deviceStore(db).consumeNonce(
       { nonce: first!.nonce, pvsId: deviceId, purpose: q.purpose, subject },
       now,
     );
@@ -287,7 +277,7 @@ export async function settleAttestation(
 ): Promise<CaptureVerdict | undefined> {
   if (!verdict?.ok || !verdict.pending) return verdict;
   const { lowest, highest } = verdict.pending;
-  if (!(await advanceCounter(db, verdict.deviceId, lowest, highest, now)))
+  if (!(await deviceStore(db).advanceCounter(verdict.deviceId, lowest, highest, now)))
     return {
       ok: false,
       deviceId: verdict.deviceId,

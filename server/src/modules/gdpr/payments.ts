@@ -1,6 +1,6 @@
 import type { Payment } from '@palmid/contracts/api/payments';
 import type { Db } from '../../db/index.ts';
-import { authContextStore } from '../auth-contexts/store.ts';
+import { loadContexts } from '../auth-contexts/state.ts';
 import { userTransactions } from '../ledger/service.ts';
 import { getUser } from '../users/service.ts';
 
@@ -30,9 +30,7 @@ export async function userPayments(db: Db, userId: string, limit: number): Promi
   }
   const unknown = out.filter((p) => !p.recorded).map((p) => p.context_id);
   const contexts =
-    unknown.length > 0
-      ? new Map((await authContextStore(db).getMany(unknown)).map((c) => [c.id, c]))
-      : new Map();
+    unknown.length > 0 ? new Map((await loadContexts(db, unknown)).map((c) => [c.id, c])) : new Map();
   return out.map(({ recorded, ...p }) => ({
     ...p,
     currency: recorded ? p.currency : (contexts.get(p.context_id)?.currency ?? null),

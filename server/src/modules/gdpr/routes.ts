@@ -4,9 +4,7 @@ import { successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { auditedAccess } from '../attributes/audit.ts';
-import { forgetPalms } from '../users/gallery.ts';
-import { eraseUser, exportUserData } from './service.ts';
+import { eraseOwnData, exportOwnData } from './service.ts';
 
 export const gdprRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
@@ -28,15 +26,7 @@ export const gdprRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      // Every exported attribute is an attribute read, audited like any other.
-      const data = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'READ',
-        (trx) => exportUserData(ctx, trx, user.id, ctx.now()),
-        (exp) => exp.attributes.map((a) => a.name),
-      );
+      const data = await exportOwnData(ctx, callerOf(request), user.id);
       if (request.query.format !== 'json') {
         const day = data.exported_at.slice(0, 10);
         reply.header('Content-Disposition', `attachment; filename="palmid-export-${user.id}-${day}.json"`);
@@ -61,17 +51,7 @@ export const gdprRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const result = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'DELETE',
-        (trx) => eraseUser(ctx, trx, user.id),
-        ['*'],
-      );
-      // Only after the erasure is committed may the in-memory gallery forget the palms.
-      forgetPalms(ctx, user.id);
-      return ok(reply, result);
+      return ok(reply, await eraseOwnData(ctx, callerOf(request), user.id));
     },
   );
 };

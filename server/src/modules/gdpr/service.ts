@@ -1,16 +1,17 @@
 import type { GdprExport } from '@palmid/contracts/api/gdpr';
 import { AppError } from '@palmid/contracts/errors';
-import type { AppContext } from '../../context.ts';
+import type { AppContext, Caller } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
-import { listAttributes } from '../attributes/service.ts';
-import { eraseUserAttributes } from '../attributes/store.ts';
+import { auditedAccess } from '../attributes/audit.ts';
+import { eraseUserAttributes, listAttributes } from '../attributes/service.ts';
 import { listAudit, shredAuditOf } from '../audit/service.ts';
 import { forgetResultsOf } from '../auth-contexts/state.ts';
 import { eraseUserConsents, listConsents } from '../consents/service.ts';
 import { eraseAnswersOf } from '../kiosk-link/idempotency.ts';
 import { eraseLedgerOf, userTransactions } from '../ledger/service.ts';
+import { forgetPalms } from '../users/gallery.ts';
 import { eraseUserRecord, getUser, palmRegistered, palmsOf } from '../users/service.ts';
-import { eraseUserVerificationData } from '../verification/store.ts';
+import { eraseUserVerificationData } from '../verification/service.ts';
 
 /** Enough for any real user; the export must not silently drop the oldest records. */
 const EXPORT_AUDIT_LIMIT = 1_000_000;
@@ -68,4 +69,25 @@ export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
   await eraseAnswersOf(db, userId);
   await shredAuditOf(db, userId);
   return { deleted: true as const, deleted_at: new Date(now).toISOString() };
+}
+
+/** `GET /v1/gdpr/export`: the user's own export; every exported attribute is an attribute read, audited. */
+export async function exportOwnData(ctx: AppContext, caller: Caller, userId: string): Promise<GdprExport> {
+  return auditedAccess(
+    ctx,
+    caller,
+    userId,
+    'READ',
+    (trx) => exportUserData(ctx, trx, userId, ctx.now()),
+    (exp) => exp.attributes.map((a) => a.name),
+  );
+}
+
+/** `DELETE /v1/gdpr/delete-me`: the erasure, audited; only once it is committed may the gallery forget the palms. */
+export async function eraseOwnData(ctx: AppContext, caller: Caller, userId: string) {
+  const result = await auditedAccess(ctx, caller, userId, 'DELETE', (trx) => eraseUser(ctx, trx, userId), [
+    '*',
+  ]);
+  forgetPalms(ctx, userId);
+  return result;
 }

@@ -3,6 +3,7 @@ import { type Keyring, open, seal } from '../../crypto/keyring.ts';
 import { inBatches } from '../../db/batches.ts';
 import type { Db } from '../../db/index.ts';
 import { dataKeyOf } from '../users/service.ts';
+import { kioskLinkStore } from './store.ts';
 
 const TTL_MS = 24 * 3600_000;
 
@@ -19,11 +20,7 @@ export interface AnswerOwner {
  * erased with the user; one about nobody (a failed match) under the service's derived key.
  */
 export async function recallAnswer(ctx: AppContext, db: Db, key: string): Promise<unknown | undefined> {
-  const row = await db
-    .selectFrom('idempotency')
-    .select(['response', 'created_at', 'user_id'])
-    .where('key', '=', key)
-    .executeTakeFirst();
+  const row = await kioskLinkStore(db).answer(key);
   if (!row || Number(row.created_at) < ctx.now() - TTL_MS) return undefined;
   let sealKey: Buffer;
   if (row.user_id === null) sealKey = ctx.keyring.derive('idempotency');
@@ -46,24 +43,22 @@ export async function rememberAnswer(
     ? (owner.dataKey ?? (await dataKeyOf(ctx, db, owner.userId)))
     : ctx.keyring.derive('idempotency');
   const sealed = seal(sealKey, Buffer.from(JSON.stringify(answer), 'utf8'), key).toString('base64');
-  await db
-    .insertInto('idempotency')
-    .values({ key, response: sealed, created_at: ctx.now(), user_id: owner?.userId ?? null })
-    .execute();
+  await kioskLinkStore(db).insertAnswer({
+    key,
+    response: sealed,
+    created_at: ctx.now(),
+    user_id: owner?.userId ?? null,
+  });
 }
 
 /** The user's stored kiosk answers, gone with the user (GDPR erasure, gdpr/service.ts). */
 export async function eraseAnswersOf(db: Db, userId: string): Promise<void> {
-  await db.deleteFrom('idempotency').where('user_id', '=', userId).execute();
+  await kioskLinkStore(db).deleteAnswersOf(userId);
 }
 
 /** Drops answers past their day (run by the server's sweep); returns how many. */
 export async function pruneAnswers(ctx: AppContext): Promise<number> {
-  const res = await ctx.database.db
-    .deleteFrom('idempotency')
-    .where('created_at', '<', ctx.now() - TTL_MS)
-    .executeTakeFirst();
-  return Number(res.numDeletedRows);
+  return kioskLinkStore(ctx.database.db).deleteAnswersBefore(ctx.now() - TTL_MS);
 }
 
 /**
@@ -80,32 +75,15 @@ export async function resealAnswers(
   batch: number,
 ): Promise<{ resealed: number; already: number; expired: number }> {
   const report = { resealed: 0, already: 0, expired: 0 };
-  const dropped = await db
-    .deleteFrom('idempotency')
-    .where('created_at', '<', now - TTL_MS)
-    .executeTakeFirst();
-  report.expired = Number(dropped.numDeletedRows);
+  const store = kioskLinkStore(db);
+  report.expired = await store.deleteAnswersBefore(now - TTL_MS);
   // Vendors' stored answers (Idempotency-Key, below) under the service key are forgotten, not carried over:
   // a retry after a rotation is processed afresh.
-  const vendorAnswers = await db
-    .deleteFrom('idempotency')
-    .where('key', 'like', 'vendor:%')
-    .where('user_id', 'is', null)
-    .executeTakeFirst();
-  report.expired += Number(vendorAnswers.numDeletedRows);
+  report.expired += await store.deleteServiceSealedVendorAnswers();
   const ctxAt = (keyring: Keyring) => ({ keyring, now: () => now }) as AppContext;
   await inBatches(db, {
     batch,
-    page: (after, limit) =>
-      db
-        .selectFrom('idempotency')
-        .selectAll()
-        .where('key', '>', after)
-        .where('user_id', 'is', null)
-        .where('key', 'not like', 'vendor:%')
-        .orderBy('key')
-        .limit(limit)
-        .execute(),
+    page: (after, limit) => store.serviceSealedKioskAnswersAfter(after, limit),
     key: (r) => r.key,
     each: async (trx, r) => {
       if (await recallAnswer(ctxAt(to), trx, r.key).catch(() => undefined)) {
@@ -114,12 +92,7 @@ export async function resealAnswers(
       }
       const answer = await recallAnswer(ctxAt(from), trx, r.key);
       const sealed = seal(to.derive('idempotency'), Buffer.from(JSON.stringify(answer), 'utf8'), r.key);
-      await trx
-        .updateTable('idempotency')
-        .set({ response: sealed.toString('base64') })
-        .where('key', '=', r.key)
-        .where('response', '=', r.response)
-        .execute();
+      await kioskLinkStore(trx).replaceAnswer(r.key, r.response, { response: sealed.toString('base64') });
       report.resealed++;
     },
   });
@@ -142,19 +115,12 @@ export type VendorKeyClaim =
 
 export async function claimVendorKey(ctx: AppContext, key: string, hash: string): Promise<VendorKeyClaim> {
   const db = ctx.database.db;
+  const store = kioskLinkStore(db);
   const now = ctx.now();
   for (let tries = 0; tries < 3; tries++) {
-    const inserted = await db
-      .insertInto('idempotency')
-      .values({ key, response: `${hash}.`, created_at: now, user_id: null })
-      .onConflict((oc) => oc.column('key').doNothing())
-      .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: 'fresh' };
-    const row = await db
-      .selectFrom('idempotency')
-      .select(['response', 'created_at', 'user_id'])
-      .where('key', '=', key)
-      .executeTakeFirst();
+    if (await store.insertAnswerIfNew({ key, response: `${hash}.`, created_at: now, user_id: null }))
+      return { kind: 'fresh' };
+    const row = await store.answer(key);
     if (!row) continue; // pruned or released in between
     const created = Number(row.created_at);
     const dot = row.response.indexOf('.');
@@ -162,11 +128,7 @@ export async function claimVendorKey(ctx: AppContext, key: string, hash: string)
     const sealed = row.response.slice(dot + 1);
     const stale = created < now - TTL_MS || (sealed === '' && created < now - IN_FLIGHT_MS);
     if (stale) {
-      await db
-        .deleteFrom('idempotency')
-        .where('key', '=', key)
-        .where('response', '=', row.response)
-        .execute();
+      await store.deleteAnswer(key, row.response);
       continue;
     }
     if (storedHash !== hash) return { kind: 'reused' };
@@ -183,11 +145,7 @@ export async function claimVendorKey(ctx: AppContext, key: string, hash: string)
       answer = undefined; // sealed under a key since rotated away: forgotten
     }
     if (!answer) {
-      await db
-        .deleteFrom('idempotency')
-        .where('key', '=', key)
-        .where('response', '=', row.response)
-        .execute();
+      await store.deleteAnswer(key, row.response);
       continue;
     }
     return { kind: 'replay', answer };
@@ -209,19 +167,13 @@ export async function keepVendorAnswer(
     : ctx.keyring.derive('idempotency');
   const owner = sealKey && userId ? userId : null;
   const sealed = seal(sealKey ?? ctx.keyring.derive('idempotency'), Buffer.from(JSON.stringify(answer)), key);
-  await db
-    .updateTable('idempotency')
-    .set({ response: `${hash}.${sealed.toString('base64')}`, user_id: owner })
-    .where('key', '=', key)
-    .where('response', '=', `${hash}.`)
-    .execute();
+  await kioskLinkStore(db).replaceAnswer(key, `${hash}.`, {
+    response: `${hash}.${sealed.toString('base64')}`,
+    user_id: owner,
+  });
 }
 
 /** Lets a claimed key go (the request failed: a retry with the key is processed afresh). */
 export async function releaseVendorKey(ctx: AppContext, key: string, hash: string): Promise<void> {
-  await ctx.database.db
-    .deleteFrom('idempotency')
-    .where('key', '=', key)
-    .where('response', '=', `${hash}.`)
-    .execute();
+  await kioskLinkStore(ctx.database.db).deleteAnswer(key, `${hash}.`);
 }

@@ -5,6 +5,7 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 import type { Db } from '../../db/index.ts';
+import { kioskLinkStore } from './store.ts';
 
 /**
  * Repeated failed palm matches on one kiosk lock it out for a while (brute-force presentation defence,
@@ -106,20 +107,10 @@ export class KioskLockout {
   }
 
   async #lockedUntil(pvsId: string): Promise<number> {
-    const row = await this.db
-      .selectFrom('kiosk_lockouts')
-      .select('locked_until')
-      .where('pvs_id', '=', pvsId)
-      .executeTakeFirst();
-    return row ? Number(row.locked_until) : 0;
+    return kioskLinkStore(this.db).lockedUntil(pvsId);
   }
 
   async #lock(pvsId: string, until: number): Promise<void> {
-    const values = { failures: '[]', locked_until: until };
-    await this.db
-      .insertInto('kiosk_lockouts')
-      .values({ pvs_id: pvsId, ...values })
-      .onConflict((oc) => oc.column('pvs_id').doUpdateSet(values))
-      .execute();
+    await kioskLinkStore(this.db).lock(pvsId, until);
   }
 }

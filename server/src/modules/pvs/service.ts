@@ -4,6 +4,7 @@ import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { newProvisioningSecret } from '../devices/service.ts';
 import { getVendor } from '../vendors/service.ts';
+import { pvsStore } from './store.ts';
 
 export interface PvsPrincipal {
   id: string;
@@ -23,18 +24,15 @@ export async function createPvs(
   }
   const id = randomUUID();
   const token = newSecret('pvs_');
-  await db
-    .insertInto('pvs')
-    .values({
-      id,
-      name: input.name,
-      vendor_id: input.vendorId ?? null,
-      token_hash: hashSecret(token),
-      created_at: now,
-      last_seen: null,
-      revoked_at: null,
-    })
-    .execute();
+  await pvsStore(db).insert({
+    id,
+    name: input.name,
+    vendor_id: input.vendorId ?? null,
+    token_hash: hashSecret(token),
+    created_at: now,
+    last_seen: null,
+    revoked_at: null,
+  });
   // The device binds its own key with this one-time secret (docs/kiosk-install.md).
   const provisioning_secret = await newProvisioningSecret(db, id, now);
   return {
@@ -48,7 +46,7 @@ export async function createPvs(
 
 /** `admin pvs rekey`: drops the device's registered key and issues a new one-time provisioning secret. */
 export async function rekeyPvs(db: Db, id: string, now = Date.now()) {
-  const row = await db.selectFrom('pvs').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst();
+  const row = await pvsStore(db).get(id);
   if (!row || row.revoked_at !== null)
     throw new AppError('NOT_FOUND', `No active kiosk ${id}`, { field: 'pvs_id', reason: 'unknown' });
   return { pvs_id: id, provisioning_secret: await newProvisioningSecret(db, id, now) };
@@ -59,30 +57,16 @@ export async function findPvs(
   db: Db,
   id: string,
 ): Promise<{ vendorId: string | null; revoked: boolean; name: string } | undefined> {
-  const row = await db
-    .selectFrom('pvs')
-    .select(['vendor_id', 'revoked_at', 'name'])
-    .where('id', '=', id)
-    .executeTakeFirst();
+  const row = await pvsStore(db).get(id);
   return row ? { vendorId: row.vendor_id, revoked: row.revoked_at !== null, name: row.name } : undefined;
 }
 
 export async function listPvs(db: Db) {
-  return db
-    .selectFrom('pvs')
-    .select(['id', 'name', 'vendor_id', 'created_at', 'last_seen', 'revoked_at'])
-    .orderBy('created_at')
-    .execute();
+  return pvsStore(db).list();
 }
 
 export async function revokePvs(db: Db, id: string, now = Date.now()) {
-  const res = await db
-    .updateTable('pvs')
-    .set({ revoked_at: now })
-    .where('id', '=', id)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1)
+  if (!(await pvsStore(db).markRevoked(id, now)))
     throw new AppError('NOT_FOUND', `No active kiosk ${id}`, { field: 'pvs_id', reason: 'unknown' });
   return { pvs_id: id, revoked: true };
 }
@@ -97,31 +81,25 @@ export async function authenticatePvs(db: Db, header: unknown): Promise<PvsPrinc
   const m = /^Bearer (pvs_[A-Za-z0-9_-]{43})$/.exec(header);
   if (!m) throw unauthorized();
   const hash = hashSecret(m[1]!);
-  const row = await db.selectFrom('pvs').selectAll().where('token_hash', '=', hash).executeTakeFirst();
+  const row = await pvsStore(db).byTokenHash(hash);
   if (!row || !safeEqualHex(row.token_hash, hash) || row.revoked_at !== null) throw unauthorized();
   return { id: row.id, name: row.name, vendorId: row.vendor_id };
 }
 
 export async function touchPvs(db: Db, id: string, now: number): Promise<void> {
-  await db.updateTable('pvs').set({ last_seen: now }).where('id', '=', id).execute();
+  await pvsStore(db).touch(id, now);
 }
 
 /** Whether the kiosk may still act: known and not revoked. */
 export async function pvsActive(db: Db, id: string): Promise<boolean> {
-  const row = await db.selectFrom('pvs').select('revoked_at').where('id', '=', id).executeTakeFirst();
+  const row = await pvsStore(db).get(id);
   return row !== undefined && row.revoked_at === null;
 }
 
 /** Those of `ids` that are revoked (or gone): the revocation watcher closes their sockets. */
 export async function revokedPvsAmong(db: Db, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await db
-    .selectFrom('pvs')
-    .select('id')
-    .where('id', 'in', ids)
-    .where('revoked_at', 'is', null)
-    .execute();
-  const active = new Set(rows.map((r) => r.id));
+  const active = new Set(await pvsStore(db).activeAmong(ids));
   return ids.filter((id) => !active.has(id));
 }
 
@@ -130,11 +108,7 @@ export async function findKiosk(
   db: Db,
   id: string,
 ): Promise<{ vendorId: string | null; revokedAt: number | null } | undefined> {
-  const row = await db
-    .selectFrom('pvs')
-    .select(['vendor_id', 'revoked_at'])
-    .where('id', '=', id)
-    .executeTakeFirst();
+  const row = await pvsStore(db).get(id);
   return (
     row && { vendorId: row.vendor_id, revokedAt: row.revoked_at === null ? null : Number(row.revoked_at) }
   );
@@ -142,10 +116,5 @@ export async function findKiosk(
 
 /** Revokes every active kiosk of that name (the development demo re-creates its kiosk at each start). */
 export async function revokePvsNamed(db: Db, name: string, now: number): Promise<void> {
-  await db
-    .updateTable('pvs')
-    .set({ revoked_at: now })
-    .where('name', '=', name)
-    .where('revoked_at', 'is', null)
-    .execute();
+  await pvsStore(db).markRevokedNamed(name, now);
 }

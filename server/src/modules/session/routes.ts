@@ -3,7 +3,7 @@ import { sessionBodySchema, sessionResponseSchema } from '@palmid/contracts/api/
 import { errorBodySchema, successSchema } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok } from '../../plugins/app/envelope.ts';
-import { redeemClaimCode } from '../users/service.ts';
+import { openSession } from '../users/service.ts';
 
 /** Kiosk enrolment → user session: the one-time claim code is exchanged for a bearer token. */
 export const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -27,9 +27,7 @@ export const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const session = await ctx.database.db
-        .transaction()
-        .execute((trx) => redeemClaimCode(ctx, trx, request.body.claim_code));
+      const session = await openSession(ctx, request.body.claim_code);
       return ok(reply, session);
     },
   );

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.ts';
 import { open } from '../../crypto/keyring.ts';
+import { userStore } from './store.ts';
 
 /**
  * The users' palms in the in-memory gallery (modules/matching): loaded at start-up, kept in step with
@@ -8,13 +9,7 @@ import { open } from '../../crypto/keyring.ts';
 
 /** Loads every enrolled palm into the in-memory gallery (at start-up). Templates are decrypted only here. */
 export async function loadGallery(ctx: AppContext): Promise<number> {
-  const db = ctx.database.db;
-  const rows = await db
-    .selectFrom('palms')
-    .innerJoin('users', 'users.id', 'palms.user_id')
-    .select(['palms.id', 'palms.user_id', 'palms.hand', 'palms.template_enc', 'users.wrapped_key'])
-    .where('users.erased_at', 'is', null)
-    .execute();
+  const rows = await userStore(ctx.database.db).allSealedPalms();
   const keys = new Map<string, Buffer>();
   for (const r of rows) {
     if (!r.wrapped_key) continue;
@@ -41,14 +36,7 @@ export function forgetPalms(ctx: AppContext, userId: string): void {
  * palms. Used when another instance enrolled or updated the user.
  */
 export async function loadUserPalms(ctx: AppContext, userId: string): Promise<number> {
-  const rows = await ctx.database.db
-    .selectFrom('palms')
-    .innerJoin('users', 'users.id', 'palms.user_id')
-    .select(['palms.id', 'palms.hand', 'palms.template_enc', 'users.wrapped_key'])
-    .where('palms.user_id', '=', userId)
-    .where('users.erased_at', 'is', null)
-    .orderBy('palms.created_at')
-    .execute();
+  const rows = await userStore(ctx.database.db).sealedPalmsOf(userId);
   const entries = [];
   const wrapped = rows[0]?.wrapped_key;
   if (wrapped) {
@@ -103,18 +91,13 @@ export async function catchUpGallery(
   ctx: AppContext,
   since: number,
 ): Promise<{ removed: number; loaded: number }> {
-  const db = ctx.database.db;
-  const erased = await db.selectFrom('users').select('id').where('erased_at', '>=', since).execute();
-  for (const u of erased) ctx.gallery.removeUser(u.id);
-  const changed = await db
-    .selectFrom('palms')
-    .select('user_id')
-    .distinct()
-    .where('created_at', '>=', since)
-    .execute();
+  const store = userStore(ctx.database.db);
+  const erased = await store.erasedSince(since);
+  for (const id of erased) ctx.gallery.removeUser(id);
+  const changed = await store.usersEnrolledSince(since);
   // palms removed since (no palm row is left to find): reload those users
-  const lost = await db.selectFrom('users').select('id').where('palms_changed_at', '>=', since).execute();
-  const reload = new Set([...changed.map((p) => p.user_id), ...lost.map((u) => u.id)]);
+  const lost = await store.palmsChangedSince(since);
+  const reload = new Set([...changed, ...lost]);
   for (const id of reload) await loadUserPalms(ctx, id);
   return { removed: erased.length, loaded: reload.size };
 }

@@ -1,3 +1,4 @@
+import type { PalmItem } from '@palmid/contracts/api/palms';
 import { passesLiveness } from '@palmid/contracts/capture/liveness';
 import { AppError } from '@palmid/contracts/errors';
 import type { AppContext, Caller } from '../../context.ts';
@@ -5,6 +6,11 @@ import { hashSecret, newClaimCode, normaliseClaimCode } from '../../crypto/secre
 import type { Db } from '../../db/index.ts';
 import { appendAudit } from '../audit/service.ts';
 import { type AttestedCapture, auditAttestationFailure, checkAttestation } from '../devices/service.ts';
+import { findPvs } from '../pvs/service.ts';
+import { getVendor } from '../vendors/service.ts';
+import { loadUserPalms } from './gallery.ts';
+import { palmsOf, removePalm } from './service.ts';
+import { userStore } from './store.ts';
 
 /**
  * Palms belong to their owner (docs/security.md). A palm is added to a user only
@@ -25,18 +31,16 @@ export const PALM_CONFIRMATION_TTL_MS = 10 * 60_000;
 export async function issuePalmConfirmation(ctx: AppContext, db: Db, userId: string) {
   const code = newClaimCode();
   const now = ctx.now();
-  await db
-    .insertInto('palm_confirmations')
-    .values({
-      code_hash: hashSecret(`palm:${normaliseClaimCode(code)}`),
-      user_id: userId,
-      created_at: now,
-      expires_at: now + PALM_CONFIRMATION_TTL_MS,
-      used_at: null,
-    })
-    .execute();
+  const store = userStore(db);
+  await store.insertPalmConfirmation({
+    code_hash: hashSecret(`palm:${normaliseClaimCode(code)}`),
+    user_id: userId,
+    created_at: now,
+    expires_at: now + PALM_CONFIRMATION_TTL_MS,
+    used_at: null,
+  });
   // Expired codes are pruned as new ones are issued.
-  await db.deleteFrom('palm_confirmations').where('expires_at', '<', now).execute();
+  await store.prunePalmConfirmations(now);
   return { confirmation_code: code, expires_at: new Date(now + PALM_CONFIRMATION_TTL_MS).toISOString() };
 }
 
@@ -47,17 +51,18 @@ function invalidCode(): AppError {
   });
 }
 
+/** `POST /v1/palms/confirm`: `issuePalmConfirmation` in a transaction of its own. */
+export async function confirmPalms(ctx: AppContext, userId: string) {
+  return ctx.database.db.transaction().execute((trx) => issuePalmConfirmation(ctx, trx, userId));
+}
+
 /**
  * Checks a confirmation code without spending it (a kiosk's `enroll.begin` with the code, so a wrong
  * code is said before anyone holds a palm over the scanner). Unknown, used and expired codes are the
  * same 400 as when spent; the `enroll` that follows still spends it (and may still find it gone).
  */
 export async function checkPalmConfirmation(ctx: AppContext, db: Db, code: string): Promise<void> {
-  const row = await db
-    .selectFrom('palm_confirmations')
-    .select(['used_at', 'expires_at'])
-    .where('code_hash', '=', hashSecret(`palm:${normaliseClaimCode(code)}`))
-    .executeTakeFirst();
+  const row = await userStore(db).palmConfirmation(hashSecret(`palm:${normaliseClaimCode(code)}`));
   if (!row || row.used_at !== null || Number(row.expires_at) <= ctx.now()) throw invalidCode();
 }
 
@@ -74,20 +79,11 @@ export async function consumePalmConfirmation(
 ): Promise<string> {
   const hash = hashSecret(`palm:${normaliseClaimCode(code)}`);
   const now = ctx.now();
-  const row = await db
-    .selectFrom('palm_confirmations')
-    .selectAll()
-    .where('code_hash', '=', hash)
-    .executeTakeFirst();
+  const store = userStore(db);
+  const row = await store.palmConfirmation(hash);
   if (!row || row.used_at !== null || Number(row.expires_at) <= now) throw invalidCode();
   if (forUser !== undefined && row.user_id !== forUser) throw invalidCode();
-  const res = await db
-    .updateTable('palm_confirmations')
-    .set({ used_at: now })
-    .where('code_hash', '=', hash)
-    .where('used_at', 'is', null)
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) throw invalidCode();
+  if (!(await store.usePalmConfirmation(hash, now))) throw invalidCode();
   return row.user_id;
 }
 
@@ -236,4 +232,35 @@ export async function gateVendorPalms(
     await auditRefusedPalm(ctx, input.caller, elsewhere, input.vendorId);
     throw alreadyEnrolled('palms');
   }
+}
+
+/** `GET /v1/palms`: the user's palms, oldest first, and where each was enrolled (never a template). */
+export async function listPalms(db: Db, userId: string): Promise<PalmItem[]> {
+  const palms: PalmItem[] = [];
+  for (const p of await palmsOf(db, userId)) {
+    const [kind, id] = p.source ? (p.source.split(/:(.*)/s) as [string, string]) : ['unknown', ''];
+    let where: PalmItem['where'] = { kind: 'unknown', id: null, name: null };
+    if (kind === 'kiosk') where = { kind, id, name: (await findPvs(db, id))?.name ?? null };
+    else if (kind === 'vendor') where = { kind, id, name: (await getVendor(db, id))?.name ?? null };
+    palms.push({
+      palm_id: p.id,
+      hand: p.hand,
+      enrolled_at: new Date(Number(p.created_at)).toISOString(),
+      where,
+    });
+  }
+  return palms;
+}
+
+/**
+ * `DELETE /v1/palms/{palm_id}`: removes one of the user's palms and audits it in one transaction; after
+ * the commit this instance's gallery reloads the user's palms, the other instances on the event.
+ */
+export async function deletePalm(ctx: AppContext, caller: Caller, userId: string, palmId: string) {
+  await ctx.database.db.transaction().execute(async (trx) => {
+    await removePalm(trx, userId, palmId, ctx.now());
+    await auditPalm(ctx, trx, caller, userId, null, 'SUCCESS', 'DELETE');
+  });
+  await loadUserPalms(ctx, userId);
+  ctx.events.publish('gallery.changed', { userId, action: 'update' });
 }

@@ -12,6 +12,7 @@ import {
 } from '../../crypto/secrets.ts';
 import { inBatches } from '../../db/batches.ts';
 import type { Db } from '../../db/index.ts';
+import { userStore } from './store.ts';
 
 const DAY_MS = 86_400_000;
 const CLAIM_TTL_MS = 15 * 60_000;
@@ -33,30 +34,22 @@ export async function createUser(ctx: AppContext, db: Db, createdBy: string | nu
   const { dataKey, wrapped } = ctx.keyring.newDataKey(id);
   const share = randomBytes(32);
   const lid = ledgerId(share);
-  await db
-    .insertInto('users')
-    .values({
-      id,
-      created_by_vendor: createdBy,
-      registration_date: now,
-      ledger_id: lid,
-      token_share_enc: seal(dataKey, share, `share:${id}`),
-      wrapped_key: wrapped,
-      last_auth: null,
-      erased_at: null,
-      palms_changed_at: null,
-    })
-    .execute();
+  await userStore(db).insertUser({
+    id,
+    created_by_vendor: createdBy,
+    registration_date: now,
+    ledger_id: lid,
+    token_share_enc: seal(dataKey, share, `share:${id}`),
+    wrapped_key: wrapped,
+    last_auth: null,
+    erased_at: null,
+    palms_changed_at: null,
+  });
   return { id, dataKey, ledgerId: lid, registrationDate: now };
 }
 
 export async function getUser(db: Db, id: string) {
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('id', '=', id)
-    .where('erased_at', 'is', null)
-    .executeTakeFirst();
+  return userStore(db).getLive(id);
 }
 
 export async function requireUser(db: Db, id: string) {
@@ -84,14 +77,7 @@ export async function dataKeysOf(
 ): Promise<Map<string, Buffer | 'erased' | null>> {
   const out = new Map<string, Buffer | 'erased' | null>();
   const ids = [...new Set(userIds)];
-  const rows =
-    ids.length === 0
-      ? []
-      : await db
-          .selectFrom('users')
-          .select(['id', 'wrapped_key', 'erased_at'])
-          .where('id', 'in', ids)
-          .execute();
+  const rows = await userStore(db).keysOf(ids);
   for (const id of ids) {
     const row = rows.find((r) => r.id === id);
     if (!row) out.set(id, null);
@@ -120,17 +106,14 @@ export async function issueUserToken(ctx: Pick<AppContext, 'config' | 'now'>, db
   const token = newSecret('ut_');
   const now = ctx.now();
   const expiresAt = now + ctx.config.PALMID_TOKEN_TTL_DAYS * DAY_MS;
-  await db
-    .insertInto('user_tokens')
-    .values({
-      id: randomUUID(),
-      user_id: userId,
-      token_hash: hashSecret(token),
-      created_at: now,
-      expires_at: expiresAt,
-      revoked_at: null,
-    })
-    .execute();
+  await userStore(db).insertToken({
+    id: randomUUID(),
+    user_id: userId,
+    token_hash: hashSecret(token),
+    created_at: now,
+    expires_at: expiresAt,
+    revoked_at: null,
+  });
   return { user_token: token, expires_at: new Date(expiresAt).toISOString() };
 }
 
@@ -141,19 +124,7 @@ export async function authenticateUser(ctx: AppContext, header: unknown): Promis
   const m = /^Bearer (ut_[A-Za-z0-9_-]{43})$/.exec(header);
   if (!m) throw unauthorized('invalid');
   const hash = hashSecret(m[1]!);
-  const row = await ctx.database.db
-    .selectFrom('user_tokens')
-    .innerJoin('users', 'users.id', 'user_tokens.user_id')
-    .select([
-      'user_tokens.id',
-      'user_tokens.user_id',
-      'user_tokens.token_hash',
-      'user_tokens.expires_at',
-      'user_tokens.revoked_at',
-      'users.erased_at',
-    ])
-    .where('user_tokens.token_hash', '=', hash)
-    .executeTakeFirst();
+  const row = await userStore(ctx.database.db).tokenByHash(hash);
   if (!row || !safeEqualHex(row.token_hash, hash) || row.revoked_at !== null || row.erased_at !== null) {
     throw unauthorized('invalid');
   }
@@ -164,23 +135,20 @@ export async function authenticateUser(ctx: AppContext, header: unknown): Promis
 export async function createClaimCode(ctx: AppContext, db: Db, userId: string) {
   const code = newClaimCode();
   const now = ctx.now();
-  await db
-    .insertInto('claim_codes')
-    .values({
-      code_hash: hashSecret(normaliseClaimCode(code)),
-      user_id: userId,
-      created_at: now,
-      expires_at: now + CLAIM_TTL_MS,
-      used_at: null,
-    })
-    .execute();
+  await userStore(db).insertClaimCode({
+    code_hash: hashSecret(normaliseClaimCode(code)),
+    user_id: userId,
+    created_at: now,
+    expires_at: now + CLAIM_TTL_MS,
+    used_at: null,
+  });
   return { claim_code: code, expires_at: new Date(now + CLAIM_TTL_MS).toISOString() };
 }
 
 /** One-time: a redeemed, expired or unknown code is the same 401. */
 export async function redeemClaimCode(ctx: AppContext, db: Db, code: string) {
   const hash = hashSecret(normaliseClaimCode(code));
-  const row = await db.selectFrom('claim_codes').selectAll().where('code_hash', '=', hash).executeTakeFirst();
+  const row = await userStore(db).claimCode(hash);
   const now = ctx.now();
   if (!row || row.used_at !== null || Number(row.expires_at) <= now || !(await getUser(db, row.user_id))) {
     throw new AppError('UNAUTHORIZED', 'Unknown, used or expired claim code', {
@@ -188,13 +156,7 @@ export async function redeemClaimCode(ctx: AppContext, db: Db, code: string) {
       reason: 'invalid',
     });
   }
-  const res = await db
-    .updateTable('claim_codes')
-    .set({ used_at: now })
-    .where('code_hash', '=', hash)
-    .where('used_at', 'is', null)
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) {
+  if (!(await userStore(db).useClaimCode(hash, now))) {
     throw new AppError('UNAUTHORIZED', 'Unknown, used or expired claim code', {
       field: 'claim_code',
       reason: 'invalid',
@@ -203,18 +165,17 @@ export async function redeemClaimCode(ctx: AppContext, db: Db, code: string) {
   return { user_id: row.user_id, ...(await issueUserToken(ctx, db, row.user_id)) };
 }
 
+/** `POST /v1/session`: `redeemClaimCode` in a transaction of its own. */
+export async function openSession(ctx: AppContext, code: string) {
+  return ctx.database.db.transaction().execute((trx) => redeemClaimCode(ctx, trx, code));
+}
+
 export async function touchLastAuth(db: Db, userId: string, now: number): Promise<void> {
-  await db.updateTable('users').set({ last_auth: now }).where('id', '=', userId).execute();
+  await userStore(db).touchLastAuth(userId, now);
 }
 
 export async function palmsOf(db: Db, userId: string) {
-  return db
-    .selectFrom('palms')
-    .select(['id', 'hand', 'created_at', 'source'])
-    .where('user_id', '=', userId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  return userStore(db).palmsOf(userId);
 }
 
 /**
@@ -227,40 +188,21 @@ export async function removePalm(
   palmId: string,
   now: number,
 ): Promise<{ hand: string }> {
-  const row = await db
-    .selectFrom('palms')
-    .select(['id', 'hand'])
-    .where('id', '=', palmId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  const store = userStore(db);
+  const row = await store.palmOf(userId, palmId);
   if (!row) throw new AppError('NOT_FOUND', 'Palm not found', { field: 'palm_id', reason: 'unknown' });
-  await db.deleteFrom('palms').where('id', '=', palmId).where('user_id', '=', userId).execute();
-  await db.updateTable('users').set({ palms_changed_at: now }).where('id', '=', userId).execute();
+  await store.deletePalm(userId, palmId, now);
   return { hand: row.hand };
 }
 
 /** Revokes one token (`DELETE /v1/tokens/current`); refused from the next request on. */
 export async function revokeToken(db: Db, userId: string, tokenId: string, now: number): Promise<number> {
-  const res = await db
-    .updateTable('user_tokens')
-    .set({ revoked_at: now })
-    .where('id', '=', tokenId)
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows);
+  return userStore(db).revokeToken(userId, tokenId, now);
 }
 
 /** Revokes every live token of the user (`DELETE /v1/tokens`, `admin user token revoke`); returns how many. */
 export async function revokeAllTokens(db: Db, userId: string, now: number): Promise<number> {
-  const res = await db
-    .updateTable('user_tokens')
-    .set({ revoked_at: now })
-    .where('user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows);
+  return userStore(db).revokeAllTokens(userId, now);
 }
 
 /**
@@ -268,25 +210,18 @@ export async function revokeAllTokens(db: Db, userId: string, now: number): Prom
  * vendor), made the first time the vendor needs one. The internal id never reaches a vendor.
  */
 export async function vendorUserId(db: Db, vendorId: string, userId: string, now: number): Promise<string> {
-  const found = await db
-    .selectFrom('vendor_user_ids')
-    .select('vendor_user_id')
-    .where('vendor_id', '=', vendorId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
-  if (found) return found.vendor_user_id;
-  await db
-    .insertInto('vendor_user_ids')
-    .values({ vendor_id: vendorId, user_id: userId, vendor_user_id: randomUUID(), created_at: now })
-    .onConflict((oc) => oc.columns(['vendor_id', 'user_id']).doNothing())
-    .execute();
-  const row = await db
-    .selectFrom('vendor_user_ids')
-    .select('vendor_user_id')
-    .where('vendor_id', '=', vendorId)
-    .where('user_id', '=', userId)
-    .executeTakeFirstOrThrow();
-  return row.vendor_user_id;
+  const store = userStore(db);
+  const found = await store.vendorUserId(vendorId, userId);
+  if (found !== undefined) return found;
+  await store.insertVendorUserId({
+    vendor_id: vendorId,
+    user_id: userId,
+    vendor_user_id: randomUUID(),
+    created_at: now,
+  });
+  const made = await store.vendorUserId(vendorId, userId);
+  if (made === undefined) throw new Error(`no vendor user id for ${vendorId}/${userId}`);
+  return made;
 }
 
 /** The internal id behind an id this vendor was given; undefined for any other id (another vendor's too). */
@@ -295,13 +230,7 @@ export async function internalUserId(
   vendorId: string,
   vendorUser: string,
 ): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('vendor_user_ids')
-    .select('user_id')
-    .where('vendor_id', '=', vendorId)
-    .where('vendor_user_id', '=', vendorUser)
-    .executeTakeFirst();
-  return row?.user_id;
+  return userStore(db).internalUserId(vendorId, vendorUser);
 }
 
 export async function palmRegistered(db: Db, userId: string): Promise<('left' | 'right')[]> {
@@ -320,17 +249,14 @@ export async function addPalm(
 ): Promise<string> {
   ctx.matcher.validate(palm.template);
   const id = randomUUID();
-  await db
-    .insertInto('palms')
-    .values({
-      id,
-      user_id: userId,
-      hand: palm.hand,
-      template_enc: seal(dataKey, palm.template, `palm:${userId}:${id}`),
-      created_at: ctx.now(),
-      source,
-    })
-    .execute();
+  await userStore(db).insertPalm({
+    id,
+    user_id: userId,
+    hand: palm.hand,
+    template_enc: seal(dataKey, palm.template, `palm:${userId}:${id}`),
+    created_at: ctx.now(),
+    source,
+  });
   return id;
 }
 
@@ -344,25 +270,18 @@ export async function eraseUserRecord(db: Db, userId: string, now: number): Prom
   // A tombstone: the row stays (its id marks the user erased for the gallery on every instance), but nothing
   // in it links the person to a vendor, a date or the ledger (docs/security.md, "Erasure leaves nothing
   // linkable"): the creating vendor, the registration date and the internal ledger id are dropped.
-  await db
-    .updateTable('users')
-    .set({
-      wrapped_key: null,
-      token_share_enc: new Uint8Array(0),
-      erased_at: now,
-      created_by_vendor: null,
-      registration_date: 0,
-      ledger_id: `erased:${randomUUID()}`,
-      last_auth: null,
-      palms_changed_at: null,
-    })
-    .where('id', '=', userId)
-    .execute();
-  await db.deleteFrom('vendor_user_ids').where('user_id', '=', userId).execute();
-  await db.deleteFrom('palms').where('user_id', '=', userId).execute();
-  await db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
-  await db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
-  await db.deleteFrom('palm_confirmations').where('user_id', '=', userId).execute();
+  const store = userStore(db);
+  await store.tombstone(userId, {
+    wrapped_key: null,
+    token_share_enc: new Uint8Array(0),
+    erased_at: now,
+    created_by_vendor: null,
+    registration_date: 0,
+    ledger_id: `erased:${randomUUID()}`,
+    last_auth: null,
+    palms_changed_at: null,
+  });
+  await store.deleteDataOf(userId);
   return { ledgerId: user.ledger_id };
 }
 
@@ -385,14 +304,7 @@ export async function rewrapDataKeys(
   const report = { rewrapped: 0, already: 0, erased: 0 };
   await inBatches(db, {
     batch,
-    page: (after, limit) =>
-      db
-        .selectFrom('users')
-        .select(['id', 'wrapped_key'])
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(limit)
-        .execute(),
+    page: (after, limit) => userStore(db).keysAfter(after, limit),
     key: (r) => r.id,
     progress: (done) => progress('users', done),
     each: async (trx, r) => {
@@ -406,13 +318,7 @@ export async function rewrapDataKeys(
       }
       const wrapped = to.wrap(r.id, from.unwrap(r.id, r.wrapped_key));
       to.unwrap(r.id, wrapped); // prove the new wrapping before writing it
-      const res = await trx
-        .updateTable('users')
-        .set({ wrapped_key: wrapped })
-        .where('id', '=', r.id)
-        .where('wrapped_key', '=', r.wrapped_key)
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) === 1) report.rewrapped++;
+      if (await userStore(trx).replaceWrappedKey(r.id, r.wrapped_key, wrapped)) report.rewrapped++;
       else report.erased++;
     },
   });
@@ -421,11 +327,5 @@ export async function rewrapDataKeys(
 
 /** The oldest live user a vendor created (the development demo's user). */
 export async function firstUserCreatedBy(db: Db, vendorId: string) {
-  return db
-    .selectFrom('users')
-    .select('id')
-    .where('created_by_vendor', '=', vendorId)
-    .where('erased_at', 'is', null)
-    .orderBy('registration_date')
-    .executeTakeFirst();
+  return userStore(db).firstCreatedBy(vendorId);
 }

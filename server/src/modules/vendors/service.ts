@@ -4,6 +4,7 @@ import type { Environment } from '../../config.ts';
 import { VENDOR_SCOPES, type VendorPrincipal, type VendorScope } from '../../context.ts';
 import { hashSecret, newSecret, safeEqualHex } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
+import { vendorStore } from './store.ts';
 
 export { VENDOR_SCOPES, type VendorScope };
 
@@ -23,18 +24,15 @@ async function issueKey(
   now: number,
   apiKey = newSecret(`sk_${mode}_`),
 ): Promise<string> {
-  await db
-    .insertInto('api_keys')
-    .values({
-      id: randomUUID(),
-      vendor_id: vendorId,
-      key_hash: hashSecret(apiKey),
-      prefix: apiKey.slice(0, 12),
-      status: 'active',
-      created_at: now,
-      revoked_at: null,
-    })
-    .execute();
+  await vendorStore(db).insertKey({
+    id: randomUUID(),
+    vendor_id: vendorId,
+    key_hash: hashSecret(apiKey),
+    prefix: apiKey.slice(0, 12),
+    status: 'active',
+    created_at: now,
+    revoked_at: null,
+  });
   return apiKey;
 }
 
@@ -60,20 +58,24 @@ export async function createVendor(db: Db, input: NewVendor, now = Date.now()) {
   const id = randomUUID();
   const mode = input.mode ?? 'test';
   const scopes = input.scopes ?? [...VENDOR_SCOPES];
-  await db
-    .insertInto('vendors')
-    .values({ id, name: input.name, url: input.url ?? '', mode, scopes: scopes.join(','), created_at: now })
-    .execute();
+  await vendorStore(db).insertVendor({
+    id,
+    name: input.name,
+    url: input.url ?? '',
+    mode,
+    scopes: scopes.join(','),
+    created_at: now,
+  });
   const apiKey = await issueKey(db, id, mode, now);
   return { vendor_id: id, name: input.name, mode, scopes, api_key: apiKey };
 }
 
 export async function getVendor(db: Db, id: string) {
-  return db.selectFrom('vendors').selectAll().where('id', '=', id).executeTakeFirst();
+  return vendorStore(db).getVendor(id);
 }
 
 export async function listVendors(db: Db) {
-  return db.selectFrom('vendors').selectAll().orderBy('created_at').execute();
+  return vendorStore(db).listVendors();
 }
 
 async function requireVendor(db: Db, id: string) {
@@ -83,13 +85,7 @@ async function requireVendor(db: Db, id: string) {
 }
 
 async function revokeAll(db: Db, vendorId: string, now: number): Promise<number> {
-  const res = await db
-    .updateTable('api_keys')
-    .set({ status: 'revoked', revoked_at: now })
-    .where('vendor_id', '=', vendorId)
-    .where('status', '=', 'active')
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows);
+  return vendorStore(db).revokeAllKeys(vendorId, now);
 }
 
 /** Replaces every active key of the vendor by one new key; the old ones stop working at once. */
@@ -117,22 +113,11 @@ export async function ensureKey(
     throw AppError.invalid('api_key', 'format', 'Not an API key of this vendor');
   }
   const hash = hashSecret(apiKey);
-  const active = await db
-    .selectFrom('api_keys')
-    .select('key_hash')
-    .where('vendor_id', '=', vendorId)
-    .where('status', '=', 'active')
-    .execute();
-  if (active.length === 1 && safeEqualHex(active[0]!.key_hash, hash))
-    return { vendor_id: vendorId, outcome: 'kept' };
+  const active = await vendorStore(db).activeKeyHashes(vendorId);
+  if (active.length === 1 && safeEqualHex(active[0]!, hash)) return { vendor_id: vendorId, outcome: 'kept' };
   await revokeAll(db, vendorId, now);
-  const reused = await db
-    .updateTable('api_keys')
-    .set({ status: 'active', revoked_at: null })
-    .where('vendor_id', '=', vendorId)
-    .where('key_hash', '=', hash)
-    .executeTakeFirst();
-  if (Number(reused.numUpdatedRows) > 0) return { vendor_id: vendorId, outcome: 'restored' };
+  if (await vendorStore(db).reactivateKey(vendorId, hash))
+    return { vendor_id: vendorId, outcome: 'restored' };
   await issueKey(db, vendorId, vendor.mode, now, apiKey);
   return { vendor_id: vendorId, outcome: 'new' };
 }
@@ -160,21 +145,7 @@ export async function authenticateVendor(
   if (mode === 'live' && env !== 'production') throw unauthorized('live_key_outside_production');
   if (mode === 'test' && env === 'production') throw unauthorized('test_key_in_production');
   const hash = hashSecret(apiKey);
-  const row = await db
-    .selectFrom('api_keys')
-    .innerJoin('vendors', 'vendors.id', 'api_keys.vendor_id')
-    .select([
-      'api_keys.id as key_id',
-      'api_keys.key_hash',
-      'api_keys.status',
-      'vendors.id',
-      'vendors.name',
-      'vendors.url',
-      'vendors.mode',
-      'vendors.scopes',
-    ])
-    .where('api_keys.key_hash', '=', hash)
-    .executeTakeFirst();
+  const row = await vendorStore(db).keyByHash(hash);
   if (!row || !safeEqualHex(row.key_hash, hash) || row.status !== 'active' || row.mode !== mode) {
     throw unauthorized('invalid');
   }
@@ -190,23 +161,16 @@ export async function authenticateVendor(
 
 /** Whether an API key (by key id) is still active. */
 export async function apiKeyActive(db: Db, keyId: string): Promise<boolean> {
-  const row = await db.selectFrom('api_keys').select('status').where('id', '=', keyId).executeTakeFirst();
-  return row?.status === 'active';
+  return (await vendorStore(db).keyStatus(keyId)) === 'active';
 }
 
 /** Those of the key ids that are no longer active: the revocation watcher closes their sockets. */
 export async function revokedKeysAmong(db: Db, keyIds: string[]): Promise<string[]> {
   if (keyIds.length === 0) return [];
-  const rows = await db
-    .selectFrom('api_keys')
-    .select('id')
-    .where('id', 'in', keyIds)
-    .where('status', '=', 'active')
-    .execute();
-  const active = new Set(rows.map((r) => r.id));
+  const active = new Set(await vendorStore(db).activeKeysAmong(keyIds));
   return keyIds.filter((id) => !active.has(id));
 }
 
 export async function findVendorByName(db: Db, name: string) {
-  return db.selectFrom('vendors').select('id').where('name', '=', name).executeTakeFirst();
+  return vendorStore(db).findVendorByName(name);
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, seedUser, type TestApp } from '../../../dev/testing.ts';
 import { eraseUser } from '../gdpr/service.ts';
 import { dataKeyOf } from '../users/service.ts';
-import { readOpenings, saveAttestation, saveOpening } from './store.ts';
+import { readOpenings, saveAttestation, saveOpening } from './service.ts';
 
 describe('erasure of verification data', () => {
   let t: TestApp;

@@ -1,11 +1,9 @@
 import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
-import { AppError } from '@palmid/contracts/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { auditedAccess } from '../attributes/audit.ts';
-import { importIdToken, issueImportNonce, submitAttestation } from './service.ts';
+import { importOwnIdToken, issueImportNonce, submitOwnAttestation } from './service.ts';
 
 const servicePublicKeySchema = z.object({
   kty: z.literal('OKP'),
@@ -80,14 +78,7 @@ export const verificationRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      const written = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'UPDATE',
-        (trx) => submitAttestation(ctx, trx, user.id, request.body.attestation, ctx.now()),
-        (w) => [w.name],
-      );
+      const written = await submitOwnAttestation(ctx, callerOf(request), user.id, request.body.attestation);
       return ok(reply, written);
     },
   );
@@ -135,17 +126,8 @@ export const verificationRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const user = userOf(request);
-      if (ctx.config.PALMID_OIDC_ISSUERS.length === 0)
-        throw AppError.invalid('id_token', 'no_issuers_configured', 'No identity provider is configured');
-      const verified = await importIdToken(ctx, request.body.id_token, request.body.nonce, user.id);
-      const out = await auditedAccess(
-        ctx,
-        callerOf(request),
-        user.id,
-        'UPDATE',
-        (trx) => verified.write(trx, user.id),
-        (r) => r.attributes.map((a) => a.name),
-      );
+      const { id_token, nonce } = request.body;
+      const out = await importOwnIdToken(ctx, callerOf(request), user.id, id_token, nonce);
       return ok(reply, out);
     },
   );

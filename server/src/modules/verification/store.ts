@@ -1,235 +1,170 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { IN_SET_ASK_WINDOW_DAYS, IN_SET_MAX_DISTINCT_SETS } from '@palmid/contracts/api/domains';
-import {
-  generateVerifierKey,
-  isVerifiedAttribute,
-  jwkThumbprint,
-  type TrustedVerifier,
-  VERIFIED_ATTRIBUTES,
-  type VerifiedAttributeName,
-} from '@palmid/contracts/crypto/attestation';
-import { AppError } from '@palmid/contracts/errors';
-import type { ProveResult } from '@palmid/zk/prove';
-import { sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
-
-export const VERIFIED_ATTRIBUTE_NAMES = Object.keys(VERIFIED_ATTRIBUTES) as VerifiedAttributeName[];
-
-export function parseVerifiedAttributes(text: string): VerifiedAttributeName[] {
-  const names = text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  if (names.length === 0)
-    throw new AppError('INVALID_REQUEST', 'at least one attribute is required', {
-      field: 'attributes',
-      reason: 'empty',
-    });
-  for (const n of names) {
-    if (!isVerifiedAttribute(n))
-      throw new AppError(
-        'INVALID_REQUEST',
-        `'${n}' is not a verified attribute (allowed: ${VERIFIED_ATTRIBUTE_NAMES.join(', ')})`,
-        { field: 'attributes', reason: 'not_verified_kind' },
-      );
-  }
-  return [...new Set(names)] as VerifiedAttributeName[];
-}
-
-export interface CreatedVerifier {
-  verifier_id: string;
-  name: string;
-  attributes: VerifiedAttributeName[];
-  kid: string;
-  public_jwk: TrustedVerifier['publicKey'];
-  /** The private key, shown once to hand to the issuer; the service keeps only the public half. */
-  private_jwk: { kty: 'OKP'; crv: 'Ed25519'; x: string; d: string; kid: string; alg: 'EdDSA' };
-}
-
-export async function createVerifier(
-  db: Db,
-  input: { name: string; attributes: VerifiedAttributeName[] },
-  now: number = Date.now(),
-): Promise<CreatedVerifier> {
-  const id = `vrf_${randomUUID()}`;
-  const key = generateVerifierKey(id);
-  const jwk = key.privateKey.export({ format: 'jwk' });
-  await db
-    .insertInto('verifiers')
-    .values({
-      id,
-      name: input.name,
-      public_jwk: JSON.stringify(key.publicKey),
-      kid: key.kid,
-      attributes: input.attributes.join(','),
-      created_at: now,
-      revoked_at: null,
-    })
-    .execute();
-  return {
-    verifier_id: id,
-    name: input.name,
-    attributes: input.attributes,
-    kid: key.kid,
-    public_jwk: key.publicKey,
-    private_jwk: { kty: 'OKP', crv: 'Ed25519', x: jwk.x ?? '', d: jwk.d ?? '', kid: key.kid, alg: 'EdDSA' },
-  };
-}
-
-export interface VerifierInfo {
-  verifier_id: string;
-  name: string;
-  attributes: string[];
-  kid: string;
-  created_at: string;
-  revoked_at: string | null;
-}
-
-export async function listVerifiers(db: Db): Promise<VerifierInfo[]> {
-  const rows = await db.selectFrom('verifiers').selectAll().orderBy('created_at').execute();
-  return rows.map((r) => ({
-    verifier_id: r.id,
-    name: r.name,
-    attributes: r.attributes.split(','),
-    kid: r.kid,
-    created_at: new Date(Number(r.created_at)).toISOString(),
-    revoked_at: r.revoked_at === null ? null : new Date(Number(r.revoked_at)).toISOString(),
-  }));
-}
-
-export async function revokeVerifier(db: Db, id: string, now: number = Date.now()) {
-  const row = await db.selectFrom('verifiers').select(['revoked_at']).where('id', '=', id).executeTakeFirst();
-  if (!row) throw new AppError('NOT_FOUND', `No verifier ${id}`, { field: 'verifier_id', reason: 'unknown' });
-  if (row.revoked_at === null)
-    await db.updateTable('verifiers').set({ revoked_at: now }).where('id', '=', id).execute();
-  const at = row.revoked_at === null ? now : Number(row.revoked_at);
-  return { verifier_id: id, revoked_at: new Date(at).toISOString() };
-}
-
-/** Registered verifiers in the shape `verifyAttestation` trusts (revoked ones included, with revokedAt). */
-export async function trustedVerifiers(db: Db): Promise<TrustedVerifier[]> {
-  const rows = await db.selectFrom('verifiers').selectAll().execute();
-  return rows.map((r) => {
-    const publicKey = JSON.parse(r.public_jwk) as TrustedVerifier['publicKey'];
-    if (jwkThumbprint(publicKey) !== r.kid)
-      throw new Error(`verifier ${r.id}: stored kid does not match key`);
-    return {
-      verifierId: r.id,
-      publicKey,
-      attributes: r.attributes.split(',').filter(isVerifiedAttribute),
-      ...(r.revoked_at !== null ? { revokedAt: new Date(Number(r.revoked_at)).toISOString() } : {}),
-    };
-  });
-}
-
-/** Keeps a proof's commitment opening for disputes, sealed under the user's data key (crypto-shredded on erasure). */
-export async function saveOpening(
-  db: Db,
-  args: {
-    authId: string;
-    userId: string;
-    dataKey: Buffer;
-    commitment: string;
-    opening: ProveResult['opening'];
-    now: number;
-  },
-): Promise<void> {
-  await db
-    .insertInto('zk_openings')
-    .values({
-      auth_id: args.authId,
-      attribute: args.opening.attribute,
-      user_id: args.userId,
-      commitment: args.commitment,
-      opening_enc: sealFor(
-        args.dataKey,
-        args.userId,
-        `zk-opening:${args.authId}:${args.opening.attribute}`,
-        args.opening,
-      ),
-      created_at: args.now,
-    })
-    .execute();
-}
-
-export async function readOpenings(db: Db, authId: string) {
-  return db.selectFrom('zk_openings').selectAll().where('auth_id', '=', authId).execute();
-}
-
-export async function saveAttestation(
-  db: Db,
-  args: {
-    userId: string;
-    attribute: string;
-    verifierId: string;
-    token: string;
-    dataKey: Buffer;
-    now: number;
-  },
-): Promise<void> {
-  const id = randomUUID();
-  await db
-    .insertInto('attestations')
-    .values({
-      id,
-      user_id: args.userId,
-      attribute: args.attribute,
-      verifier_id: args.verifierId,
-      token_enc: sealFor(args.dataKey, args.userId, `attestation:${id}`, args.token),
-      created_at: args.now,
-    })
-    .execute();
-}
-
-/** Erasure: a user's sealed proof openings and attestations go with the rest of the user's data. */
-export async function eraseUserVerificationData(db: Db, userId: string): Promise<void> {
-  await db.deleteFrom('zk_openings').where('user_id', '=', userId).execute();
-  await db.deleteFrom('attestations').where('user_id', '=', userId).execute();
-  // the identity-provider account is no longer linked: it may be imported by a new account
-  await db.deleteFrom('oidc_subjects').where('user_id', '=', userId).execute();
-  await db.deleteFrom('oidc_nonces').where('user_id', '=', userId).execute();
-  await db.deleteFrom('in_set_asks').where('user_id', '=', userId).execute();
-}
+import type { AttestationsTable, InSetAsksTable, VerifiersTable, ZkOpeningsTable } from '../../db/schema.ts';
 
 /**
- * Counts a set a vendor asks about a user's attribute (docs/zk-proofs.md, "Set predicates"): a set asked
- * before (in any order) is admitted again; a new one only while fewer than `IN_SET_MAX_DISTINCT_SETS`
- * distinct sets were asked within `IN_SET_ASK_WINDOW_DAYS`. Older asks are pruned here.
+ * The verification module's tables: registered `verifiers`, sealed `attestations` and proof openings
+ * (`zk_openings`), a context's set predicates (`auth_context_predicates`), OpenID Connect import nonces and
+ * bound subjects (`oidc_nonces`, `oidc_subjects`), and the sets vendors asked about (`in_set_asks`).
+ * service.ts and zk.ts seal, check and decide; only this file names the tables.
  */
-export async function admitSetAsk(
-  db: Db,
-  ask: { vendorId: string; userId: string; attribute: string; values: readonly string[]; now: number },
-): Promise<boolean> {
-  const since = ask.now - IN_SET_ASK_WINDOW_DAYS * 86_400_000;
-  const digest = createHash('sha256')
-    .update(JSON.stringify([...new Set(ask.values)].sort()), 'utf8')
-    .digest('hex');
-  const scope = db
-    .deleteFrom('in_set_asks')
-    .where('vendor_id', '=', ask.vendorId)
-    .where('user_id', '=', ask.userId)
-    .where('attribute', '=', ask.attribute)
-    .where('asked_at', '<', since);
-  await scope.execute();
-  const asked = await db
-    .selectFrom('in_set_asks')
-    .select('set_digest')
-    .where('vendor_id', '=', ask.vendorId)
-    .where('user_id', '=', ask.userId)
-    .where('attribute', '=', ask.attribute)
-    .execute();
-  if (asked.some((r) => r.set_digest === digest)) return true;
-  if (asked.length >= IN_SET_MAX_DISTINCT_SETS) return false;
-  await db
-    .insertInto('in_set_asks')
-    .values({
-      vendor_id: ask.vendorId,
-      user_id: ask.userId,
-      attribute: ask.attribute,
-      set_digest: digest,
-      asked_at: ask.now,
-    })
-    .onConflict((oc) => oc.doNothing())
-    .execute();
-  return true;
+export type VerifierRow = VerifiersTable;
+export type ZkOpeningRow = ZkOpeningsTable;
+export type AttestationRow = AttestationsTable;
+export type InSetAskRow = InSetAsksTable;
+
+/** The verification store: every query on the module's tables. */
+export interface VerificationStore {
+  insertVerifier(row: VerifierRow): Promise<void>;
+  /** Every verifier (revoked ones too), oldest first. */
+  listVerifiers(): Promise<VerifierRow[]>;
+  verifierRevokedAt(id: string): Promise<{ revoked_at: VerifierRow['revoked_at'] } | undefined>;
+  markVerifierRevoked(id: string, now: number): Promise<void>;
+
+  insertOpening(row: ZkOpeningRow): Promise<void>;
+  openingsOf(authId: string): Promise<ZkOpeningRow[]>;
+  insertAttestation(row: AttestationRow): Promise<void>;
+
+  insertPredicates(authId: string, predicatesJson: string): Promise<void>;
+  /** The JSON of a context's predicates, if it has any. */
+  predicatesOf(authId: string): Promise<string | undefined>;
+
+  /** Deletes the nonces expired at `now`. */
+  pruneNonces(now: number): Promise<void>;
+  insertNonce(row: { nonce_hash: string; user_id: string; expires_at: number }): Promise<void>;
+  /** Deletes the user's nonce if still valid at `now`; false when there was none. */
+  consumeNonce(nonceHash: string, userId: string, now: number): Promise<boolean>;
+  /** The user an identity-provider subject is bound to. */
+  subjectOwner(issuer: string, subject: string): Promise<string | undefined>;
+  bindSubject(row: { issuer: string; subject: string; user_id: string; created_at: number }): Promise<void>;
+
+  /** Deletes a vendor's asks about a user's attribute made before a time. */
+  pruneSetAsks(q: { vendorId: string; userId: string; attribute: string }, before: number): Promise<void>;
+  /** The digests of the sets a vendor asked about a user's attribute. */
+  setAskDigests(q: { vendorId: string; userId: string; attribute: string }): Promise<string[]>;
+  /** Records an ask unless it is recorded. */
+  insertSetAsk(row: InSetAskRow): Promise<void>;
+
+  /** Erasure: the user's openings, attestations, subject bindings, nonces and asks. */
+  deleteDataOf(userId: string): Promise<void>;
 }
+
+/** The Kysely implementation (SQLite and PostgreSQL); `db` may be an open transaction. */
+export class KyselyVerificationStore implements VerificationStore {
+  constructor(private readonly db: Db) {}
+
+  async insertVerifier(row: VerifierRow): Promise<void> {
+    await this.db.insertInto('verifiers').values(row).execute();
+  }
+
+  async listVerifiers(): Promise<VerifierRow[]> {
+    return this.db.selectFrom('verifiers').selectAll().orderBy('created_at').execute();
+  }
+
+  async verifierRevokedAt(id: string) {
+    return this.db.selectFrom('verifiers').select(['revoked_at']).where('id', '=', id).executeTakeFirst();
+  }
+
+  async markVerifierRevoked(id: string, now: number): Promise<void> {
+    await this.db.updateTable('verifiers').set({ revoked_at: now }).where('id', '=', id).execute();
+  }
+
+  async insertOpening(row: ZkOpeningRow): Promise<void> {
+    await this.db.insertInto('zk_openings').values(row).execute();
+  }
+
+  async openingsOf(authId: string): Promise<ZkOpeningRow[]> {
+    return this.db.selectFrom('zk_openings').selectAll().where('auth_id', '=', authId).execute();
+  }
+
+  async insertAttestation(row: AttestationRow): Promise<void> {
+    await this.db.insertInto('attestations').values(row).execute();
+  }
+
+  async insertPredicates(authId: string, predicatesJson: string): Promise<void> {
+    await this.db
+      .insertInto('auth_context_predicates')
+      .values({ auth_id: authId, predicates: predicatesJson })
+      .execute();
+  }
+
+  async predicatesOf(authId: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('auth_context_predicates')
+      .select('predicates')
+      .where('auth_id', '=', authId)
+      .executeTakeFirst();
+    return row?.predicates;
+  }
+
+  async pruneNonces(now: number): Promise<void> {
+    await this.db.deleteFrom('oidc_nonces').where('expires_at', '<=', now).execute();
+  }
+
+  async insertNonce(row: { nonce_hash: string; user_id: string; expires_at: number }): Promise<void> {
+    await this.db.insertInto('oidc_nonces').values(row).execute();
+  }
+
+  async consumeNonce(nonceHash: string, userId: string, now: number): Promise<boolean> {
+    const res = await this.db
+      .deleteFrom('oidc_nonces')
+      .where('nonce_hash', '=', nonceHash)
+      .where('user_id', '=', userId)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return Number(res.numDeletedRows) === 1;
+  }
+
+  async subjectOwner(issuer: string, subject: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('oidc_subjects')
+      .select('user_id')
+      .where('issuer', '=', issuer)
+      .where('subject', '=', subject)
+      .executeTakeFirst();
+    return row?.user_id;
+  }
+
+  async bindSubject(row: { issuer: string; subject: string; user_id: string; created_at: number }) {
+    await this.db.insertInto('oidc_subjects').values(row).execute();
+  }
+
+  async pruneSetAsks(q: { vendorId: string; userId: string; attribute: string }, before: number) {
+    await this.db
+      .deleteFrom('in_set_asks')
+      .where('vendor_id', '=', q.vendorId)
+      .where('user_id', '=', q.userId)
+      .where('attribute', '=', q.attribute)
+      .where('asked_at', '<', before)
+      .execute();
+  }
+
+  async setAskDigests(q: { vendorId: string; userId: string; attribute: string }): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('in_set_asks')
+      .select('set_digest')
+      .where('vendor_id', '=', q.vendorId)
+      .where('user_id', '=', q.userId)
+      .where('attribute', '=', q.attribute)
+      .execute();
+    return rows.map((r) => r.set_digest);
+  }
+
+  async insertSetAsk(row: InSetAskRow): Promise<void> {
+    await this.db
+      .insertInto('in_set_asks')
+      .values(row)
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  }
+
+  async deleteDataOf(userId: string): Promise<void> {
+    await this.db.deleteFrom('zk_openings').where('user_id', '=', userId).execute();
+    await this.db.deleteFrom('attestations').where('user_id', '=', userId).execute();
+    // the identity-provider account is no longer linked: it may be imported by a new account
+    await this.db.deleteFrom('oidc_subjects').where('user_id', '=', userId).execute();
+    await this.db.deleteFrom('oidc_nonces').where('user_id', '=', userId).execute();
+    await this.db.deleteFrom('in_set_asks').where('user_id', '=', userId).execute();
+  }
+}
+
+export const verificationStore = (db: Db): VerificationStore => new KyselyVerificationStore(db);

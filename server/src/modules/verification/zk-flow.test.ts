@@ -22,13 +22,12 @@ import {
   vendorDevice,
 } from '../../../dev/testing.ts';
 import { openFor } from '../../crypto/keyring.ts';
-import { writeAttribute } from '../attributes/service.ts';
-import { markAttributeVerified } from '../attributes/store.ts';
+import { markAttributeVerified, writeAttribute } from '../attributes/service.ts';
 import { identifyPalm, prepareProofs, resolveWithPalm } from '../auth-contexts/resolve.ts';
 import { createAuthContext, loadContext } from '../auth-contexts/state.ts';
 import { grantConsent, listConsents, revokeConsent } from '../consents/service.ts';
 import { addPalm, dataKeyOf } from '../users/service.ts';
-import { createVerifier, readOpenings, revokeVerifier } from './store.ts';
+import { createVerifier, readOpenings, revokeVerifier } from './service.ts';
 import { proofTimings } from './zk.ts';
 
 /**

@@ -6,7 +6,8 @@ import type { PredicateProof } from '@palmid/zk/schema';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { dataKeyOf } from '../users/service.ts';
-import { saveOpening } from './store.ts';
+import { saveOpening } from './service.ts';
+import { verificationStore } from './store.ts';
 
 /**
  * The server side of the zero-knowledge proofs (docs/zk-proofs.md, "Integration"): the service key, the
@@ -23,19 +24,12 @@ export const inSetProofName = (attribute: string) => `${attribute}_proof`;
 
 export async function savePredicates(db: Db, authId: string, predicates: readonly InSetPredicate[]) {
   if (predicates.length === 0) return;
-  await db
-    .insertInto('auth_context_predicates')
-    .values({ auth_id: authId, predicates: JSON.stringify(predicates) })
-    .execute();
+  await verificationStore(db).insertPredicates(authId, JSON.stringify(predicates));
 }
 
 export async function loadPredicates(db: Db, authId: string): Promise<InSetPredicate[]> {
-  const row = await db
-    .selectFrom('auth_context_predicates')
-    .select('predicates')
-    .where('auth_id', '=', authId)
-    .executeTakeFirst();
-  return row ? (JSON.parse(row.predicates) as InSetPredicate[]) : [];
+  const json = await verificationStore(db).predicatesOf(authId);
+  return json !== undefined ? (JSON.parse(json) as InSetPredicate[]) : [];
 }
 
 /** Consent for a predicate: to the predicate's answer (`<attribute>_in_set`) or to the value itself. */

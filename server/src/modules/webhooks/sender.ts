@@ -6,7 +6,7 @@ import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/index.ts';
 import { AddressRefused, resolveTarget } from './addresses.ts';
 import { endpointSecret } from './service.ts';
-import { claimDelivery, type DeliveryRow, dueDeliveries, endpointById, recordAttempt } from './store.ts';
+import { type DeliveryRow, webhookStore } from './store.ts';
 
 /**
  * The webhook sender (docs/vendor-api.md, "Webhooks"): every instance runs one; they share the outbox in
@@ -103,9 +103,10 @@ export class WebhookSender {
 
   async #pass(): Promise<void> {
     const now = this.#ctx.now();
-    for (const d of await dueDeliveries(this.#db, now, 32)) {
+    for (const d of await webhookStore(this.#db).dueDeliveries(now, 32)) {
       if (this.#stopped) return;
-      if (!(await claimDelivery(this.#db, d.seq, this.#owner, now, now + this.#o.leaseMs))) continue;
+      if (!(await webhookStore(this.#db).claimDelivery(d.seq, this.#owner, now, now + this.#o.leaseMs)))
+        continue;
       const job = this.#send(d).catch((err) => this.#o.log?.warn({ err }, 'webhook delivery failed'));
       this.#inFlight.add(job);
       void job.finally(() => {
@@ -117,11 +118,11 @@ export class WebhookSender {
   }
 
   async #send(d: DeliveryRow): Promise<void> {
-    const endpoint = await endpointById(this.#db, d.endpoint_id);
+    const endpoint = await webhookStore(this.#db).endpointById(d.endpoint_id);
     let status: number | null = null;
     let error: string | null = null;
     if (!endpoint || endpoint.deleted_at !== null) {
-      await recordAttempt(this.#db, d.seq, this.#owner, {
+      await webhookStore(this.#db).recordAttempt(d.seq, this.#owner, {
         state: 'failed',
         attempts: Number(d.attempts),
         nextAttemptAt: Number(d.next_attempt_at),
@@ -147,7 +148,7 @@ export class WebhookSender {
     const at = this.#ctx.now();
     const attempts = Number(d.attempts) + 1;
     if (error === null) {
-      await recordAttempt(this.#db, d.seq, this.#owner, {
+      await webhookStore(this.#db).recordAttempt(d.seq, this.#owner, {
         state: 'delivered',
         attempts,
         nextAttemptAt: at,
@@ -159,7 +160,7 @@ export class WebhookSender {
     }
     const next = at + backoff(attempts, this.#o.baseDelayMs, this.#o.maxDelayMs, this.#o.random);
     const giveUp = next - Number(d.created_at) > this.#o.retryWindowMs;
-    await recordAttempt(this.#db, d.seq, this.#owner, {
+    await webhookStore(this.#db).recordAttempt(d.seq, this.#owner, {
       state: giveUp ? 'failed' : 'pending',
       attempts,
       nextAttemptAt: giveUp ? at : next,

@@ -6,20 +6,7 @@ import { open, seal } from '../../crypto/keyring.ts';
 import { newSecret } from '../../crypto/secrets.ts';
 import type { Db } from '../../db/index.ts';
 import { checkWebhookUrl } from './addresses.ts';
-import {
-  activeEndpoints,
-  allEndpoints,
-  type DeliveryRow,
-  deliveryById,
-  type EndpointRow,
-  endpointById,
-  insertDelivery,
-  insertEndpoint,
-  listDeliveries,
-  markEndpointDeleted,
-  pruneFinished,
-  replaceSecret,
-} from './store.ts';
+import { type DeliveryRow, type EndpointRow, webhookStore } from './store.ts';
 
 /** docs/vendor-api.md, "Webhooks": at most this many endpoints per vendor. */
 export const MAX_ENDPOINTS_PER_VENDOR = 16;
@@ -70,7 +57,7 @@ export async function createEndpoint(
         },
       );
   }
-  if ((await activeEndpoints(db, vendorId)).length >= MAX_ENDPOINTS_PER_VENDOR)
+  if ((await webhookStore(db).activeEndpoints(vendorId)).length >= MAX_ENDPOINTS_PER_VENDOR)
     throw new AppError(
       'INVALID_REQUEST',
       `At most ${MAX_ENDPOINTS_PER_VENDOR} webhook endpoints per vendor`,
@@ -90,17 +77,17 @@ export async function createEndpoint(
     created_at: ctx.now(),
     deleted_at: null,
   };
-  await insertEndpoint(db, row);
+  await webhookStore(db).insertEndpoint(row);
   endpointCache.delete(vendorId);
   return { ...view(row), secret };
 }
 
 export async function listEndpoints(db: Db, vendorId: string): Promise<EndpointView[]> {
-  return (await activeEndpoints(db, vendorId)).map(view);
+  return (await webhookStore(db).activeEndpoints(vendorId)).map(view);
 }
 
 export async function deleteEndpoint(db: Db, vendorId: string, id: string, now: number): Promise<void> {
-  if (!(await markEndpointDeleted(db, vendorId, id, now)))
+  if (!(await webhookStore(db).markEndpointDeleted(vendorId, id, now)))
     throw new AppError('NOT_FOUND', 'No such webhook endpoint', { field: 'id', reason: 'unknown' });
   endpointCache.delete(vendorId);
 }
@@ -117,7 +104,7 @@ async function endpointsOf(db: Db, vendorId: string): Promise<EndpointRow[]> {
   const hit = endpointCache.get(vendorId);
   const now = Date.now();
   if (hit && hit.until > now) return hit.rows;
-  const rows = await activeEndpoints(db, vendorId);
+  const rows = await webhookStore(db).activeEndpoints(vendorId);
   if (endpointCache.size > 10_000) endpointCache.clear();
   endpointCache.set(vendorId, { until: now + ENDPOINT_CACHE_MS, rows });
   return rows;
@@ -140,7 +127,7 @@ export async function enqueueContextEvent(
   // the event's time travels with it: a replay or a late retry still says when it happened
   const payload = JSON.stringify({ created: e.at, data: e.payload });
   for (const p of endpoints)
-    await insertDelivery(db, {
+    await webhookStore(db).insertDelivery({
       eventId,
       endpointId: p.id,
       vendorId: e.vendorId,
@@ -195,7 +182,7 @@ export async function deliveryLog(
   vendorId: string,
   opts: { endpointId?: string; authId?: string; limit: number },
 ): Promise<DeliveryView[]> {
-  const rows = await listDeliveries(db, vendorId, {
+  const rows = await webhookStore(db).listDeliveries(vendorId, {
     limit: opts.limit,
     ...(opts.endpointId ? { endpointId: opts.endpointId } : {}),
     ...(opts.authId ? { contextId: opts.authId } : {}),
@@ -213,16 +200,16 @@ export async function replayDelivery(
   id: string,
   now: number,
 ): Promise<DeliveryView> {
-  const d = await deliveryById(db, id);
+  const d = await webhookStore(db).deliveryById(id);
   if (!d || d.vendor_id !== vendorId)
     throw new AppError('NOT_FOUND', 'No such webhook delivery', { field: 'id', reason: 'unknown' });
-  const endpoint = await endpointById(db, d.endpoint_id);
+  const endpoint = await webhookStore(db).endpointById(d.endpoint_id);
   if (!endpoint || endpoint.deleted_at !== null)
     throw new AppError('INVALID_REQUEST', 'The endpoint of this delivery was deleted', {
       field: 'id',
       reason: 'endpoint_deleted',
     });
-  const newId = await insertDelivery(db, {
+  const newId = await webhookStore(db).insertDelivery({
     eventId: d.event_id,
     endpointId: d.endpoint_id,
     vendorId,
@@ -232,7 +219,7 @@ export async function replayDelivery(
     createdAt: now,
     replayOf: d.id,
   });
-  return deliveryView((await deliveryById(db, newId))!);
+  return deliveryView((await webhookStore(db).deliveryById(newId))!);
 }
 
 /**
@@ -246,7 +233,7 @@ export async function resealSecrets(
   to: Pick<AppContext, 'keyring'>,
 ): Promise<{ resealed: number; already: number }> {
   const report = { resealed: 0, already: 0 };
-  for (const e of await allEndpoints(db)) {
+  for (const e of await webhookStore(db).allEndpoints()) {
     let secret: string;
     try {
       endpointSecret(to, e);
@@ -256,7 +243,7 @@ export async function resealSecrets(
       secret = endpointSecret(from, e);
     }
     const sealed = seal(secretKey(to), Buffer.from(secret, 'utf8'), `webhook:${e.id}`);
-    await replaceSecret(db, e.id, e.secret_enc, sealed);
+    await webhookStore(db).replaceSecret(e.id, e.secret_enc, sealed);
     report.resealed++;
   }
   return report;
@@ -267,5 +254,5 @@ export const DELIVERY_LOG_DAYS = 30;
 
 /** Drops finished deliveries past the log's keep (run by the server's sweep). */
 export async function pruneDeliveries(db: Db, now: number): Promise<number> {
-  return pruneFinished(db, now - DELIVERY_LOG_DAYS * 86_400_000);
+  return webhookStore(db).pruneFinished(now - DELIVERY_LOG_DAYS * 86_400_000);
 }

@@ -1,6 +1,5 @@
 import { noQuerySchema } from '@palmid/contracts/api/attributes';
 import {
-  type PalmItem,
   palmConfirmationSchema,
   palmIdParamsSchema,
   palmListSchema,
@@ -11,11 +10,8 @@ import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contr
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { callerOf, userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { findPvs } from '../pvs/service.ts';
-import { getVendor } from '../vendors/service.ts';
-import { loadUserPalms } from './gallery.ts';
-import { auditPalm, issuePalmConfirmation } from './palms.ts';
-import { palmsOf, removePalm, revokeAllTokens, revokeToken } from './service.ts';
+import { confirmPalms, deletePalm, listPalms } from './palms.ts';
+import { revokeAllTokens, revokeToken } from './service.ts';
 
 const user = { auth: 'user', rate: 'user' } as const;
 const security = [{ bearer: [] }];
@@ -49,9 +45,7 @@ export const palmRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const u = userOf(request);
-      const code = await ctx.database.db
-        .transaction()
-        .execute((trx) => issuePalmConfirmation(ctx, trx, u.id));
+      const code = await confirmPalms(ctx, u.id);
       return ok(reply, code, 201);
     },
   );
@@ -70,20 +64,7 @@ export const palmRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const u = userOf(request);
-      const db = ctx.database.db;
-      const palms: PalmItem[] = [];
-      for (const p of await palmsOf(db, u.id)) {
-        const [kind, id] = p.source ? (p.source.split(/:(.*)/s) as [string, string]) : ['unknown', ''];
-        let where: PalmItem['where'] = { kind: 'unknown', id: null, name: null };
-        if (kind === 'kiosk') where = { kind, id, name: (await findPvs(db, id))?.name ?? null };
-        else if (kind === 'vendor') where = { kind, id, name: (await getVendor(db, id))?.name ?? null };
-        palms.push({
-          palm_id: p.id,
-          hand: p.hand,
-          enrolled_at: new Date(Number(p.created_at)).toISOString(),
-          where,
-        });
-      }
+      const palms = await listPalms(ctx.database.db, u.id);
       reply.header('Cache-Control', 'no-store');
       return ok(reply, { palms });
     },
@@ -105,13 +86,7 @@ export const palmRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const u = userOf(request);
       const { palm_id } = request.params;
-      await ctx.database.db.transaction().execute(async (trx) => {
-        await removePalm(trx, u.id, palm_id, ctx.now());
-        await auditPalm(ctx, trx, callerOf(request), u.id, null, 'SUCCESS', 'DELETE');
-      });
-      // After the commit: this instance's gallery reloads the user's palms, the others on the event.
-      await loadUserPalms(ctx, u.id);
-      ctx.events.publish('gallery.changed', { userId: u.id, action: 'update' });
+      await deletePalm(ctx, callerOf(request), u.id, palm_id);
       return ok(reply, { palm_id, removed: true as const });
     },
   );
