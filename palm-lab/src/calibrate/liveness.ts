@@ -1,0 +1,69 @@
+import { type BoundSpec, checkBounds, measureSets, summaries } from './bounds.ts';
+import { type CueCentres, SENSOR_PROFILES, type SensorName } from './committed.ts';
+import type { CalibrateOptions, CalibrationReport, CalibrationSet } from './common.ts';
+
+const FIGURE = 'bona fide rejection rate at the cue centre (the cue alone: evidence < 0)';
+
+/** A centre counts only on the profiles whose liveness score reads its cue. */
+const centre =
+  (key: keyof CueCentres, cue: 'rounded' | 'aperiodic' | 'contrast') =>
+  (sensor: SensorName): number | undefined => {
+    const p = SENSOR_PROFILES[sensor];
+    return p.cues.includes(cue) ? p.centres[key] : undefined;
+  };
+
+export const LIVENESS_SPECS: BoundSpec[] = [
+  {
+    name: 'maxPeriodicity',
+    measure: 'periodicity',
+    side: 'max',
+    committed: centre('maxPeriodicity', 'aperiodic'),
+    figure: FIGURE,
+  },
+  {
+    name: 'maxFalloff',
+    measure: 'edgeFalloff',
+    side: 'max',
+    committed: centre('maxFalloff', 'rounded'),
+    figure: FIGURE,
+  },
+  {
+    name: 'minContrast',
+    measure: 'veinContrast',
+    side: 'min',
+    committed: centre('minContrast', 'contrast'),
+    figure: FIGURE,
+  },
+];
+
+/**
+ * `palm calibrate liveness`: the cue centres of the sets' profiles (`SensorProfile.centres`). The
+ * committed procedure for real cameras (`CAMERA_PERIODICITY` 0.6): the centre sits beyond the bona
+ * fide development captures' 99.5th percentile of the measure (CASIA 0.30, COEP 0.45 when it was
+ * set), so the cue does not refuse real hands; the NIR centres were set the same way against the
+ * visible sets (no NIR capture). The simulator's centres came from a logistic regression on its
+ * synthetic attacks (`palm pad`), which this stage does not repeat: on bona fide simulator frames
+ * it checks only that the centres lie beyond their tail.
+ */
+export async function calibrateLiveness(
+  sets: CalibrationSet[],
+  o: CalibrateOptions,
+): Promise<CalibrationReport> {
+  const measured = await measureSets(sets, o);
+  const { constants, percentiles } = checkBounds(
+    measured,
+    LIVENESS_SPECS,
+    'shared/palm/src/capture/sensor-profiles.ts',
+    (sensors) => `SENSOR_PROFILES[${sensors.join('|')}].centres`,
+  );
+  return {
+    stage: 'liveness',
+    procedure:
+      'each cue centre the profile reads beyond the bona fide tail of its measure: periodicity and edge ' +
+      'fall-off at or above the 99.5th percentile, vein-scale contrast at or below the 0.5th, of every set ' +
+      '(bona fide images only; processCapture measures under the set’s profile)',
+    sets: summaries(measured),
+    constants,
+    details: { percentiles },
+  };
+}
