@@ -27,6 +27,8 @@ export interface BoundSpec {
   committed: (sensor: SensorName) => number | undefined;
   /** the figure's name, e.g. "bona fide rejection rate at the limit" */
   figure: string;
+  /** where the committed value under these profiles came from, when not from the bona fide tail */
+  origin?: (sensors: SensorName[]) => string | undefined;
 }
 
 export interface MeasuredSet {
@@ -101,10 +103,14 @@ export function checkBounds(
             ? `committed ≤ recomputed (the ${TAIL * 100}th percentile, lowest over the sets)`
             : `committed ≥ recomputed (the ${100 - TAIL * 100}th percentile, highest over the sets)`,
         agrees: bound !== null && (spec.side === 'min' ? committed <= bound : committed >= bound),
-        note:
+        note: [
           bound === null
             ? `no image of these sets reached the ${spec.measure} measure`
             : `${all.length} measured bona fide image(s); the committed value is a rounded margin beyond the percentile, not the percentile itself`,
+          spec.origin?.(sensors),
+        ]
+          .filter(Boolean)
+          .join('; '),
       });
     }
   }

@@ -18,7 +18,10 @@ export const DOF_TOL = 0.01;
 /** The gallery at which "heavier" is read: the bar of a 1e6 search at the default target FPIR. */
 const HEAVY_GALLERY = 1e6;
 
-/** Distance of the N = 1e6 bar under a model: the larger, the heavier the model's tail. */
+/**
+ * Distance of the N = 1e6 bar under a model: the smaller, the heavier the model's tail (more FMR at
+ * every distance of the tail, so less evidence per distance and a bar further in).
+ */
 export function barDistance(model: ImpostorModel): number {
   return distanceForEvidence(evidenceBar(HEAVY_GALLERY, DEFAULT_TARGET_FPIR), model);
 }
@@ -29,7 +32,7 @@ export function barDistance(model: ImpostorModel): number {
  * development set's impostor tail (`palm eval`'s `impostor_model.tail`: the (p, dof) whose log10
  * FMR matches the measured one from FMR 1e-2 down to what ≥ 10 pairs resolve, eval/impostor-model.ts),
  * COEP without the cross pairs of its five look-alike identity pairs, and keep the heavier of the
- * fits (the one whose N = 1e6 bar lies at the larger distance: less evidence per distance, so the
+ * fits (the one whose N = 1e6 bar lies at the smaller distance: less evidence per distance, so the
  * FPIR stays at or under the target on every set).
  */
 export async function calibrateDecision(
@@ -50,7 +53,7 @@ export async function calibrateDecision(
   }
   const fitted = fits.filter((f) => f.fit);
   const heaviest = fitted.reduce<(typeof fitted)[number] | undefined>(
-    (best, f) => (best === undefined || f.bar > best.bar ? f : best),
+    (best, f) => (best === undefined || f.bar < best.bar ? f : best),
     undefined,
   );
   const committed = DEFAULT_IMPOSTOR_MODEL;
@@ -64,7 +67,7 @@ export async function calibrateDecision(
     procedure:
       'tail fit of each set (FMR 1e-2 down to the smallest level ≥ 10 impostor pairs resolve; palm eval ' +
       'impostor_model.tail), impostor pairs as palm eval samples them, excluded identity pairs left out; ' +
-      'the committed model is the heavier fit (the larger distance at the N = 1e6 bar)',
+      'the committed model is the heavier fit (more FMR per distance: the smaller distance at the N = 1e6 bar)',
     sets: summaries,
     constants: [
       {

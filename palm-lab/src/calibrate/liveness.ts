@@ -4,6 +4,12 @@ import type { CalibrateOptions, CalibrationReport, CalibrationSet } from './comm
 
 const FIGURE = 'bona fide rejection rate at the cue centre (the cue alone: evidence < 0)';
 
+/** The simulator's centres are a fit against its attacks, not a bound on bona fide captures. */
+const origin = (sensors: SensorName[]) =>
+  sensors.includes('simulator')
+    ? 'the simulator’s centres were fitted by logistic regression on its synthetic attacks (palm pad), which this stage does not repeat'
+    : undefined;
+
 /** A centre counts only on the profiles whose liveness score reads its cue. */
 const centre =
   (key: keyof CueCentres, cue: 'rounded' | 'aperiodic' | 'contrast') =>
@@ -19,6 +25,7 @@ export const LIVENESS_SPECS: BoundSpec[] = [
     side: 'max',
     committed: centre('maxPeriodicity', 'aperiodic'),
     figure: FIGURE,
+    origin,
   },
   {
     name: 'maxFalloff',
@@ -26,6 +33,7 @@ export const LIVENESS_SPECS: BoundSpec[] = [
     side: 'max',
     committed: centre('maxFalloff', 'rounded'),
     figure: FIGURE,
+    origin,
   },
   {
     name: 'minContrast',
@@ -33,6 +41,7 @@ export const LIVENESS_SPECS: BoundSpec[] = [
     side: 'min',
     committed: centre('minContrast', 'contrast'),
     figure: FIGURE,
+    origin,
   },
 ];
 
