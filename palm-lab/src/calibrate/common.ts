@@ -241,7 +241,11 @@ export async function pairDistances(
       else impostor.push(d);
     }
     done += n - i - 1;
-    if (i % 16 === 0 || i === n - 1) o.onProgress?.(`matching ${set.dir}`, done, totalPairs);
+    if (i % 16 === 0 || i === n - 1) {
+      o.onProgress?.(`matching ${set.dir}`, done, totalPairs);
+      // let the progress bar's timer draw: the loop is synchronous otherwise
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
   return {
     genuine: Float64Array.from(genuine),
