@@ -9,6 +9,8 @@
  * `--at <scores>` adds the FMR and FNMR at those score thresholds (comma-separated).
  * `--same a=b,…` merges two labels of one person, as `palm eval --same` does, in each set that holds both
  * (docs/palm-pipeline.md, "Look-alike identities").
+ * `npm run palm -- calibrate threshold` is the command for MATCH_THRESHOLD (plain distance, whole frames
+ * or `--roi`, docs/calibrate.md); this script stays for the rotation-tolerant ROI_MATCH_THRESHOLD.
  * usage: tsx palm-lab/scripts/calibrate-threshold.ts [--rotations 0,-8,8 | --sensor <profile>] [--at 0.4,0.5]
  *   [--same a=b,…] <dir>...
  */

@@ -113,8 +113,10 @@ export async function calibrateThreshold(
         note:
           target === null
             ? `the sets' ${imp.length} impostor pairs cannot resolve FMR ${TARGET_FMR}`
-            : `FNMR ${target.fnmr} at the recomputed threshold, ${committed.fnmr} at the committed one; ` +
-              'the committed value was calibrated on three synthetic ROI sets (--roi), not on camera frames',
+            : `FNMR ${target.fnmr} at the recomputed threshold, ${committed.fnmr} at the committed one` +
+              (o.roi
+                ? ''
+                : '; the committed value was calibrated on three synthetic ROI sets (--roi), not on camera frames'),
       },
     ],
     details: {
