@@ -35,6 +35,24 @@ describe('palm calibrate (CLI)', () => {
     expect(report.details).toMatchObject({ genuine_pairs: 24, impostor_pairs: 96 });
   });
 
+  it('--roi --variants derives ROI_MATCH_THRESHOLD from the variant search, as palm eval --roi scores', async () => {
+    const r = await cli(
+      'palm-lab/src/cli.ts',
+      ['calibrate', 'threshold', '--roi', '--variants', '--json', set],
+      {},
+      180_000,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as { constants: Array<{ constant: string; source: string }> };
+    expect(report.constants[0]).toMatchObject({
+      constant: 'ROI_MATCH_THRESHOLD',
+      source: 'shared/palm/src/capture/roi-rotation.ts',
+    });
+    const alone = await cli('palm-lab/src/cli.ts', ['calibrate', 'threshold', '--variants', set]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--variants needs --roi/);
+  });
+
   it('exits 2 with a one-line error on bad usage', async () => {
     const stage = await cli('palm-lab/src/cli.ts', ['calibrate', 'everything', set]);
     expect(stage.code).toBe(2);

@@ -19,7 +19,8 @@ import { calibrateThreshold } from './threshold.ts';
 export const STAGES = {
   decision:
     'the binomial impostor model of the 1:N decision (DEFAULT_IMPOSTOR_MODEL p, dof) from impostor tails',
-  threshold: 'the matcher threshold MATCH_THRESHOLD at the target FMR from genuine and impostor pairs',
+  threshold:
+    'the matcher threshold MATCH_THRESHOLD (ROI_MATCH_THRESHOLD with --roi --variants) at the target FMR',
   quality: 'the quality limits of the profile(s) against the bona fide tail of each measure',
   liveness: 'the liveness cue centres of the profile(s) against the bona fide tail of each cue',
 } as const;
@@ -32,6 +33,10 @@ export async function calibrate(
   o: CalibrateOptions,
   extra: { at?: number[] } = {},
 ) {
+  if (o.variants && !o.roi)
+    throw new InvalidArgumentError('--variants needs --roi: only cropped ROIs are scored with variants');
+  if (o.variants && stage !== 'threshold')
+    throw new InvalidArgumentError('--variants belongs to the threshold stage');
   const sets: CalibrationSet[] = await loadSets(dirs, o);
   switch (stage) {
     case 'decision':
@@ -81,6 +86,7 @@ interface CalibrateCliOptions {
   same?: SameIdentity[];
   excludePairs?: Array<[string, string]>;
   roi?: boolean;
+  variants?: boolean;
   at?: number[];
 }
 
@@ -121,6 +127,10 @@ export function calibrateCommand(): Command {
       pairList,
     )
     .option('--roi', 'threshold: the folders hold cropped palm ROIs (how MATCH_THRESHOLD was calibrated)')
+    .option(
+      '--variants',
+      'threshold, with --roi: score with the probe’s rotation and zoom variants as `palm eval --roi` does (ROI_MATCH_THRESHOLD)',
+    )
     .option('--at <scores>', 'threshold: also print FMR and FNMR at these score thresholds', scoreList)
     .addOption(new Option('--json', 'print the report as one JSON object'))
     .addHelpText(
@@ -155,6 +165,7 @@ export function calibrateCommand(): Command {
             same: o.same,
             excludePairs: o.excludePairs,
             roi: o.roi,
+            variants: o.variants,
             onProgress,
           },
           { at: o.at ?? [] },

@@ -3,6 +3,7 @@
  * that a move of the capture stages inside that package changes one import list).
  */
 export { CUE_CAP, type CueCentres } from '@palmid/palm/capture/liveness';
+export { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '@palmid/palm/capture/roi-rotation';
 export {
   type QualityLimits,
   SENSOR_NAMES,

@@ -64,6 +64,10 @@ export interface CalibrateOptions {
   excludePairs?: Array<[string, string]> | undefined;
   /** the folders hold cropped palm ROIs (threshold stage) */
   roi?: boolean | undefined;
+  /** with `roi`: score pairs with the probe's rotation/zoom variants, as `palm eval --roi` (threshold stage) */
+  variants?: boolean | undefined;
+  /** with `variants`: the probe's rotations (default ROI_ROTATION_ANGLES; palm-lab/scripts/calibrate-threshold.ts) */
+  rotations?: readonly number[] | undefined;
   onProgress?: Progress | undefined;
 }
 

@@ -1,4 +1,7 @@
-import { MATCH_THRESHOLD, TARGET_FMR } from './committed.ts';
+import { cachedExtract } from '../eval/cache.ts';
+import { evaluate } from '../eval/evaluate.ts';
+import { palmExtract } from '../eval/extract.ts';
+import { MATCH_THRESHOLD, ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES, TARGET_FMR } from './committed.ts';
 import {
   type CalibrateOptions,
   type CalibrationReport,
@@ -59,57 +62,104 @@ export function ratesAt(impostor: Float64Array, genuine: Float64Array, score: nu
   };
 }
 
+export interface PooledPairs {
+  genuine: Float64Array;
+  impostor: Float64Array;
+  sets: SetSummary[];
+  perSet: Array<{ dir: string; genuine: Float64Array; impostor: Float64Array }>;
+}
+
 /**
- * `palm calibrate threshold`: the matcher's decision threshold `MATCH_THRESHOLD`
- * (shared/palm/src/threshold.ts), the score at which the pooled impostor pairs of the sets reach
- * `TARGET_FMR` (plain distance, one template per image, the pairs `palm eval` scores). Whole frames
- * go through the kiosk pipeline under each set's profile; with `roi` the folders hold cropped palm
- * ROIs (the committed value was calibrated that way, on three synthetic ROI sets). This is the
- * procedure of the former `palm-lab/scripts/calibrate-threshold.ts --rotations 0` / `--sensor`.
+ * Genuine and impostor distances of each set and pooled over the sets, as `palm eval` scores them:
+ * the plain distance of one template per image (whole frames under the set's profile, or cropped
+ * ROIs with `roi`), or with `variants` the minimum over the probe's rotation and zoom variants
+ * (`ROI_ROTATION_ANGLES`, both directions, `palm eval --roi`).
+ */
+export async function pooledPairs(sets: CalibrationSet[], o: CalibrateOptions): Promise<PooledPairs> {
+  const genuine: number[] = [];
+  const impostor: number[] = [];
+  const summaries: SetSummary[] = [];
+  const perSet: PooledPairs['perSet'] = [];
+  for (const set of sets) {
+    let g: Float64Array;
+    let i: Float64Array;
+    let enrolled: number;
+    if (o.roi && o.variants) {
+      const rotations = [...(o.rotations ?? ROI_ROTATION_ANGLES)];
+      const extract = palmExtract({ roi: true, rotations });
+      const { report, extra } = await evaluate(
+        set.dataset,
+        o.cache
+          ? cachedExtract(extract, o.cache, JSON.stringify({ roi: true, rotations, sensor: null }))
+          : extract,
+        { onProgress: (stage, done, total) => o.onProgress?.(`${stage} ${set.dir}`, done, total) },
+      );
+      g = extra.genuine;
+      i = extra.impostor;
+      enrolled = report.enrolled;
+    } else {
+      const pairs = await pairDistances(set, o);
+      g = pairs.genuine;
+      i = pairs.impostor;
+      enrolled = pairs.enrolled;
+    }
+    summaries.push(setSummary(set, enrolled, o.roi));
+    // a loop, not push(...x): spreading millions of arguments overflows the stack
+    for (const d of g) genuine.push(d);
+    for (const d of i) impostor.push(d);
+    perSet.push({ dir: set.dir, genuine: g, impostor: i });
+  }
+  return {
+    genuine: Float64Array.from(genuine),
+    impostor: Float64Array.from(impostor).sort(),
+    sets: summaries,
+    perSet,
+  };
+}
+
+/**
+ * `palm calibrate threshold`: the matcher's decision threshold, the score at which the pooled
+ * impostor pairs of the sets reach `TARGET_FMR`. `MATCH_THRESHOLD` (shared/palm/src/threshold.ts)
+ * on the plain distance: whole frames go through the kiosk pipeline under each set's profile; with
+ * `roi` the folders hold cropped palm ROIs (the committed value was calibrated that way, on three
+ * synthetic ROI sets). With `roi` and `variants`, `ROI_MATCH_THRESHOLD`
+ * (shared/palm/src/capture/roi-rotation.ts) on the variant search of `palm eval --roi`. This is the
+ * procedure of palm-lab/scripts/calibrate-threshold.ts, which now runs through `pooledPairs`.
  */
 export async function calibrateThreshold(
   sets: CalibrationSet[],
   o: CalibrateOptions,
   extraScores: number[] = [],
 ): Promise<CalibrationReport> {
-  const genuine: number[] = [];
-  const impostor: number[] = [];
-  const summaries: SetSummary[] = [];
-  const perSet: Array<Record<string, unknown>> = [];
-  for (const set of sets) {
-    const pairs = await pairDistances(set, o);
-    summaries.push(setSummary(set, pairs.enrolled, o.roi));
-    // a loop, not push(...x): spreading millions of arguments overflows the stack
-    for (const d of pairs.genuine) genuine.push(d);
-    for (const d of pairs.impostor) impostor.push(d);
-    perSet.push({
-      dir: set.dir,
-      genuine_pairs: pairs.genuine.length,
-      impostor_pairs: pairs.impostor.length,
-      at_committed: ratesAt(pairs.impostor, pairs.genuine, MATCH_THRESHOLD),
-    });
-  }
-  const imp = Float64Array.from(impostor).sort();
-  const gen = Float64Array.from(genuine);
+  const pooled = await pooledPairs(sets, o);
+  const variants = o.roi === true && o.variants === true;
+  const committedValue = variants ? ROI_MATCH_THRESHOLD : MATCH_THRESHOLD;
+  const imp = pooled.impostor;
+  const gen = pooled.genuine;
   const target = pointAt(imp, gen, TARGET_FMR);
-  const committed = ratesAt(imp, gen, MATCH_THRESHOLD);
+  const committed = ratesAt(imp, gen, committedValue);
   const recomputed = target?.score ?? null;
   return {
     stage: 'threshold',
     procedure:
       `score at which the pooled impostor pairs reach FMR ${TARGET_FMR} (the impostor distance at rank ⌊FMR · n⌋, ` +
-      'plain distance, one template per image, pairs as palm eval samples them)' +
-      (o.roi ? '; cropped ROIs' : '; whole frames through the kiosk pipeline under each set’s profile'),
-    sets: summaries,
+      'pairs as palm eval samples them, ' +
+      (variants
+        ? `cropped ROIs, the minimum over the probe's variants (rotations ${ROI_ROTATION_ANGLES.join(', ')}° and zoom, both directions)`
+        : o.roi
+          ? 'plain distance, one template per cropped ROI'
+          : 'plain distance, one template per whole frame through the kiosk pipeline under each set’s profile') +
+      ')',
+    sets: pooled.sets,
     constants: [
       {
-        constant: 'MATCH_THRESHOLD',
-        source: 'shared/palm/src/threshold.ts',
-        figure: { name: `FMR at the committed threshold ${MATCH_THRESHOLD}`, value: committed.fmr },
+        constant: variants ? 'ROI_MATCH_THRESHOLD' : 'MATCH_THRESHOLD',
+        source: variants ? 'shared/palm/src/capture/roi-rotation.ts' : 'shared/palm/src/threshold.ts',
+        figure: { name: `FMR at the committed threshold ${committedValue}`, value: committed.fmr },
         recomputed,
-        committed: MATCH_THRESHOLD,
+        committed: committedValue,
         tolerance: `±${SCORE_TOL} score`,
-        agrees: recomputed !== null && Math.abs(recomputed - MATCH_THRESHOLD) <= SCORE_TOL + 1e-12,
+        agrees: recomputed !== null && Math.abs(recomputed - committedValue) <= SCORE_TOL + 1e-12,
         note:
           target === null
             ? `the sets' ${imp.length} impostor pairs cannot resolve FMR ${TARGET_FMR}`
@@ -124,8 +174,13 @@ export async function calibrateThreshold(
       impostor_pairs: imp.length,
       target_fmr: TARGET_FMR,
       levels: LEVELS.map((f) => pointAt(imp, gen, f) ?? { fmr: f, unresolved: true }),
-      at: [MATCH_THRESHOLD, ...extraScores].map((s) => ratesAt(imp, gen, s)),
-      per_set: perSet,
+      at: [committedValue, ...extraScores].map((s) => ratesAt(imp, gen, s)),
+      per_set: pooled.perSet.map((p) => ({
+        dir: p.dir,
+        genuine_pairs: p.genuine.length,
+        impostor_pairs: p.impostor.length,
+        at_committed: ratesAt(p.impostor, p.genuine, committedValue),
+      })),
     },
   };
 }
