@@ -129,6 +129,20 @@ describe('palm calibrate on a synthetic set', () => {
     ]);
     expect(formatReport(l)).toMatch(/bona fide rejection rate at the cue centre/);
   });
+
+  it('liveness --centres-of: another profile’s centres against these sets, only the cues that profile reads', async () => {
+    const r = await calibrate('liveness', [set], { cache: join(root, 'cache'), centresOf: 'contact-nir' });
+    expect(r.constants.map((c) => c.constant)).toEqual([
+      'SENSOR_PROFILES[contact-nir].centres.maxPeriodicity',
+      'SENSOR_PROFILES[contact-nir].centres.minContrast',
+    ]);
+    expect(r.constants.map((c) => c.committed)).toEqual([
+      SENSOR_PROFILES['contact-nir'].centres.maxPeriodicity,
+      SENSOR_PROFILES['contact-nir'].centres.minContrast,
+    ]);
+    // the simulator's note belongs to the simulator's centres only
+    for (const c of r.constants) expect(c.note).not.toMatch(/logistic regression/);
+  });
 });
 
 describe('the stages’ arithmetic', () => {
@@ -227,6 +241,9 @@ describe('palm calibrate, the command', () => {
     const unknown = await palm('calibrate', 'decision', set, '--exclude-pairs', 'x~y');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/x~y: no set holds both labels/);
+    const misplaced = await palm('calibrate', 'quality', set, '--centres-of', 'contact-nir');
+    expect(misplaced.code).toBe(2);
+    expect(misplaced.stderr).toMatch(/--centres-of belongs to the liveness stage/);
     const help = await palm('calibrate', '--help');
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/decision .*impostor model/);

@@ -35,6 +35,8 @@ export async function calibrate(
 ) {
   if (o.variants && !o.roi)
     throw new InvalidArgumentError('--variants needs --roi: only cropped ROIs are scored with variants');
+  if (o.centresOf && stage !== 'liveness')
+    throw new InvalidArgumentError('--centres-of belongs to the liveness stage');
   if (o.variants && stage !== 'threshold')
     throw new InvalidArgumentError('--variants belongs to the threshold stage');
   const sets: CalibrationSet[] = await loadSets(dirs, o);
@@ -87,6 +89,7 @@ interface CalibrateCliOptions {
   excludePairs?: Array<[string, string]>;
   roi?: boolean;
   variants?: boolean;
+  centresOf?: SensorName;
   at?: number[];
 }
 
@@ -131,6 +134,16 @@ export function calibrateCommand(): Command {
       '--variants',
       'threshold, with --roi: score with the probe’s rotation and zoom variants as `palm eval --roi` does (ROI_MATCH_THRESHOLD)',
     )
+    .option(
+      '--centres-of <profile>',
+      'liveness: check this profile’s cue centres against the sets (measured under their own --sensor), ' +
+        'for a profile without bona fide captures of its own (the NIR profiles)',
+      (v: string) => {
+        const [name] = sensorList(v);
+        if (v.includes(',')) throw new InvalidArgumentError('--centres-of takes one profile');
+        return name!;
+      },
+    )
     .option('--at <scores>', 'threshold: also print FMR and FNMR at these score thresholds', scoreList)
     .addOption(new Option('--json', 'print the report as one JSON object'))
     .addHelpText(
@@ -166,6 +179,7 @@ export function calibrateCommand(): Command {
             excludePairs: o.excludePairs,
             roi: o.roi,
             variants: o.variants,
+            centresOf: o.centresOf,
             onProgress,
           },
           { at: o.at ?? [] },

@@ -66,6 +66,8 @@ export interface CalibrateOptions {
   roi?: boolean | undefined;
   /** with `roi`: score pairs with the probe's rotation/zoom variants, as `palm eval --roi` (threshold stage) */
   variants?: boolean | undefined;
+  /** liveness: check this profile's centres against every set (a profile without bona fide data of its own) */
+  centresOf?: SensorName | undefined;
   /** with `variants`: the probe's rotations (default ROI_ROTATION_ANGLES; palm-lab/scripts/calibrate-threshold.ts) */
   rotations?: readonly number[] | undefined;
   onProgress?: Progress | undefined;

@@ -10,40 +10,49 @@ const origin = (sensors: SensorName[]) =>
     ? 'the simulator’s centres were fitted by logistic regression on its synthetic attacks (palm pad), which this stage does not repeat'
     : undefined;
 
-/** A centre counts only on the profiles whose liveness score reads its cue. */
+/**
+ * A centre counts only on the profiles whose liveness score reads its cue: the set's own profile, or
+ * `target` for every set (`--centres-of`: a profile without development data of its own, its
+ * centres checked against the bona fide captures of other cameras, as the NIR centres were set).
+ */
 const centre =
-  (key: keyof CueCentres, cue: 'rounded' | 'aperiodic' | 'contrast') =>
+  (key: keyof CueCentres, cue: 'rounded' | 'aperiodic' | 'contrast', target?: SensorName) =>
   (sensor: SensorName): number | undefined => {
-    const p = SENSOR_PROFILES[sensor];
+    const p = SENSOR_PROFILES[target ?? sensor];
     return p.cues.includes(cue) ? p.centres[key] : undefined;
   };
 
-export const LIVENESS_SPECS: BoundSpec[] = [
-  {
-    name: 'maxPeriodicity',
-    measure: 'periodicity',
-    side: 'max',
-    committed: centre('maxPeriodicity', 'aperiodic'),
-    figure: FIGURE,
-    origin,
-  },
-  {
-    name: 'maxFalloff',
-    measure: 'edgeFalloff',
-    side: 'max',
-    committed: centre('maxFalloff', 'rounded'),
-    figure: FIGURE,
-    origin,
-  },
-  {
-    name: 'minContrast',
-    measure: 'veinContrast',
-    side: 'min',
-    committed: centre('minContrast', 'contrast'),
-    figure: FIGURE,
-    origin,
-  },
-];
+export function livenessSpecs(target?: SensorName): BoundSpec[] {
+  const from = (sensors: SensorName[]) => origin(target ? [target] : sensors);
+  return [
+    {
+      name: 'maxPeriodicity',
+      measure: 'periodicity',
+      side: 'max',
+      committed: centre('maxPeriodicity', 'aperiodic', target),
+      figure: FIGURE,
+      origin: from,
+    },
+    {
+      name: 'maxFalloff',
+      measure: 'edgeFalloff',
+      side: 'max',
+      committed: centre('maxFalloff', 'rounded', target),
+      figure: FIGURE,
+      origin: from,
+    },
+    {
+      name: 'minContrast',
+      measure: 'veinContrast',
+      side: 'min',
+      committed: centre('minContrast', 'contrast', target),
+      figure: FIGURE,
+      origin: from,
+    },
+  ];
+}
+
+export const LIVENESS_SPECS: BoundSpec[] = livenessSpecs();
 
 /**
  * `palm calibrate liveness`: the cue centres of the sets' profiles (`SensorProfile.centres`). The
@@ -58,19 +67,21 @@ export async function calibrateLiveness(
   sets: CalibrationSet[],
   o: CalibrateOptions,
 ): Promise<CalibrationReport> {
+  const target = o.centresOf;
   const measured = await measureSets(sets, o);
   const { constants, percentiles } = checkBounds(
     measured,
-    LIVENESS_SPECS,
+    livenessSpecs(target),
     'shared/palm/src/capture/sensor-profiles.ts',
-    (sensors) => `SENSOR_PROFILES[${sensors.join('|')}].centres`,
+    (sensors) => `SENSOR_PROFILES[${target ?? sensors.join('|')}].centres`,
   );
   return {
     stage: 'liveness',
     procedure:
       'each cue centre the profile reads beyond the bona fide tail of its measure: periodicity and edge ' +
       'fall-off at or above the 99.5th percentile, vein-scale contrast at or below the 0.5th, of every set ' +
-      '(bona fide images only; processCapture measures under the set’s profile)',
+      '(bona fide images only; processCapture measures under the set’s profile)' +
+      (target ? `; the centres of ${target}, checked against these sets` : ''),
     sets: summaries(measured),
     constants,
     details: { percentiles },
