@@ -30,6 +30,7 @@ import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
 import { verifyProofCommand } from '@palmid/server/cli/verify-proof';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import sharp from 'sharp';
+import { calibrateCommand } from './calibrate/command.ts';
 import { angleList, evalCommand } from './eval/command.ts';
 import { lookAlikeCommand } from './eval/look-alike-command.ts';
 import { evaluatePadDir, formatPadSummary } from './eval/pad-dir.ts';
@@ -274,6 +275,7 @@ export function buildCli(): Command {
 
   program.addCommand(evalCommand());
   program.addCommand(lookAlikeCommand());
+  program.addCommand(calibrateCommand());
   program
     .command('pad')
     .description(

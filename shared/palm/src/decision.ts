@@ -39,6 +39,7 @@ export interface ImpostorModel {
  * The default is the heavier of the two (less evidence per distance, so FPIR ≤ target on both):
  * FMR(0.3375) = 7.3e-5, inside what issue #24 measured at the old threshold (2.4e-5 … 6.2e-4).
  * The moment fit (p = mean, dof = p(1 − p)/variance) is off by 0.4 decades in these tails.
+ * Re-derived by `npm run palm -- calibrate decision <casia-refiled> <coep-dir> …` (docs/calibrate.md).
  */
 export const DEFAULT_IMPOSTOR_MODEL: ImpostorModel = { p: 0.4304, dof: 411.1 };
 
