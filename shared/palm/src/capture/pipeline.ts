@@ -14,7 +14,7 @@ import { MIN_PALM_RADIUS, qualityScore, runQuality, runSharpness } from './stage
 import { mirrorsLeft, placeRoi, runRoi } from './stages/roi.ts';
 import { runValleys } from './stages/valleys.ts';
 
-export { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
+export { LIVENESS_THRESHOLD, livenessScore } from './stages/liveness.ts';
 export { qualityScore, scaleEnergyRatio } from './stages/quality.ts';
 
 export type CaptureRejection =

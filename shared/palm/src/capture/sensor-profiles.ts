@@ -8,9 +8,9 @@
 
 import { SENSOR_NAMES, type SensorName } from '@palmid/contracts/capture/sensors';
 import { InvalidArgumentError } from 'commander';
-import { type CueCentres, type LivenessCue, SIMULATOR_CENTRES } from './liveness.ts';
 import { PEG_MASK_LEVEL } from './roi-pegs.ts';
 import { type CaptureStages, captureStages, geometryStages } from './stages/index.ts';
+import { type CueCentres, type LivenessCue, SIMULATOR_CENTRES } from './stages/liveness.ts';
 import { DEFAULT_QUALITY_PARAMS, type QualityLimits } from './stages/quality.ts';
 import { mirrorsLeft, type RoiProportions, SIMULATOR_ROI } from './stages/roi.ts';
 
