@@ -30,6 +30,15 @@ export interface SensorProfile {
    */
   stages: CaptureStages;
   /**
+   * @deprecated the quality stage's limits, `stages.quality` (the same object), kept for readers of
+   * the older shape; a copy of a profile that sets it does not change the stages
+   */
+  readonly limits: QualityLimits;
+  /** @deprecated `stages.liveness.cues` (the same array), kept for readers of the older shape */
+  readonly cues: readonly LivenessCue[];
+  /** @deprecated `stages.liveness.centres` (the same object), kept for readers of the older shape */
+  readonly centres: CueCentres;
+  /**
    * How far the profile was validated, said wherever profiles are listed (`--help`, docs): `ready` only
    * when measured on real captures the profile was not developed on; `not-ready` when such a
    * measurement found it unfit; otherwise what it rests on.
@@ -206,8 +215,13 @@ const VISIBLE_ONLY =
  * on the whole CASIA set identified 89.3 % of the probes, without it 94.5 % (wrong identities 13 and
  * 15 of 3 703), COEP 68 persons 90.7 % and 97.5 % (`palm-lab/scripts/side-filter.ts`).
  */
+/** A profile of its stages, with the older fields read from them. */
+function sensor(p: Omit<SensorProfile, 'limits' | 'cues' | 'centres'>): SensorProfile {
+  return { ...p, limits: p.stages.quality, cues: p.stages.liveness.cues, centres: p.stages.liveness.centres };
+}
+
 export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
-  simulator: {
+  simulator: sensor({
     name: 'simulator',
     summary: 'the firmware simulator (NIR, dark background, whole hand)',
     detects:
@@ -222,8 +236,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       evidence: 'the firmware simulator’s own frames; says nothing about a real scanner',
     },
     // the simulator's crop mirrors left hands: an undecided side would lay the code out either way
-  },
-  'contact-nir': {
+  }),
+  'contact-nir': sensor({
     name: 'contact-nir',
     summary: 'contact NIR scanner with pegs (hand on a platen, NIR light)',
     detects:
@@ -238,8 +252,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       status: 'not-ready',
       evidence: `${INDEPENDENT}: enrols 88 % of the images, EER 26 %`,
     },
-  },
-  'contact-visible': {
+  }),
+  'contact-visible': sensor({
     name: 'contact-visible',
     summary: 'contact visible-light scanner with pegs',
     detects: VISIBLE_ONLY,
@@ -251,8 +265,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       status: 'not-ready',
       evidence: `${INDEPENDENT}: enrols 69 % of the images, EER 25 %`,
     },
-  },
-  'contactless-nir': {
+  }),
+  'contactless-nir': sensor({
     name: 'contactless-nir',
     summary: 'contactless NIR palm-vein camera (850 nm, hand held free)',
     detects:
@@ -268,8 +282,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       evidence:
         'measured independently on a real palm-vein database it was not developed on: enrols 99.7 % of the images, EER 1.1 %',
     },
-  },
-  'grey-dark': {
+  }),
+  'grey-dark': sensor({
     name: 'grey-dark',
     summary: 'grey-level visible camera, dark background (e.g. CASIA palmprint)',
     detects: VISIBLE_ONLY,
@@ -281,8 +295,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       status: 'development-data',
       evidence: 'developed and measured on CASIA-PalmprintV1 (whole set EER 0.87 %); no independent set yet',
     },
-  },
-  'grey-bright': {
+  }),
+  'grey-bright': sensor({
     name: 'grey-bright',
     summary: 'grey-level visible camera, bright background (the hand darker than the board)',
     detects: VISIBLE_ONLY,
@@ -295,8 +309,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       status: 'development-data',
       evidence: 'developed on grey captures against a bright board; no independent set yet',
     },
-  },
-  colour: {
+  }),
+  colour: sensor({
     name: 'colour',
     summary: 'colour camera, dark or uniform background, pegs allowed (e.g. COEP)',
     detects: VISIBLE_ONLY,
@@ -308,8 +322,8 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       status: 'development-data',
       evidence: 'developed and measured on COEP (EER 0.03 %); no independent set yet',
     },
-  },
-  phone: {
+  }),
+  phone: sensor({
     name: 'phone',
     summary: 'phone camera, hand held in front of any background',
     detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
@@ -321,7 +335,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
       status: 'not-ready',
       evidence: `${INDEPENDENT}: enrols 78–92 % of the images, EER 17–25 %`,
     },
-  },
+  }),
 };
 
 export function isSensorName(v: string): v is SensorName {
@@ -339,10 +353,10 @@ export function sensorProfile(name: SensorName | SensorProfile | undefined): Sen
  * the quality and liveness stages stay the profile's.
  */
 export function withRoi(profile: SensorProfile, proportions: RoiProportions): SensorProfile {
-  return {
+  return sensor({
     ...profile,
     stages: { ...profile.stages, ...geometryStages(proportions, profile.stages.detect.darkHand) },
-  };
+  });
 }
 
 /** Commander parser of a `--sensor <profile>` value. */

@@ -10,7 +10,7 @@ import { sharedExtractor } from '../extractor.ts';
 export interface CodeParams {
   /**
    * share of the usable cells kept as reliable by their winner margin (1: all of them) —
-   * `npm run palm-lab -- calibrate code <dataset-dir>`; docs/palm-pipeline.md, "Fragile-bit mask (`MASK_KEEP`)"
+   * docs/lab/matcher.md, "Fragile-bit mask (`MASK_KEEP`) and the trusted-share rescaling"
    */
   maskKeep: number;
 }

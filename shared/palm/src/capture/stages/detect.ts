@@ -10,19 +10,19 @@ import type { GrayImage } from '../image-io.ts';
 import { blockAverage, foreground, negative } from '../work-scale.ts';
 
 export interface DetectParams {
-  /** a hand darker than its background (a bright board): located on the negative (profile data) */
+  /** a hand darker than its background (a bright board): located on the negative (profile data; docs/lab/synthetic.md, "Realistic renders against real captures") */
   darkHand: boolean;
-  /** shorter side (px) up to which the hand is located on the frame itself — docs/palm-pipeline.md, "Speed of the capture path" */
+  /** shorter side (px) up to which the hand is located on the frame itself — docs/lab/capture-speed.md, docs/lab/roi-geometry.md "Capture path on real hands" */
   workSide: number;
-  /** larger frames are block-averaged by ⌊shorter side / (workSide × this)⌋ — docs/palm-pipeline.md, "Speed of the capture path" */
+  /** larger frames are block-averaged by ⌊shorter side / (workSide × this)⌋, to 240–300 px — docs/lab/roi-geometry.md, "Capture path on real hands" */
   workShrink: number;
   /** least foreground threshold (grey level) whatever Otsu says: a floor against an all-dark frame, not tuned on data */
   minThreshold: number;
   /** least inscribed radius (work px) for the finger scan at all: a floor, not tuned on data */
   minScanRadius: number;
-  /** a second scan centre when a circle away from the palm reaches this share of the largest — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** a second scan centre when a circle away from the palm reaches this share of the largest (a wrist as wide as the palm): no sweep recorded; re-check with `npm run palm-lab -- eval <set> --sensor <profile> --json` (EER, FTA) */
   secondCentreShare: number;
-  /** the palm's median grey is read where the distance is ≥ this × the inscribed radius — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** the palm's median grey is read where the distance is ≥ this × the inscribed radius: no sweep recorded; re-check with `npm run palm-lab -- eval <set> --sensor <profile> --json` (EER, FTA) */
   palmCore: number;
 }
 
@@ -140,7 +140,7 @@ export function runDetect(frame: GrayImage, params: DetectParams = DEFAULT_DETEC
 
 export function otsu(data: Uint8Array): number {
   // four histograms of every fourth pixel, then added: runs of equal pixels (a dark background)
-  // no longer wait on the previous count (docs/palm-pipeline.md, "Speed of the capture path")
+  // no longer wait on the previous count (docs/lab/capture-speed.md)
   const h0 = new Uint32Array(256);
   const h1 = new Uint32Array(256);
   const h2 = new Uint32Array(256);

@@ -39,25 +39,26 @@ export interface CueSlopes {
 }
 
 export interface LivenessParams {
-  /** the cues the score reads on this sensor (those its camera supports; docs/palm-pipeline.md, "Sensor profiles") */
+  /** the cues the score reads on this sensor (those its camera supports; docs/lab/liveness.md, "Sensor profiles: validation, liveness centres, camera quality limits") */
   cues: readonly LivenessCue[];
-  /** the measure at which each cue's evidence is 0 — `npm run palm-lab -- calibrate liveness <dataset-dir>` */
+  /**
+   * the measure at which each cue's evidence is 0: on cameras re-derived by `npm run palm-lab --
+   * calibrate liveness <dataset-dir> --sensor <profile>`; the simulator's fitted with the slopes
+   * (below), the NIR ones set against the visible sets (docs/lab/liveness.md)
+   */
   centres: CueCentres;
   /**
    * nats per unit of measure: logistic regression on the simulator's attacks and bona fide captures
-   * (identities pad0–pad399, rounded) — `npm run palm-lab -- calibrate liveness <dataset-dir>`; docs/palm-pipeline.md, "Quality and liveness"
+   * (identities pad0–pad399, rounded; `palm-lab pad`) — docs/lab/liveness.md, "Quality and liveness"
    */
   slopes: CueSlopes;
-  /** most a single cue can add for "live" (nats), so that a clear failure of another still vetoes — docs/palm-pipeline.md, "Quality and liveness" */
+  /** most a single cue can add for "live" (nats), so that a clear failure of another still vetoes — docs/lab/liveness.md, "Quality and liveness" */
   cap: number;
   /** score at or above which the hand counts as live: the shared contract's `LIVENESS_PASS_SCORE` (server and kiosk agree) */
   threshold: number;
 }
 
-/**
- * The simulator's centres, fitted with the slopes on its captures (docs/palm-pipeline.md, "Quality
- * and liveness"; `npm run palm-lab -- calibrate liveness <dataset-dir>`).
- */
+/** The simulator's centres, fitted with the slopes on its captures (docs/lab/liveness.md, "Quality and liveness"). */
 export const SIMULATOR_CENTRES: CueCentres = { maxFalloff: 0.785, maxPeriodicity: 0.4, minContrast: 0.042 };
 
 /** Most a single cue can add for "live" (nats), so that a clear failure of another cue still vetoes. */
@@ -85,7 +86,7 @@ export const DEFAULT_LIVENESS_PARAMS: LivenessParams = {
  * The centres are the sensor's (sensor-profiles.ts): demosaicing and JPEG blocks of a real camera
  * add periodic texture of their own, and real NIR sensors have not been calibrated.
  * Slopes and the simulator's centres were fitted (logistic regression, then rounded) on synthetic captures of
- * identities pad0–pad399 and checked on a held-out set (docs/palm-pipeline.md).
+ * identities pad0–pad399 and checked on a held-out set (docs/lab/liveness.md).
  */
 export function livenessCues(
   m: LivenessMeasures,

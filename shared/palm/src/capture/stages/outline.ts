@@ -12,18 +12,18 @@ import type { Detection } from './detect.ts';
 import { type FingerValleys, fittedNormal, refineValley, towardsMiddle, valleyNormal } from './valleys.ts';
 
 export interface OutlineParams {
-  /** grey levels tried, as shares of the way from the Otsu level up to the palm's median — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** grey levels tried, as shares of the way from the Otsu level up to the palm's median — docs/lab/roi-geometry.md, "Capture path on real hands" */
   levels: readonly number[];
   /**
    * how strictly three defects must look like finger valleys (hand-contour.ts names each limit's
-   * evidence): STRICT_VALLEYS, or PEG_VALLEYS for hands held by pegs — docs/palm-pipeline.md, "Real-data numbers"
+   * evidence): STRICT_VALLEYS, or PEG_VALLEYS for hands held by pegs — docs/lab/real-data.md, "Real-data numbers (development sets, whole frames)"
    */
   rule: ValleyRule;
   /** refine the valleys sub-pixel and fit "up" through all three (off for pegs: the valleys only tell side and direction) */
   refine: boolean;
   /**
    * "up" turned this share of the way towards the direction from the palm centre to the valleys
-   * (0: not turned) — docs/palm-pipeline.md, "Capture path on real hands" (CASIA EER 0.98 → 0.96 %)
+   * (0: not turned; OUTLINE_ROI 0.3) — docs/lab/roi-geometry.md, "Outline valleys, third pass: the square's pose" (CASIA EER 0.98 → 0.96 %)
    */
   centreUp: number;
 }

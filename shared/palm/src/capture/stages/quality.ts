@@ -14,42 +14,44 @@ import { FEATURE_GRID } from '../model-graph.ts';
 export type QualityRejection = 'no_hand' | 'underexposed' | 'overexposed' | 'too_far' | 'moved' | 'blurred';
 
 /**
- * The acceptance limits (a sensor profile sets them, `stages.quality`). Defaults: the simulator's,
- * re-derived by `npm run palm-lab -- calibrate quality <dataset-dir>`; camera limits sit beyond the
- * 0.5th percentile of the bona fide development captures (docs/palm-pipeline.md, "Sensor profiles").
+ * The acceptance limits (a sensor profile sets them, `stages.quality`). Defaults: the simulator's
+ * (docs/lab/liveness.md, "Quality and liveness"); the camera limits sit beyond the 0.5th / 99.5th
+ * percentile of the bona fide development captures and are re-derived, with the bona fide
+ * rejection rate each costs, by `npm run palm-lab -- calibrate quality <dataset-dir> --sensor <profile>`
+ * (docs/calibrate.md; docs/lab/liveness.md, "Sensor profiles: validation, liveness centres, camera quality limits").
  */
 export interface QualityParams {
-  /** share of the frame covered by the hand (below: no hand) — `palm-lab calibrate quality` */
+  /** share of the frame covered by the hand (below: no hand) — docs/lab/liveness.md, "Quality and liveness" (no per-capture measure for calibrate) */
   minCoverage: number;
-  /** mean grey level of the hand (below: underexposed) — `palm-lab calibrate quality` */
+  /** mean grey level of the hand (below: underexposed) — `npm run palm-lab -- calibrate quality <dataset-dir>` */
   minHandMean: number;
-  /** share of hand pixels at ≥ 250 (above: overexposed) — `palm-lab calibrate quality` */
+  /** share of hand pixels at ≥ 250 (above: overexposed) — `npm run palm-lab -- calibrate quality <dataset-dir>` */
   maxSaturated: number;
-  /** palm radius relative to the frame's shorter side (below: too far) — `palm-lab calibrate quality` */
+  /** palm radius relative to the frame's shorter side (below: too far) — `npm run palm-lab -- calibrate quality <dataset-dir>` */
   minRelativeRadius: number;
-  /** gradient-energy ratio of the ROI (above: moved) — `palm-lab calibrate quality` */
+  /** gradient-energy ratio of the ROI (above: moved) — `npm run palm-lab -- calibrate quality <dataset-dir>` */
   maxAnisotropy: number;
-  /** fine over coarse Gabor energy (below: blurred or moved) — `palm-lab calibrate quality` */
+  /** fine over coarse Gabor energy (below: blurred or moved) — `npm run palm-lab -- calibrate quality <dataset-dir>` */
   minSharpness: number;
-  /** below minSharpness, a directional smear means motion rather than defocus — `palm-lab calibrate quality` */
+  /** below minSharpness, a directional smear means motion rather than defocus — docs/lab/liveness.md, "Quality and liveness" (a rule between two measures: not in calibrate) */
   motionAnisotropy: number;
 }
 
 /** The quality limits by their older name (sensor profiles, callers). */
 export type QualityLimits = QualityParams;
 
-/** Least palm radius (frame px) of a hand at all: a floor, not tuned on data (`git log -S 'radius < 6'`). */
+/** Least palm radius (frame px) of a hand at all — docs/lab/liveness.md, "Quality and liveness" (the no_hand row). */
 export const MIN_PALM_RADIUS = 6;
 
 /**
  * Where the quality score's margins reach 1 (a measure this good counts fully): hand mean 120 grey
  * levels, 99 % unsaturated, 0.04 above the least relative radius, anisotropy 1.6, sharpness 1.8 ×
  * its limit; the score is 20 + 80 × (0.6 × weakest + 0.4 × mean margin). Chosen on the simulator's
- * captures (docs/palm-pipeline.md, "Quality and liveness"); not tuned since.
+ * captures (docs/lab/liveness.md, "Quality and liveness"); not swept since.
  */
 const GOOD = { handMean: 120, unsaturated: 0.99, radiusMargin: 0.04, anisotropy: 1.6, sharpness: 1.8 };
 
-/** The simulator's limits (docs/palm-pipeline.md, "Quality and liveness"; `npm run palm-lab -- calibrate quality <dataset-dir>`). */
+/** The simulator's limits, from its forced-condition captures (docs/lab/liveness.md, "Quality and liveness"). */
 export const DEFAULT_QUALITY_PARAMS: QualityParams = {
   minCoverage: 0.03,
   minHandMean: 60,

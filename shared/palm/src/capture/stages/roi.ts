@@ -82,15 +82,15 @@ export interface RoiParams {
   proportions: RoiProportions;
   /**
    * least relative width difference of the outer (and inner) fingers that lets the finger-width
-   * cue vote — docs/palm-pipeline.md, "Left/right" (the cue was right on 89 % of the development captures where it spoke)
+   * cue vote — docs/lab/hand-side.md, "Left/right" (the cue was right on 89 % of the development captures where it spoke)
    */
   fingerMargin: number;
   /**
-   * votes of the side cues: thumb mass, thumb web, finger widths — docs/palm-pipeline.md, "Left/right"
+   * votes of the side cues: thumb mass, thumb web, finger widths — docs/lab/hand-side.md, "Left/right"
    * (right on 100 %, 96 % and 89 % of the development captures where they spoke)
    */
   votes: { mass: number; web: number; fingers: number };
-  /** ROI px (of ROI_SIZE) within which the frame edge masks a template cell — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** ROI px (of ROI_SIZE) within which the frame edge masks a template cell (the filters' reach) — docs/lab/roi-geometry.md, "ROI per sensor" */
   outsideReach: number;
 }
 

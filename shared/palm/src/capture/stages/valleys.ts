@@ -6,8 +6,11 @@
  * keeps the first set of valleys that look like a hand's (distinct, about evenly spaced, in
  * proportion to the palm). When it finds none (or the profile skips it, `outlineOnly`) the
  * outline stage (`outline.ts`) looks for them on the hand's outline instead. Work pixels.
- * Evidence: docs/palm-pipeline.md, "Capture path on real hands" (the simulator's development
- * renders); the valley tilt and spacing tests re-derive with `palm-geometry-diag` (palm-lab/scripts).
+ * The ring scan was written on the simulator's renders and runs first on the ring and pegs
+ * profiles (simulator, grey-bright, colour, contact-*); no sweep of its constants is recorded
+ * (docs/lab/synthetic.md, "Simulator"): change one and compare `npm run palm-lab -- eval <set>
+ * --sensor <profile> --json` (EER, FTA) before and after. `palm-lab/scripts/palm-geometry-diag.ts`
+ * shows what the geometry found on each frame.
  */
 import type { GrayImage } from '../image-io.ts';
 import { bilinear } from '../roi-input.ts';
@@ -15,21 +18,21 @@ import { maskAbove } from '../work-scale.ts';
 import type { Detection, Point } from './detect.ts';
 
 export interface ValleysParams {
-  /** grey levels tried, as shares of the way from the Otsu level up to the palm's median — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** grey levels tried, as shares of the way from the Otsu level up to the palm's median — no sweep recorded (see above) */
   levels: readonly number[];
-  /** ring radii (× the inscribed radius) tried, the first counting the runs reported — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** ring radii (× the inscribed radius) tried, the first counting the runs reported — no sweep recorded (see above) */
   rings: readonly number[];
   /** four fingers fan out over at most this (rad) seen from the palm: geometry of a hand, not tuned on data */
   maxFanSpan: number;
   /** the widest of four finger runs at most this × the narrowest (two merged fingers are twice as wide): not tuned on data */
   maxWidthRatio: number;
-  /** the shorter valley gap at least this × the longer (a thumb web is not evenly spaced) — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** the shorter valley gap at least this × the longer (a thumb web is not evenly spaced) — no sweep recorded (see above) */
   minEvenness: number;
-  /** a half line of the valleys this far (rad) off the outer line marks an outer valley as an outlier — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** a half line of the valleys this far (rad) off the outer line marks an outer valley as an outlier — no sweep recorded (see above) */
   outlierTilt: number;
-  /** valley spacing × this is about 1.5 × the inscribed radius on a hand (the simulator's hands) — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** valley spacing × this is about 1.5 × the inscribed radius on a hand (the simulator's hands) — no sweep recorded (see above) */
   sidePerSpacing: number;
-  /** least and most (spacing × sidePerSpacing) / (1.5 r) of valleys in proportion to the palm — docs/palm-pipeline.md, "Capture path on real hands" */
+  /** least and most (spacing × sidePerSpacing) / (1.5 r) of valleys in proportion to the palm — no sweep recorded (see above) */
   minScaleRatio: number;
   maxScaleRatio: number;
 }
@@ -297,7 +300,7 @@ export function fittedNormal(points: Point[], prev: number): number {
  * "Up" (the valley line's normal) blended with the direction from the palm centre (cx, cy) to the
  * middle of the outer valleys, `weight` of the way (unit vectors averaged). Three valleys a few
  * pixels apart set the line's angle; the palm centre lies a palm's length from them and steadies it
- * (docs/palm-pipeline.md, "Capture path on real hands").
+ * (no sweep recorded (see above)).
  */
 export function towardsMiddle(up: number, valleys: Point[], cx: number, cy: number, weight: number): number {
   const mx = (valleys[0]!.x + valleys[2]!.x) / 2 - cx;
