@@ -63,5 +63,5 @@ export function locateHand(
   if (!detection.scannable) return placeRoi(detection, null, 0, stages.roi);
   const rings = stages.valleys ? runValleys(detection, stages.valleys) : { found: null, runs: 0 };
   const found = rings.found ?? runOutline(detection, stages.outline);
-  return placeRoi(detection, found, rings.found ? rings.found.runs : rings.runs, stages.roi);
+  return placeRoi(detection, found, rings.runs, stages.roi);
 }

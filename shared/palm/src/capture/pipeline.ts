@@ -10,7 +10,7 @@ import { extractResponses, runCode } from './stages/code.ts';
 import { runDetect } from './stages/detect.ts';
 import { runLiveness } from './stages/liveness.ts';
 import { runOutline } from './stages/outline.ts';
-import { MIN_PALM_RADIUS, qualityScore, runQuality, runSharpness } from './stages/quality.ts';
+import { MIN_PALM_RADIUS, qualityScore, runMotion, runQuality, runSharpness } from './stages/quality.ts';
 import { mirrorsLeft, placeRoi, runRoi } from './stages/roi.ts';
 import { runValleys } from './stages/valleys.ts';
 
@@ -108,22 +108,21 @@ export async function processCapture(frame: GrayImage, options: CaptureOptions =
   // 2–3. the finger valleys: by the finger-ring scan, else on the hand's outline
   const rings = detection.scannable && stages.valleys ? runValleys(detection, stages.valleys) : null;
   const found = rings?.found ?? (detection.scannable ? runOutline(detection, stages.outline) : null);
-  // 4. ROI: the square, the side, whether the frame cuts the hand; the crop
-  const geometry = placeRoi(
-    detection,
-    found,
-    rings?.found ? rings.found.runs : (rings?.runs ?? 0),
-    stages.roi,
-  );
+  // 4a. ROI placement: the square (or the pegs pose), the side, whether the frame cuts the hand
+  const geometry = placeRoi(detection, found, rings?.runs ?? 0, stages.roi);
+  // 5a. quality on the frame: exposure, distance
+  const frameQuality = runQuality({ frame, geometry }, stages.quality);
+  if (!frameQuality.ok) return reject(frameQuality.reason, frameQuality.measures);
+  // 4b. the crop
   const crop = runRoi({ frame, geometry }, stages.roi);
   const kept = options.keepRoi ? crop.roi : undefined;
-  // 5. quality: exposure, distance, motion
-  const q = runQuality({ frame, geometry, roi: crop.roi }, stages.quality);
-  if (!q.ok) return reject(q.reason, q.measures, q.withRoi ? kept : undefined);
-  if (crop.partial || crop.hand === null) return reject('partial', q.measures);
-  // 7a. the feature model's responses; 5b. focus read on them
+  // 5b. quality on the crop: motion; then the hand wholly in view
+  const motion = runMotion(crop.roi, frameQuality.measures, stages.quality);
+  if (!motion.ok) return reject('moved', motion.measures, kept);
+  if (crop.partial || crop.hand === null) return reject('partial', motion.measures);
+  // 7a. the feature model's responses; 5c. quality on them: focus
   const responses = await extractResponses(crop.roi);
-  const sharp = runSharpness(responses, q.measures, stages.quality);
+  const sharp = runSharpness(responses, motion.measures, stages.quality);
   if (!sharp.ok) return reject(sharp.reason, sharp.measures, kept);
   const measures = sharp.measures;
   // 6. liveness

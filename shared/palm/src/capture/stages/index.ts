@@ -10,12 +10,14 @@
  * | valleys    | valleys.ts    | `Detection`                             | `FingerValleys` by the finger-ring scan, or none  | `ValleysParams` (null: skipped) |
  * | outline    | outline.ts    | `Detection` (when the rings found none) | `FingerValleys` from the outline's convexity defects, or none | `OutlineParams` |
  * | ROI        | roi.ts        | `Detection`, `FingerValleys`            | `placeRoi`: `HandGeometry` (square, side, cut by the frame); `runRoi`: crop, side, partial, masked cells | `RoiParams` (the sensor's `RoiProportions`) |
- * | quality    | quality.ts    | frame, `HandGeometry`, crop; then the responses | measures or the refusal (dark, bright, far, moved; blurred); `qualityScore` | `QualityParams` |
+ * | quality    | quality.ts    | frame, `HandGeometry`; crop; responses | `runQuality`: dark, bright, far; `runMotion`: moved; `runSharpness`: blurred or moved; `qualityScore` | `QualityParams` |
  * | liveness   | liveness.ts   | measures                                | score 0–100, live                                 | `LivenessParams`  |
  * | code       | code.ts       | crop → responses (ONNX); responses, masked cells, header | template (v1)                       | `CodeParams`      |
  *
- * Refusals, in the order the chain makes them: no_hand (detect), underexposed, overexposed,
- * too_far, moved (quality), partial (ROI), blurred or moved (quality, sharpness), liveness_failed.
+ * The chain, cheapest first: detect (no_hand) → valleys / outline → ROI placement → quality on the
+ * frame (underexposed, overexposed, too_far) → ROI crop → quality on the crop (moved) → partial
+ * (ROI) → the responses (code) → quality on them (blurred or moved) → liveness (liveness_failed) →
+ * code.
  */
 import { PEG_VALLEYS } from '../hand-contour.ts';
 import { type CodeParams, DEFAULT_CODE_PARAMS } from './code.ts';

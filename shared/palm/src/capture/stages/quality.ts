@@ -1,8 +1,9 @@
 /**
- * Stage 5, quality: is the frame good enough to code? Exposure, distance and motion from the frame
- * and the ROI crop (`runQuality`), then focus from the feature model's responses (`runSharpness`),
- * and the 0–100 quality score carried in the template header (`qualityScore`). Every measure is
- * free of scale and gain, so the limits do not depend on the frame size.
+ * Stage 5, quality: is the frame good enough to code? Three gates, cheapest first: exposure and
+ * distance on the frame (`runQuality`, before the crop), motion on the ROI crop (`runMotion`),
+ * focus on the feature model's responses (`runSharpness`); and the 0–100 quality score carried in
+ * the template header (`qualityScore`). Every measure is free of scale and gain, so the limits do
+ * not depend on the frame size.
  */
 import { type CaptureMeasures, measureFrame, measureRoi } from '../capture-checks.ts';
 import { ORIENTATIONS } from '../gabor.ts';
@@ -65,31 +66,36 @@ export const DEFAULT_QUALITY_PARAMS: QualityParams = {
 export interface QualityInput {
   frame: GrayImage;
   geometry: HandGeometry;
-  /** the ROI crop (ROI_SIZE² grey levels) */
-  roi: Float32Array;
 }
 
-/** The frame's measures, or the first limit they break (with the measures taken so far). */
-export type QualityOutput =
-  | { ok: true; measures: Omit<CaptureMeasures, 'sharpness'> }
-  | { ok: false; reason: QualityRejection; measures: Partial<CaptureMeasures>; withRoi: boolean };
+/** The frame's measures (all but those of the crop and the responses). */
+export type FrameMeasures = Omit<CaptureMeasures, 'sharpness' | 'anisotropy'>;
 
-/** Exposure, distance and motion of a located hand, in that order. */
+/** The frame's measures, or the first limit they break. */
+export type QualityOutput =
+  | { ok: true; measures: FrameMeasures }
+  | { ok: false; reason: 'underexposed' | 'overexposed' | 'too_far'; measures: FrameMeasures };
+
+/** Exposure and distance of a located hand, in that order (before the crop). */
 export function runQuality(
   input: QualityInput,
   params: QualityParams = DEFAULT_QUALITY_PARAMS,
 ): QualityOutput {
-  const fm = measureFrame(input.frame, input.geometry);
-  if (fm.handMean < params.minHandMean)
-    return { ok: false, reason: 'underexposed', measures: fm, withRoi: false };
-  if (fm.saturated > params.maxSaturated)
-    return { ok: false, reason: 'overexposed', measures: fm, withRoi: false };
-  if (fm.relativeRadius < params.minRelativeRadius)
-    return { ok: false, reason: 'too_far', measures: fm, withRoi: false };
-  const { anisotropy } = measureRoi(input.roi);
-  const measures = { ...fm, anisotropy };
-  if (anisotropy > params.maxAnisotropy) return { ok: false, reason: 'moved', measures, withRoi: true };
+  const measures = measureFrame(input.frame, input.geometry);
+  if (measures.handMean < params.minHandMean) return { ok: false, reason: 'underexposed', measures };
+  if (measures.saturated > params.maxSaturated) return { ok: false, reason: 'overexposed', measures };
+  if (measures.relativeRadius < params.minRelativeRadius) return { ok: false, reason: 'too_far', measures };
   return { ok: true, measures };
+}
+
+/** Motion on the ROI crop (ROI_SIZE² grey levels): a smear one way raises the gradient anisotropy. */
+export function runMotion(
+  roi: Float32Array,
+  frame: FrameMeasures,
+  params: QualityParams = DEFAULT_QUALITY_PARAMS,
+): { ok: boolean; measures: Omit<CaptureMeasures, 'sharpness'> } {
+  const { anisotropy } = measureRoi(roi);
+  return { ok: anisotropy <= params.maxAnisotropy, measures: { ...frame, anisotropy } };
 }
 
 /** Focus from the feature model's responses: refused as blurred, or as moved when the ROI is smeared one way. */

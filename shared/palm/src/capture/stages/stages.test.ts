@@ -11,7 +11,7 @@ import { DEFAULT_DETECT_PARAMS, runDetect } from './detect.ts';
 import { geometryStages } from './index.ts';
 import { DEFAULT_LIVENESS_PARAMS, runLiveness } from './liveness.ts';
 import { runOutline } from './outline.ts';
-import { DEFAULT_QUALITY_PARAMS, qualityScore, runQuality, runSharpness } from './quality.ts';
+import { DEFAULT_QUALITY_PARAMS, qualityScore, runMotion, runQuality, runSharpness } from './quality.ts';
 import { DEFAULT_ROI_PARAMS, placeRoi, runRoi, SIMULATOR_ROI } from './roi.ts';
 import { DEFAULT_VALLEYS_PARAMS, runValleys } from './valleys.ts';
 
@@ -72,27 +72,24 @@ describe('capture stages on a synthetic palm', () => {
     expect(runRoi({ frame: cut, geometry: locateHand(cut) }).partial).toBe(true);
   });
 
-  it('quality: a good palm passes with a score above the floor; a dark one is refused; the limits are the params', async () => {
+  it('quality: a good palm passes the frame, motion and focus gates with a score above the floor; a dark one is refused; the limits are the params', async () => {
     const frame = await palm();
     const geometry = locateHand(frame);
-    const { roi } = runRoi({ frame, geometry });
-    const q = runQuality({ frame, geometry, roi });
+    const q = runQuality({ frame, geometry });
     expect(q.ok).toBe(true);
-    if (!q.ok) return;
-    const s = runSharpness(await extractResponses(roi), q.measures);
+    const { roi } = runRoi({ frame, geometry });
+    const m = runMotion(roi, q.measures);
+    expect(m.ok).toBe(true);
+    const s = runSharpness(await extractResponses(roi), m.measures);
     expect(s.ok).toBe(true);
     expect(qualityScore(s.measures)).toBeGreaterThan(20);
-    expect(
-      runQuality({ frame, geometry, roi }, { ...DEFAULT_QUALITY_PARAMS, minHandMean: 255 }),
-    ).toMatchObject({
+    expect(runQuality({ frame, geometry }, { ...DEFAULT_QUALITY_PARAMS, minHandMean: 255 })).toMatchObject({
       ok: false,
       reason: 'underexposed',
     });
+    expect(runMotion(roi, q.measures, { ...DEFAULT_QUALITY_PARAMS, maxAnisotropy: 1 }).ok).toBe(false);
     const dark = await palm('right', 'underexposed');
-    const dg = locateHand(dark);
-    expect(
-      runQuality({ frame: dark, geometry: dg, roi: runRoi({ frame: dark, geometry: dg }).roi }),
-    ).toMatchObject({
+    expect(runQuality({ frame: dark, geometry: locateHand(dark) })).toMatchObject({
       ok: false,
       reason: 'underexposed',
     });

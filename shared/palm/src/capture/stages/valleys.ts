@@ -68,8 +68,11 @@ export interface FingerValleys {
   fingerMask: Uint8Array;
 }
 
-/** The finger-ring scan's valleys, or null with the most finger runs it crossed. */
-export type ValleysOutput = { found: FingerValleys } | { found: null; runs: number };
+/** The finger-ring scan's valleys (or null), and the most finger runs it crossed. */
+export interface ValleysOutput {
+  found: FingerValleys | null;
+  runs: number;
+}
 
 /** The finger valleys by the finger-ring scan, from each scan centre in turn. */
 export function runValleys(
@@ -87,6 +90,7 @@ export function runValleys(
       if (r.valleys)
         return {
           found: { valleys: r.valleys, up: r.up, runs: r.runs, centre: c, web: null, fingerMask: mask },
+          runs: r.runs,
         };
     }
   }
