@@ -90,6 +90,15 @@ export interface RoiParams {
    * (right on 100 %, 96 % and 89 % of the development captures where they spoke)
    */
   votes: { mass: number; web: number; fingers: number };
+  /**
+   * the thumb-mass cue: hand pixels beside the palm, `along` (from, to) × ρ along "up" and `across`
+   * (from, to) × ρ to either side (ρ the reference square's side / 1.5), counted when the larger side
+   * holds at least `minMass` × ρ² and `dominance` × the other — docs/lab/hand-side.md, "Left/right"
+   * (right on 50 of 50 development captures where it spoke; no sweep of these bounds recorded)
+   */
+  thumb: { along: [number, number]; across: [number, number]; minMass: number; dominance: number };
+  /** the thumb web votes when it lies at least this × the ROI side across the valley line — docs/lab/hand-side.md, "Left/right" (no sweep recorded) */
+  webAcross: number;
   /** ROI px (of ROI_SIZE) within which the frame edge masks a template cell (the filters' reach) — docs/lab/roi-geometry.md, "ROI per sensor" */
   outsideReach: number;
 }
@@ -98,6 +107,8 @@ export const DEFAULT_ROI_PARAMS: RoiParams = {
   proportions: SIMULATOR_ROI,
   fingerMargin: 0.05,
   votes: { mass: 3, web: 2, fingers: 1 },
+  thumb: { along: [-1, 1.2], across: [1.2, 3], minMass: 0.2, dominance: 3 },
+  webAcross: 0.3,
   outsideReach: OUTSIDE_REACH,
 };
 
@@ -188,7 +199,7 @@ function onWork(
   };
   if (!detection.scannable) return geometry;
   geometry.fingers = found?.runs ?? runs;
-  if (!found) return proportions.circle ? pegsWithoutValleys(geometry, proportions) : geometry;
+  if (!found) return proportions.circle ? pegsWithoutValleys(geometry, params) : geometry;
   // the finger scan's centre; the scale stays that of the largest circle (the palm's size)
   geometry.cx = found.centre.x;
   geometry.cy = found.centre.y;
@@ -228,10 +239,10 @@ function onWork(
     side: refSide,
     up,
   };
-  const mass = handSide(mask, w, h, ref);
+  const mass = handSide(mask, w, h, ref, params.thumb);
   if (!web && fingerMask === mask)
     web = thumbWeb(handComp ?? largestComponent(mask, w, h).comp, w, h, cx, cy, radius, valleys);
-  const byWeb = web ? webSide(web, roi) : null;
+  const byWeb = web ? webSide(web, roi, params.webAcross) : null;
   const fingers = indexSide(fingerMask, w, h, valleys, up);
   geometry.cues = { mass: bySide(mass), web: bySide(byWeb), fingers: fingers?.side ?? 0 };
   // votes: the thumb mass, the thumb web, the finger widths when they differ clearly
@@ -280,7 +291,8 @@ const outsideFrame = (points: Point[], w: number, h: number) =>
  * (roi-pegs.ts), the side from the thumb's mass beside the palm; unknown when the frame does not
  * cut the hand (no arm to point from).
  */
-function pegsWithoutValleys(geometry: HandGeometry, proportions: RoiProportions): HandGeometry {
+function pegsWithoutValleys(geometry: HandGeometry, params: RoiParams): HandGeometry {
+  const proportions = params.proportions;
   const { width: w, height: h } = geometry.work;
   const { mask, distance, cx, cy, radius } = geometry;
   const roi = pegRoi(
@@ -298,7 +310,13 @@ function pegsWithoutValleys(geometry: HandGeometry, proportions: RoiProportions)
   if (!roi) return geometry;
   geometry.up = roi.up;
   geometry.roi = roi;
-  geometry.hand = handSide(mask, w, h, { cx: roi.cx, cy: roi.cy, side: radius * 1.5, up: roi.up });
+  geometry.hand = handSide(
+    mask,
+    w,
+    h,
+    { cx: roi.cx, cy: roi.cy, side: radius * ROI_SIDE_PER_RADIUS, up: roi.up },
+    params.thumb,
+  );
   geometry.cues = {
     mass: geometry.hand === 'right' ? 1 : geometry.hand === 'left' ? -1 : 0,
     web: 0,
@@ -339,11 +357,12 @@ function handSide(
   w: number,
   h: number,
   roi: { cx: number; cy: number; side: number; up: number },
+  t: RoiParams['thumb'],
 ): 'left' | 'right' | null {
   const rho = roi.side / 1.5;
   const ux = Math.cos(roi.up);
   const uy = Math.sin(roi.up);
-  const reach = rho * 3;
+  const reach = rho * t.across[1];
   const x0 = Math.max(0, Math.floor(roi.cx - reach));
   const x1 = Math.min(w - 1, Math.ceil(roi.cx + reach));
   const y0 = Math.max(0, Math.floor(roi.cy - reach));
@@ -357,15 +376,15 @@ function handSide(
       const dy = y - roi.cy;
       const along = dx * ux + dy * uy;
       const across = -dx * uy + dy * ux;
-      if (along < -rho || along > 1.2 * rho) continue;
+      if (along < t.along[0] * rho || along > t.along[1] * rho) continue;
       const a = Math.abs(across);
-      if (a < 1.2 * rho || a > 3 * rho) continue;
+      if (a < t.across[0] * rho || a > t.across[1] * rho) continue;
       if (across > 0) right++;
       else left++;
     }
   }
   const big = Math.max(left, right);
-  if (big < 0.2 * rho * rho || big < 3 * Math.min(left, right)) return null;
+  if (big < t.minMass * rho * rho || big < t.dominance * Math.min(left, right)) return null;
   return right > left ? 'right' : 'left';
 }
 
@@ -373,8 +392,9 @@ function handSide(
 function webSide(
   web: Point,
   roi: { cx: number; cy: number; side: number; up: number },
+  minAcross: number,
 ): 'left' | 'right' | null {
   const across = -(web.x - roi.cx) * Math.sin(roi.up) + (web.y - roi.cy) * Math.cos(roi.up);
-  if (Math.abs(across) < roi.side * 0.3) return null;
+  if (Math.abs(across) < roi.side * minAcross) return null;
   return across > 0 ? 'right' : 'left';
 }
