@@ -16,7 +16,7 @@ async function mirroredHalf(sensor: Sensor, capture: number): Promise<GrayFrame 
     sensor,
     ...(sensor === 'simulator' ? {} : { width: 320, height: 240 }),
   });
-  const g = locateHand(frame, SENSOR_PROFILES[sensor].roi);
+  const g = locateHand(frame, SENSOR_PROFILES[sensor].stages.roi.proportions);
   if (!g.valleys || g.up === null) return null; // this render's own valleys are not found: next capture
   const { x: ox, y: oy } = g.valleys[1]!;
   const ux = Math.cos(g.up);
@@ -63,7 +63,7 @@ export async function sideless(sensor: Sensor, n = 0): Promise<GrayFrame> {
     if (state.next > 39) throw new Error(`fewer than ${n + 1} ${sensor} frames without a side cue`);
     const frame = await mirroredHalf(sensor, state.next++);
     if (!frame) continue;
-    const g = locateHand(frame, SENSOR_PROFILES[sensor].roi);
+    const g = locateHand(frame, SENSOR_PROFILES[sensor].stages.roi.proportions);
     if (g.up !== null && g.hand === null && !g.touchesEdge) state.frames.push(frame);
   }
   return state.frames[n]!;

@@ -92,7 +92,13 @@ export async function evaluatePadDir(
           g.accepted++;
           g.scores.push(r.liveness);
         } else if (r.reason === 'liveness_failed' && r.measures) {
-          g.scores.push(livenessScore(r.measures as CaptureMeasures, profile.cues, profile.centres));
+          g.scores.push(
+            livenessScore(
+              r.measures as CaptureMeasures,
+              profile.stages.liveness.cues,
+              profile.stages.liveness.centres,
+            ),
+          );
         } else reason = r.reason;
       } catch {
         reason = 'unreadable';

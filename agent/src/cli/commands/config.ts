@@ -19,7 +19,7 @@ export function sensorProfilesHelp(): string {
     lines.push(
       `  ${n}: ${p.summary}`,
       `    validated: ${validationTag(p.validation)}: ${p.validation.evidence}`,
-      `    liveness cues: ${p.cues.join(', ')}`,
+      `    liveness cues: ${p.stages.liveness.cues.join(', ')}`,
       `    detects: ${p.detects}`,
     );
   }

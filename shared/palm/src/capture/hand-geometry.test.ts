@@ -80,7 +80,7 @@ describe('locateHand', () => {
   it('outline valleys (camera profiles) follow small turns of the frame sub-pixel', async () => {
     // the valleys are refined across their gaps and "up" fitted through all three, so the square
     // turns with the hand by a fraction of a degree, not by the work grid's steps
-    const roiProps = sensorProfile('grey-dark').roi;
+    const roiProps = sensorProfile('grey-dark').stages.roi.proportions;
     const frame = await renderPalm({ identity: 'geo-5', hand: 'left', capture: 1 });
     const base = locateHand(frame, roiProps);
     const b = roiOf(base);

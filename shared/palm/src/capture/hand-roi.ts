@@ -3,8 +3,14 @@ import type { HandGeometry } from './hand-geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { FEATURE_GRID, ROI_SIZE } from './model-graph.ts';
 
-/** ROI side as a multiple of the palm's inscribed radius (≈ the central 80 % of the palm). */
+/**
+ * ROI side as a multiple of the palm's inscribed radius (≈ the central 80 % of the palm): the square
+ * of a hand whose valleys were not found, and the radius term of every valley square's side
+ * (`radiusWeight`) — docs/lab/synthetic.md, "Measured numbers" (the circle ROI the valley squares replaced).
+ */
 export const ROI_SIDE_PER_RADIUS = 1.5;
+/** Without valleys, the square's centre is moved this × r towards the fingers from the inscribed circle's (which sits low on a palm with a thumb): not tuned on data. */
+const CENTRE_TOWARDS_FINGERS = 0.1;
 
 /**
  * How near (ROI pixels of ROI_SIZE) the frame edge may come to a template cell before the cell is
@@ -23,8 +29,8 @@ function roiSquare(g: HandGeometry, mirrorLeft: boolean) {
   // towards the fingers (the inscribed circle sits low on a palm with a thumb)
   return {
     side: g.roi?.side ?? g.radius * ROI_SIDE_PER_RADIUS,
-    cx: g.roi?.cx ?? g.cx + ux * g.radius * 0.1,
-    cy: g.roi?.cy ?? g.cy + uy * g.radius * 0.1,
+    cx: g.roi?.cx ?? g.cx + ux * g.radius * CENTRE_TOWARDS_FINGERS,
+    cy: g.roi?.cy ?? g.cy + uy * g.radius * CENTRE_TOWARDS_FINGERS,
     ux,
     uy,
     rx: -uy * mirror,

@@ -4,7 +4,7 @@ import { sideless } from '../../../../test/support/sideless-hand.ts';
 import { decodeTemplate } from '../template.ts';
 import { locateHand } from './hand-geometry.ts';
 import { LIVENESS_THRESHOLD, processCapture } from './pipeline.ts';
-import { SENSOR_PROFILES, type SensorProfile } from './sensor-profiles.ts';
+import { SENSOR_PROFILES, type SensorProfile, withRoi } from './sensor-profiles.ts';
 
 describe('processCapture', () => {
   it('turns a good frame into a template with hand, quality and liveness', async () => {
@@ -69,14 +69,14 @@ describe('processCapture', () => {
     // a profile whose side matters (its crop mirrors left hands) writes it
     const greyDark = SENSOR_PROFILES['grey-dark'];
     const sided = await processCapture(frame, {
-      sensor: { ...greyDark, roi: { ...greyDark.roi, mirrorLeft: true } },
+      sensor: withRoi(greyDark, { ...greyDark.stages.roi.proportions, mirrorLeft: true }),
     });
     expect(sided.ok && decodeTemplate(sided.template).hand).toBe('left');
   }, 30_000);
 
   it('accepts a hand of undecided side as `unknown` on camera profiles, and the simulator refuses it', async () => {
     const camera = await sideless('grey-dark');
-    const g = locateHand(camera, SENSOR_PROFILES['grey-dark'].roi);
+    const g = locateHand(camera, SENSOR_PROFILES['grey-dark'].stages.roi.proportions);
     // the valleys and the square are found, the side is not
     expect(g.up).not.toBeNull();
     expect(g.touchesEdge).toBe(false);
@@ -89,7 +89,10 @@ describe('processCapture', () => {
     expect(decodeTemplate(r.template).hand).toBe('unknown');
     // the same frame under a profile whose side matters (it mirrors left hands) is refused
     const greyDark = SENSOR_PROFILES['grey-dark'];
-    const mirroring: SensorProfile = { ...greyDark, roi: { ...greyDark.roi, mirrorLeft: true } };
+    const mirroring: SensorProfile = withRoi(greyDark, {
+      ...greyDark.stages.roi.proportions,
+      mirrorLeft: true,
+    });
     expect(await processCapture(camera, { sensor: mirroring })).toMatchObject({
       ok: false,
       reason: 'partial',
@@ -97,14 +100,17 @@ describe('processCapture', () => {
 
     // the simulator mirrors left hands: a frame of its own without a side cue is refused
     const sim = await sideless('simulator');
-    const gs = locateHand(sim, SENSOR_PROFILES.simulator.roi);
+    const gs = locateHand(sim, SENSOR_PROFILES.simulator.stages.roi.proportions);
     expect(gs.up).not.toBeNull();
     expect(gs.touchesEdge).toBe(false);
     expect(gs.hand).toBeNull();
     expect(await processCapture(sim)).toMatchObject({ ok: false, reason: 'partial' });
     // and only for its side: without the mirroring it would pass
     const simulator = SENSOR_PROFILES.simulator;
-    const unmirrored: SensorProfile = { ...simulator, roi: { ...simulator.roi, mirrorLeft: false } };
+    const unmirrored: SensorProfile = withRoi(simulator, {
+      ...simulator.stages.roi.proportions,
+      mirrorLeft: false,
+    });
     expect(await processCapture(sim, { sensor: unmirrored })).toMatchObject({ ok: true, hand: 'unknown' });
   }, 60_000);
 });

@@ -1,16 +1,21 @@
-import { encodeTemplate } from '../template.ts';
-import { type CaptureMeasures, measureFrame, measureRoi } from './capture-checks.ts';
-import { encodeResponses } from './coding.ts';
-import { sharedExtractor } from './extractor.ts';
-import { ORIENTATIONS } from './gabor.ts';
-import { locateHand } from './hand-geometry.ts';
-import { cropPalm, roiOutsideCells } from './hand-roi.ts';
+/**
+ * One frame through the capture stages (stages/index.ts lists them, their inputs, outputs and
+ * parameters): detect → valleys (finger rings) / outline → ROI → quality → liveness → code, under a
+ * sensor profile that parameterises every stage. Read `processCapture` top to bottom.
+ */
+import type { CaptureMeasures } from './capture-checks.ts';
 import type { GrayImage } from './image-io.ts';
-import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
-import { FEATURE_GRID } from './model-graph.ts';
-import { type SensorName, type SensorProfile, sensorProfile, sideMatters } from './sensor-profiles.ts';
+import { type SensorName, type SensorProfile, sensorProfile } from './sensor-profiles.ts';
+import { extractResponses, runCode } from './stages/code.ts';
+import { runDetect } from './stages/detect.ts';
+import { runLiveness } from './stages/liveness.ts';
+import { runOutline } from './stages/outline.ts';
+import { MIN_PALM_RADIUS, qualityScore, runMotion, runQuality, runSharpness } from './stages/quality.ts';
+import { mirrorsLeft, placeRoi, runRoi } from './stages/roi.ts';
+import { runValleys } from './stages/valleys.ts';
 
-export { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
+export { LIVENESS_THRESHOLD, livenessScore } from './stages/liveness.ts';
+export { qualityScore, scaleEnergyRatio } from './stages/quality.ts';
 
 export type CaptureRejection =
   | 'no_hand'
@@ -59,11 +64,10 @@ export interface CaptureOptions {
 }
 
 /**
- * Decision thresholds of the simulator profile, calibrated on synthetic captures (see
- * docs/palm-pipeline.md); every measure is scale- and gain-free so they do not depend on the frame
- * size. Other sensors have their own (`sensor-profiles.ts`).
+ * Decision thresholds of the simulator profile (its quality stage's, stages/quality.ts); other
+ * sensors have their own (`sensor-profiles.ts`).
  */
-export const LIMITS = sensorProfile('simulator').limits;
+export const LIMITS = sensorProfile('simulator').stages.quality;
 
 const MESSAGES: Record<CaptureRejection, string> = {
   no_hand: 'No hand in view',
@@ -87,76 +91,64 @@ function reject(
   return r;
 }
 
-/** Whole frame → quality gate → ROI → liveness → template, under a sensor profile. */
+/** Whole frame → detect → valleys / outline → ROI → quality → liveness → code, under a sensor profile. */
 export async function processCapture(frame: GrayImage, options: CaptureOptions = {}): Promise<CaptureResult> {
-  const profile = sensorProfile(options.sensor);
-  const limits = profile.limits;
+  const stages = sensorProfile(options.sensor).stages;
   if (frame.width < 32 || frame.height < 32 || frame.data.length !== frame.width * frame.height) {
     return reject('no_hand');
   }
-  const g = locateHand(frame, profile.roi, profile.darkHand ? { darkHand: true } : {});
-  if (g.coverage < limits.minCoverage || g.radius < 6) return reject('no_hand');
-  const fm = measureFrame(frame, g);
-  if (fm.handMean < limits.minHandMean) return reject('underexposed', fm);
-  if (fm.saturated > limits.maxSaturated) return reject('overexposed', fm);
-  if (fm.relativeRadius < limits.minRelativeRadius) return reject('too_far', fm);
-  const mirrorLeft = sideMatters(profile);
-  const roi = cropPalm(frame, g, mirrorLeft);
-  const kept = options.keepRoi ? roi : undefined;
-  const { anisotropy } = measureRoi(roi);
-  if (anisotropy > limits.maxAnisotropy) return reject('moved', { ...fm, anisotropy }, kept);
-  // no side cue: refused where the crop depends on the side, `unknown` where it does not
-  const hand: CaptureHand | null = g.hand ?? (mirrorLeft ? null : 'unknown');
-  if (g.up === null || hand === null || g.touchesEdge) return reject('partial', { ...fm, anisotropy });
-  const extractor = await sharedExtractor();
-  const responses = await extractor.responses([roi]);
-  const sharpness = scaleEnergyRatio(responses);
-  const measures: CaptureMeasures = { ...fm, anisotropy, sharpness };
-  if (sharpness < limits.minSharpness) {
-    return reject(anisotropy > limits.motionAnisotropy ? 'moved' : 'blurred', measures, kept);
+  // 1. detect: the hand's foreground and the palm's inscribed circle
+  const detection = runDetect(frame, stages.detect);
+  if (
+    detection.coverage < stages.quality.minCoverage ||
+    detection.radius * detection.scale < MIN_PALM_RADIUS
+  ) {
+    return reject('no_hand');
   }
-  const liveness = livenessScore(measures, profile.cues, profile.centres);
-  if (liveness < LIVENESS_THRESHOLD) return reject('liveness_failed', measures, kept);
-  const quality = qualityScore(measures, limits);
-  // an ROI square that overhangs the frame (accepted by the profile): its cells there are masked
-  const outside = profile.roi.minInside !== undefined ? roiOutsideCells(frame, g, mirrorLeft) : null;
-  const code = encodeResponses(responses, 0, undefined, outside ?? undefined);
-  // the header's side narrows the 1:N search: only where the side is reliable (`sideMatters`)
-  const template = encodeTemplate({
-    version: 1,
-    hand: mirrorLeft ? hand : 'unknown',
+  // 2–3. the finger valleys: by the finger-ring scan, else on the hand's outline
+  const rings = detection.scannable && stages.valleys ? runValleys(detection, stages.valleys) : null;
+  const found = rings?.found ?? (detection.scannable ? runOutline(detection, stages.outline) : null);
+  // 4a. ROI placement: the square (or the pegs pose), the side, whether the frame cuts the hand
+  const geometry = placeRoi(detection, found, rings?.runs ?? 0, stages.roi);
+  // 5a. quality on the frame: exposure, distance
+  const frameQuality = runQuality({ frame, geometry }, stages.quality);
+  if (!frameQuality.ok) return reject(frameQuality.reason, frameQuality.measures);
+  // 4b. the crop
+  const crop = runRoi({ frame, geometry }, stages.roi);
+  const kept = options.keepRoi ? crop.roi : undefined;
+  // 5b. quality on the crop: motion; then the hand wholly in view
+  const motion = runMotion(crop.roi, frameQuality.measures, stages.quality);
+  if (!motion.ok) return reject('moved', motion.measures, kept);
+  if (crop.partial || crop.hand === null) return reject('partial', motion.measures);
+  // 7a. the feature model's responses; 5c. quality on them: focus
+  const responses = await extractResponses(crop.roi);
+  const sharp = runSharpness(responses, motion.measures, stages.quality);
+  if (!sharp.ok) return reject(sharp.reason, sharp.measures, kept);
+  const measures = sharp.measures;
+  // 6. liveness
+  const liveness = runLiveness(measures, stages.liveness);
+  if (!liveness.live) return reject('liveness_failed', measures, kept);
+  // 7b. the template; its header's side narrows the 1:N search only where the side is reliable
+  const quality = qualityScore(measures, stages.quality);
+  const mirrorLeft = mirrorsLeft(stages.roi.proportions);
+  const template = runCode(
+    {
+      responses,
+      outside: crop.outside,
+      hand: mirrorLeft ? crop.hand : 'unknown',
+      quality,
+      liveness: liveness.score,
+    },
+    stages.code,
+  );
+  const r: CaptureResult = {
+    ok: true,
+    template,
     quality,
-    liveness,
-    ...code,
-  });
-  const r: CaptureResult = { ok: true, template, quality, liveness, hand, measures };
+    liveness: liveness.score,
+    hand: crop.hand,
+    measures,
+  };
   if (kept) r.roi = kept;
   return r;
-}
-
-/** Fine over coarse Gabor energy: defocus removes the fine scale first. */
-export function scaleEnergyRatio(responses: Float32Array): number {
-  const plane = FEATURE_GRID * FEATURE_GRID;
-  let fine = 0;
-  let coarse = 0;
-  for (let i = 0; i < ORIENTATIONS * plane; i++) {
-    fine += responses[i]! * responses[i]!;
-    coarse += responses[i + ORIENTATIONS * plane]! * responses[i + ORIENTATIONS * plane]!;
-  }
-  return fine / (coarse + 1e-9);
-}
-
-/** 0–100: how far each measure sits inside its acceptance limit (the weakest one counts most). */
-export function qualityScore(m: CaptureMeasures, limits: SensorProfile['limits'] = LIMITS): number {
-  const margin = (v: number, lo: number, good: number) => Math.max(0, Math.min(1, (v - lo) / (good - lo)));
-  const parts = [
-    margin(m.handMean, limits.minHandMean, 120),
-    margin(1 - m.saturated, 1 - limits.maxSaturated, 0.99),
-    margin(m.relativeRadius, limits.minRelativeRadius, limits.minRelativeRadius + 0.04),
-    margin(-m.anisotropy, -limits.maxAnisotropy, -1.6),
-    margin(m.sharpness, limits.minSharpness, limits.minSharpness * 1.8),
-  ];
-  const min = Math.min(...parts);
-  const mean = parts.reduce((a, b) => a + b, 0) / parts.length;
-  return Math.round(100 * (0.2 + 0.8 * (0.6 * min + 0.4 * mean)));
 }

@@ -7,7 +7,7 @@ import { type HandGeometry, locateHand } from './hand-geometry.ts';
 import { OUTSIDE_REACH, roiOutsideCells } from './hand-roi.ts';
 import { FEATURE_GRID, ROI_SIZE } from './model-graph.ts';
 import { processCapture } from './pipeline.ts';
-import { SENSOR_PROFILES, type SensorProfile } from './sensor-profiles.ts';
+import { SENSOR_PROFILES, type SensorProfile, withRoi } from './sensor-profiles.ts';
 
 /**
  * Real cameras cut the palm (docs/palm-pipeline.md, "Capture path on real hands"): a camera
@@ -16,10 +16,8 @@ import { SENSOR_PROFILES, type SensorProfile } from './sensor-profiles.ts';
  */
 const greyDark = SENSOR_PROFILES['grey-dark'];
 /** grey-dark with the square pushed `centreBelow` sides away from the finger valleys */
-const pushed = (centreBelow: number): SensorProfile => ({
-  ...greyDark,
-  roi: { ...greyDark.roi, centreBelow },
-});
+const pushed = (centreBelow: number): SensorProfile =>
+  withRoi(greyDark, { ...greyDark.stages.roi.proportions, centreBelow });
 
 const masked = (mask: Uint32Array, i: number) => ((mask[i >> 5]! >>> (i & 31)) & 1) === 0;
 
@@ -35,8 +33,8 @@ describe('ROI square overhanging the frame', () => {
     });
     // the same valleys, the square moved towards the wrist until it leaves the frame
     const profile = pushed(1.4);
-    const g = locateHand(frame, profile.roi);
-    expect(g.roiInside).toBeGreaterThan(greyDark.roi.minInside!);
+    const g = locateHand(frame, profile.stages.roi.proportions);
+    expect(g.roiInside).toBeGreaterThan(greyDark.stages.roi.proportions.minInside!);
     expect(g.roiInside).toBeLessThan(0.97);
     expect(g.touchesEdge).toBe(false);
     const r = await processCapture(frame, { sensor: profile });
@@ -53,8 +51,8 @@ describe('ROI square overhanging the frame', () => {
     const usable = mask.reduce((a, w) => a + popcount32(w), 0);
     expect(Math.abs(usable - MASK_KEEP * (GRID * GRID - flagged))).toBeLessThanOrEqual(2);
     // without minInside (the simulator's rule) the same square counts as partial
-    const { minInside: _, ...strictRoi } = profile.roi;
-    const strict = await processCapture(frame, { sensor: { ...profile, roi: strictRoi } });
+    const { minInside: _, ...strictRoi } = profile.stages.roi.proportions;
+    const strict = await processCapture(frame, { sensor: withRoi(profile, strictRoi) });
     expect(strict).toMatchObject({ ok: false, reason: 'partial' });
   }, 60_000);
 
@@ -68,9 +66,9 @@ describe('ROI square overhanging the frame', () => {
       sensor: 'grey-dark',
     });
     const profile = pushed(1.9);
-    const g = locateHand(frame, profile.roi);
+    const g = locateHand(frame, profile.stages.roi.proportions);
     expect(g.up).not.toBeNull();
-    expect(g.roiInside).toBeLessThan(greyDark.roi.minInside!);
+    expect(g.roiInside).toBeLessThan(greyDark.stages.roi.proportions.minInside!);
     expect(g.touchesEdge).toBe(true);
     expect(await processCapture(frame, { sensor: profile })).toMatchObject({ ok: false, reason: 'partial' });
   }, 60_000);

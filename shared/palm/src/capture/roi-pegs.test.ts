@@ -276,7 +276,7 @@ describe('peg-held hand ROI (roi-pegs.ts)', () => {
 
   it('crops a rendered peg-held hand on its palm, turned with the hand (colour profile)', async () => {
     const frame = await renderPalm({ identity: 'pegs-1', hand: 'right', capture: 1, sensor: 'colour' });
-    const profile = SENSOR_PROFILES.colour.roi;
+    const profile = SENSOR_PROFILES.colour.stages.roi.proportions;
     const g = locateHand(frame, profile);
     expect(g.roi).toBeDefined();
     // a fixed-geometry sensor: the side is the profile's share of the frame, whatever the hand's size

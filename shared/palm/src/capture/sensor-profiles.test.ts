@@ -4,16 +4,23 @@ import { locateHand } from './hand-geometry.ts';
 import { cropPalm } from './hand-roi.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { processCapture } from './pipeline.ts';
-import { isSensorName, SENSOR_NAMES, SENSOR_PROFILES, sensorArg, sideMatters } from './sensor-profiles.ts';
+import {
+  isSensorName,
+  SENSOR_NAMES,
+  SENSOR_PROFILES,
+  sensorArg,
+  sideMatters,
+  withRoi,
+} from './sensor-profiles.ts';
 
 describe('sensor profiles', () => {
   it('apply no NIR cue to a visible-light sensor', () => {
     for (const n of ['contact-visible', 'grey-dark', 'grey-bright', 'colour', 'phone'] as const) {
-      expect(SENSOR_PROFILES[n].cues).toEqual(['aperiodic']);
+      expect(SENSOR_PROFILES[n].stages.liveness.cues).toEqual(['aperiodic']);
       expect(SENSOR_PROFILES[n].detects).toMatch(/NOT detected/);
     }
-    expect(SENSOR_PROFILES['contact-nir'].cues).not.toContain('rounded');
-    expect(SENSOR_PROFILES.simulator.cues).toEqual(['rounded', 'aperiodic', 'contrast']);
+    expect(SENSOR_PROFILES['contact-nir'].stages.liveness.cues).not.toContain('rounded');
+    expect(SENSOR_PROFILES.simulator.stages.liveness.cues).toEqual(['rounded', 'aperiodic', 'contrast']);
     for (const n of SENSOR_NAMES) expect(SENSOR_PROFILES[n].name).toBe(n);
   });
 
@@ -22,12 +29,14 @@ describe('sensor profiles', () => {
     const visibleLive = { edgeFalloff: 0.9, periodicity: 0.3, veinContrast: 0.025 };
     expect(livenessScore(visibleLive)).toBeLessThan(LIVENESS_THRESHOLD);
     const colour = SENSOR_PROFILES.colour;
-    expect(livenessScore(visibleLive, colour.cues, colour.centres)).toBeGreaterThanOrEqual(
-      LIVENESS_THRESHOLD,
-    );
+    expect(
+      livenessScore(visibleLive, colour.stages.liveness.cues, colour.stages.liveness.centres),
+    ).toBeGreaterThanOrEqual(LIVENESS_THRESHOLD);
     // a pixel-grid screen is still refused
     const screen = { ...visibleLive, periodicity: 0.85 };
-    expect(livenessScore(screen, colour.cues, colour.centres)).toBeLessThan(LIVENESS_THRESHOLD);
+    expect(livenessScore(screen, colour.stages.liveness.cues, colour.stages.liveness.centres)).toBeLessThan(
+      LIVENESS_THRESHOLD,
+    );
   });
 
   it('reach the pipeline: every profile enrols a live hand, and the simulator profile refuses a print', async () => {
@@ -49,16 +58,20 @@ describe('sensor profiles', () => {
     const weakLive = { edgeFalloff: 0.95, periodicity: 0.08, veinContrast: 0.009 };
     for (const n of ['contact-nir', 'contactless-nir'] as const) {
       const p = SENSOR_PROFILES[n];
-      expect(livenessScore(weakLive, p.cues, p.centres)).toBeGreaterThanOrEqual(LIVENESS_THRESHOLD);
+      expect(
+        livenessScore(weakLive, p.stages.liveness.cues, p.stages.liveness.centres),
+      ).toBeGreaterThanOrEqual(LIVENESS_THRESHOLD);
       // a flat, tonally crushed medium with a pixel grid is still refused
       const flat = { edgeFalloff: 1.05, periodicity: 0.8, veinContrast: 0.004 };
-      expect(livenessScore(flat, p.cues, p.centres)).toBeLessThan(LIVENESS_THRESHOLD);
+      expect(livenessScore(flat, p.stages.liveness.cues, p.stages.liveness.centres)).toBeLessThan(
+        LIVENESS_THRESHOLD,
+      );
     }
   });
 
   it('crop peg-held hands on the palm along the hand, and never mirror camera crops', async () => {
     const frame = await renderPalm({ identity: 'sensor-2', hand: 'left', capture: 1 });
-    const g = locateHand(frame, SENSOR_PROFILES.colour.roi);
+    const g = locateHand(frame, SENSOR_PROFILES.colour.stages.roi.proportions);
     expect(g.roi).toBeDefined();
     // the simulator's hand stands fingers up; the peg ROI follows its axis (roi-pegs.test.ts)
     expect(
@@ -68,11 +81,12 @@ describe('sensor profiles', () => {
     // hand's inscribed radius
     expect(g.roi!.side).toBeCloseTo(0.26 * Math.min(frame.width, frame.height), 6);
     expect(Math.hypot(g.roi!.cx - g.cx, g.roi!.cy - g.cy)).toBeLessThan(g.radius);
-    const contact = locateHand(frame, SENSOR_PROFILES['contact-visible'].roi);
+    const contact = locateHand(frame, SENSOR_PROFILES['contact-visible'].stages.roi.proportions);
     expect(contact.roi!.side).toBeCloseTo(1.2 * contact.radius, 6);
-    for (const n of SENSOR_NAMES) expect(SENSOR_PROFILES[n].roi.mirrorLeft === true).toBe(n === 'simulator');
+    for (const n of SENSOR_NAMES)
+      expect(SENSOR_PROFILES[n].stages.roi.proportions.mirrorLeft === true).toBe(n === 'simulator');
     // a left hand's camera crop is its own mirror image of the simulator's crop of the same square
-    const sim = locateHand(frame, SENSOR_PROFILES['grey-dark'].roi);
+    const sim = locateHand(frame, SENSOR_PROFILES['grey-dark'].stages.roi.proportions);
     const plain = cropPalm(frame, sim, false);
     const mirrored = cropPalm(frame, sim, true);
     expect(sim.hand).toBe('left');
@@ -84,8 +98,8 @@ describe('sensor profiles', () => {
       const p = SENSOR_PROFILES[n];
       // only the simulator mirrors left hands, so only its side matters (and narrows the 1:N search)
       expect(sideMatters(p)).toBe(n === 'simulator');
-      expect(sideMatters({ ...p, roi: { ...p.roi, mirrorLeft: true } })).toBe(true);
-      expect(sideMatters({ ...p, roi: { ...p.roi, mirrorLeft: false } })).toBe(false);
+      expect(sideMatters(withRoi(p, { ...p.stages.roi.proportions, mirrorLeft: true }))).toBe(true);
+      expect(sideMatters(withRoi(p, { ...p.stages.roi.proportions, mirrorLeft: false }))).toBe(false);
     }
   });
 

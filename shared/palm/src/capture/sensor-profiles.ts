@@ -8,39 +8,36 @@
 
 import { SENSOR_NAMES, type SensorName } from '@palmid/contracts/capture/sensors';
 import { InvalidArgumentError } from 'commander';
-import { type RoiProportions, SIMULATOR_ROI } from './hand-geometry.ts';
-import { type CueCentres, type LivenessCue, SIMULATOR_CENTRES } from './liveness.ts';
 import { PEG_MASK_LEVEL } from './roi-pegs.ts';
+import { type CaptureStages, captureStages, geometryStages } from './stages/index.ts';
+import { type CueCentres, type LivenessCue, SIMULATOR_CENTRES } from './stages/liveness.ts';
+import { DEFAULT_QUALITY_PARAMS, type QualityLimits } from './stages/quality.ts';
+import { mirrorsLeft, type RoiProportions, SIMULATOR_ROI } from './stages/roi.ts';
 
-export type { LivenessCue };
-
-export interface QualityLimits {
-  /** share of the frame covered by the hand */
-  minCoverage: number;
-  minHandMean: number;
-  maxSaturated: number;
-  /** palm radius relative to the frame's shorter side */
-  minRelativeRadius: number;
-  maxAnisotropy: number;
-  minSharpness: number;
-  /** below minSharpness, a directional smear means motion rather than defocus */
-  motionAnisotropy: number;
-}
+export type { CaptureStages, LivenessCue, QualityLimits };
 
 export interface SensorProfile {
   name: SensorName;
   /** one line for `agent config` help */
   summary: string;
-  /** the cues the liveness score reads on this sensor */
-  cues: readonly LivenessCue[];
-  /** the cues' centres on this sensor */
-  centres: CueCentres;
   /** honest statement of the presentation attacks this profile detects (and those it does not) */
   detects: string;
-  limits: QualityLimits;
-  roi: RoiProportions;
-  /** the hand is darker than the background (a bright board behind it) */
-  darkHand?: boolean;
+  /**
+   * The parameters of every capture stage on this sensor (stages/index.ts): above all its ROI
+   * proportions (`roi.proportions`), whether the hand is darker than the background
+   * (`detect.darkHand`), its quality limits (`quality`) and the liveness cues it supports with
+   * their centres (`liveness.cues`, `liveness.centres`).
+   */
+  stages: CaptureStages;
+  /**
+   * @deprecated the quality stage's limits, `stages.quality` (the same object), kept for readers of
+   * the older shape; a copy of a profile that sets it does not change the stages
+   */
+  readonly limits: QualityLimits;
+  /** @deprecated `stages.liveness.cues` (the same array), kept for readers of the older shape */
+  readonly cues: readonly LivenessCue[];
+  /** @deprecated `stages.liveness.centres` (the same object), kept for readers of the older shape */
+  readonly centres: CueCentres;
   /**
    * How far the profile was validated, said wherever profiles are listed (`--help`, docs): `ready` only
    * when measured on real captures the profile was not developed on; `not-ready` when such a
@@ -87,23 +84,15 @@ const INDEPENDENT = 'measured independently on real captures this team had no de
  * (docs/palm-pipeline.md, "Left/right").
  */
 export function sideMatters(profile: SensorProfile): boolean {
-  return profile.roi.mirrorLeft === true;
+  return mirrorsLeft(profile.stages.roi.proportions);
 }
 
 export { SENSOR_NAMES, type SensorName };
 
 export const DEFAULT_SENSOR: SensorName = 'simulator';
 
-/** The limits calibrated on the simulator's captures (docs/palm-pipeline.md). */
-const SIMULATOR_LIMITS: QualityLimits = {
-  minCoverage: 0.03,
-  minHandMean: 60,
-  maxSaturated: 0.25,
-  minRelativeRadius: 0.13,
-  maxAnisotropy: 3.2,
-  minSharpness: 0.3,
-  motionAnisotropy: 1.9,
-};
+/** The limits calibrated on the simulator's captures (the quality stage's defaults, stages/quality.ts). */
+const SIMULATOR_LIMITS: QualityLimits = DEFAULT_QUALITY_PARAMS;
 
 /**
  * Limits for real cameras, from the bona fide development captures (CASIA-PalmprintV1 persons
@@ -226,122 +215,127 @@ const VISIBLE_ONLY =
  * on the whole CASIA set identified 89.3 % of the probes, without it 94.5 % (wrong identities 13 and
  * 15 of 3 703), COEP 68 persons 90.7 % and 97.5 % (`palm-lab/scripts/side-filter.ts`).
  */
+/** A profile of its stages, with the older fields read from them. */
+function sensor(p: Omit<SensorProfile, 'limits' | 'cues' | 'centres'>): SensorProfile {
+  return { ...p, limits: p.stages.quality, cues: p.stages.liveness.cues, centres: p.stages.liveness.centres };
+}
+
 export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
-  simulator: {
+  simulator: sensor({
     name: 'simulator',
     summary: 'the firmware simulator (NIR, dark background, whole hand)',
-    cues: ['rounded', 'aperiodic', 'contrast'],
-    centres: SIMULATOR_CENTRES,
     detects:
       'paper prints and screens of the simulator: no NIR fall-off at the outline, periodic texture, ' +
       'compressed vein-scale contrast. Fitted on simulated attacks only.',
-    limits: SIMULATOR_LIMITS,
-    roi: SIMULATOR_ROI,
+    stages: captureStages(SIMULATOR_ROI, {
+      quality: SIMULATOR_LIMITS,
+      liveness: { cues: ['rounded', 'aperiodic', 'contrast'], centres: SIMULATOR_CENTRES },
+    }),
     validation: {
       status: 'synthetic',
       evidence: 'the firmware simulator’s own frames; says nothing about a real scanner',
     },
     // the simulator's crop mirrors left hands: an undecided side would lay the code out either way
-  },
-  'contact-nir': {
+  }),
+  'contact-nir': sensor({
     name: 'contact-nir',
     summary: 'contact NIR scanner with pegs (hand on a platen, NIR light)',
-    cues: ['aperiodic', 'contrast'],
-    centres: NIR_CENTRES,
     detects:
       'screens and coarse halftone prints by their periodic texture; under NIR only an extreme ' +
       'compression of vein-scale contrast (uncalibrated on real NIR: conservative). The outline ' +
       'fall-off is not used (a hand pressed on a platen is flat). Photo prints and 3-D fakes are NOT detected.',
-    limits: CAMERA_LIMITS,
-    roi: PEG_ROI,
+    stages: captureStages(PEG_ROI, {
+      quality: CAMERA_LIMITS,
+      liveness: { cues: ['aperiodic', 'contrast'], centres: NIR_CENTRES },
+    }),
     validation: {
       status: 'not-ready',
       evidence: `${INDEPENDENT}: enrols 88 % of the images, EER 26 %`,
     },
-  },
-  'contact-visible': {
+  }),
+  'contact-visible': sensor({
     name: 'contact-visible',
     summary: 'contact visible-light scanner with pegs',
-    cues: ['aperiodic'],
-    centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
-    limits: CAMERA_LIMITS,
-    roi: PEG_ROI,
+    stages: captureStages(PEG_ROI, {
+      quality: CAMERA_LIMITS,
+      liveness: { cues: ['aperiodic'], centres: CAMERA_CENTRES },
+    }),
     validation: {
       status: 'not-ready',
       evidence: `${INDEPENDENT}: enrols 69 % of the images, EER 25 %`,
     },
-  },
-  'contactless-nir': {
+  }),
+  'contactless-nir': sensor({
     name: 'contactless-nir',
     summary: 'contactless NIR palm-vein camera (850 nm, hand held free)',
-    cues: ['rounded', 'aperiodic', 'contrast'],
-    centres: NIR_CENTRES,
     detects:
       'screens and coarse halftone prints by their periodic texture; a perfectly flat medium (no NIR ' +
       'fall-off at the outline) and an extreme compression of vein-scale contrast (uncalibrated on ' +
       'real NIR: conservative). Curved prints, photo prints and 3-D fakes are NOT detected.',
-    limits: CAMERA_LIMITS,
-    roi: OUTLINE_ROI,
+    stages: captureStages(OUTLINE_ROI, {
+      quality: CAMERA_LIMITS,
+      liveness: { cues: ['rounded', 'aperiodic', 'contrast'], centres: NIR_CENTRES },
+    }),
     validation: {
       status: 'ready',
       evidence:
         'measured independently on a real palm-vein database it was not developed on: enrols 99.7 % of the images, EER 1.1 %',
     },
-  },
-  'grey-dark': {
+  }),
+  'grey-dark': sensor({
     name: 'grey-dark',
     summary: 'grey-level visible camera, dark background (e.g. CASIA palmprint)',
-    cues: ['aperiodic'],
-    centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
-    limits: CAMERA_LIMITS,
-    roi: OUTLINE_ROI,
+    stages: captureStages(OUTLINE_ROI, {
+      quality: CAMERA_LIMITS,
+      liveness: { cues: ['aperiodic'], centres: CAMERA_CENTRES },
+    }),
     validation: {
       status: 'development-data',
       evidence: 'developed and measured on CASIA-PalmprintV1 (whole set EER 0.87 %); no independent set yet',
     },
-  },
-  'grey-bright': {
+  }),
+  'grey-bright': sensor({
     name: 'grey-bright',
     summary: 'grey-level visible camera, bright background (the hand darker than the board)',
-    cues: ['aperiodic'],
-    centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
-    limits: CAMERA_LIMITS,
-    roi: RING_ROI,
-    darkHand: true,
+    stages: captureStages(RING_ROI, {
+      darkHand: true,
+      quality: CAMERA_LIMITS,
+      liveness: { cues: ['aperiodic'], centres: CAMERA_CENTRES },
+    }),
     validation: {
       status: 'development-data',
       evidence: 'developed on grey captures against a bright board; no independent set yet',
     },
-  },
-  colour: {
+  }),
+  colour: sensor({
     name: 'colour',
     summary: 'colour camera, dark or uniform background, pegs allowed (e.g. COEP)',
-    cues: ['aperiodic'],
-    centres: CAMERA_CENTRES,
     detects: VISIBLE_ONLY,
-    limits: CAMERA_LIMITS,
-    roi: COLOUR_ROI,
+    stages: captureStages(COLOUR_ROI, {
+      quality: CAMERA_LIMITS,
+      liveness: { cues: ['aperiodic'], centres: CAMERA_CENTRES },
+    }),
     validation: {
       status: 'development-data',
       evidence: 'developed and measured on COEP (EER 0.03 %); no independent set yet',
     },
-  },
-  phone: {
+  }),
+  phone: sensor({
     name: 'phone',
     summary: 'phone camera, hand held in front of any background',
-    cues: ['aperiodic'],
-    centres: CAMERA_CENTRES,
     detects: `${VISIBLE_ONLY} Phone optics often blur screen grids away, so even screens are weakly detected.`,
-    limits: CAMERA_LIMITS,
-    roi: OUTLINE_ROI,
+    stages: captureStages(OUTLINE_ROI, {
+      quality: CAMERA_LIMITS,
+      liveness: { cues: ['aperiodic'], centres: CAMERA_CENTRES },
+    }),
     validation: {
       status: 'not-ready',
       evidence: `${INDEPENDENT}: enrols 78–92 % of the images, EER 17–25 %`,
     },
-  },
+  }),
 };
 
 export function isSensorName(v: string): v is SensorName {
@@ -352,6 +346,17 @@ export function isSensorName(v: string): v is SensorName {
 export function sensorProfile(name: SensorName | SensorProfile | undefined): SensorProfile {
   if (name === undefined) return SENSOR_PROFILES[DEFAULT_SENSOR];
   return typeof name === 'string' ? SENSOR_PROFILES[name] : name;
+}
+
+/**
+ * `profile` with other ROI proportions: the geometric stages (valleys, outline, ROI) follow them,
+ * the quality and liveness stages stay the profile's.
+ */
+export function withRoi(profile: SensorProfile, proportions: RoiProportions): SensorProfile {
+  return sensor({
+    ...profile,
+    stages: { ...profile.stages, ...geometryStages(proportions, profile.stages.detect.darkHand) },
+  });
 }
 
 /** Commander parser of a `--sensor <profile>` value. */
