@@ -22,7 +22,8 @@ export const OWNERS: Record<string, readonly string[]> = {
   ledger: ['ledger'],
   audit: ['audit', 'audit_head'],
   pvs: ['pvs'],
-  'kiosk-link': ['idempotency', 'kiosk_lockouts'],
+  'kiosk-link': ['idempotency'],
+  lockouts: ['kiosk_lockouts'],
   devices: ['capture_keys', 'capture_nonces'],
   webhooks: ['webhook_endpoints', 'webhook_deliveries'],
   verification: [
@@ -47,7 +48,7 @@ export const MODULE_ORDER = [
   'users',
   'audit',
   'ledger',
-  'kiosk-link/lockout',
+  'lockouts',
   'devices',
   'pvs',
   'users/palms',
@@ -67,10 +68,6 @@ export const MODULE_ORDER = [
 
 /** The files of each split-off part, and why the module is split. */
 export const PARTS: Record<string, { files: readonly string[]; why: string }> = {
-  'kiosk-link/lockout': {
-    files: ['lockout.ts'],
-    why: 'the lockout after failed matches, also used by the direct path (devices/direct-lockout.ts)',
-  },
   'users/palms': {
     files: ['palms.ts'],
     why: 'palm enrolment checks and the palm routes’ work call audit, devices and pvs, which themselves need the users’ records and data keys',
@@ -99,6 +96,12 @@ export const WITHOUT: Record<
     'routes.ts': {
       instead: '—',
       why: 'kiosks are registered by the operator CLI (cli/admin.ts); their socket is kiosk-link’s /ws/pvs',
+    },
+  },
+  lockouts: {
+    'routes.ts': {
+      instead: '—',
+      why: 'no route of its own: kiosks are locked on /ws/pvs (kiosk-link), capture devices and API keys on POST /api/v1/auth (devices/direct-lockout.ts)',
     },
   },
   devices: {

@@ -227,7 +227,7 @@ describe('server architecture (docs/architecture.md)', () => {
         'modules/ledger/probe-routes.ts -> modules/ledger/store.ts: routes call the service',
         'modules/consents/probe.ts -> modules/ledger/store.ts: another module (call its service)',
       ]);
-      expect(unitOf('modules/kiosk-link/store.ts')).toBe('kiosk-link/lockout');
+      expect(unitOf('modules/kiosk-link/store.ts')).toBe('kiosk-link');
     } finally {
       for (const f of Object.keys(probes)) TEXT.delete(f);
     }

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { AppContext, Caller, VendorPrincipal } from '../../context.ts';
 import type { DirectLockout } from '../devices/direct-lockout.ts';
 import { checkAttestation } from '../devices/service.ts';
-import { lockoutOutcome } from '../kiosk-link/lockout.ts';
+import { lockoutOutcome } from '../lockouts/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { findPvs } from '../pvs/service.ts';
 import { type Resolution, resolve, resolved as resolvedOnly } from './resolve.ts';
