@@ -53,7 +53,6 @@ export const MODULE_ORDER = [
   'pvs',
   'users/palms',
   'consents',
-  'auth-contexts/history',
   'attributes',
   'verification',
   'webhooks',
@@ -71,10 +70,6 @@ export const PARTS: Record<string, { files: readonly string[]; why: string }> = 
   'users/palms': {
     files: ['palms.ts'],
     why: 'palm enrolment checks and the palm routes’ work call audit, devices and pvs, which themselves need the users’ records and data keys',
-  },
-  'auth-contexts/history': {
-    files: ['history.ts'],
-    why: 'a user’s resolved contexts, read by attributes for the computed risk_score; the rest of auth-contexts reads attributes',
   },
 };
 
