@@ -15,13 +15,14 @@ export const DOC = join(SRC, '..', '..', 'docs', 'architecture.md');
 /** Module → the tables only its files may name in SQL (only its store.ts, in fact). `db/` names them all. */
 export const OWNERS: Record<string, readonly string[]> = {
   vendors: ['vendors', 'api_keys'],
-  users: ['users', 'user_tokens', 'claim_codes', 'palms', 'palm_confirmations', 'vendor_user_ids'],
+  users: ['users', 'user_tokens', 'claim_codes', 'palms', 'vendor_user_ids'],
   attributes: ['attributes'],
   consents: ['consents'],
   'auth-contexts': ['auth_contexts'],
   ledger: ['ledger'],
   audit: ['audit', 'audit_head'],
   pvs: ['pvs'],
+  palms: ['palm_confirmations'],
   'kiosk-link': ['idempotency'],
   lockouts: ['kiosk_lockouts'],
   devices: ['capture_keys', 'capture_nonces'],
@@ -51,7 +52,7 @@ export const MODULE_ORDER = [
   'lockouts',
   'devices',
   'pvs',
-  'users/palms',
+  'palms',
   'consents',
   'attributes',
   'verification',
@@ -66,12 +67,7 @@ export const MODULE_ORDER = [
 ] as const;
 
 /** The files of each split-off part, and why the module is split. */
-export const PARTS: Record<string, { files: readonly string[]; why: string }> = {
-  'users/palms': {
-    files: ['palms.ts'],
-    why: 'palm enrolment checks and the palm routes’ work call audit, devices and pvs, which themselves need the users’ records and data keys',
-  },
-};
+export const PARTS: Record<string, { files: readonly string[]; why: string }> = {};
 
 /** Modules in the foundation layer: no tables, imported by modules and the foundation alike. */
 export const FOUNDATION_MODULES = ['matching', 'web'] as const;

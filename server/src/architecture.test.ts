@@ -212,7 +212,7 @@ describe('server architecture (docs/architecture.md)', () => {
     const probes = {
       'modules/vendors/probe.ts': "import { x } from '../users/service.ts';", // vendors is listed before users
       'modules/users/probe.ts': "import { x } from '../vendors/service.ts';", // down: fine
-      'modules/devices/probe.ts': "import { x } from '../users/palms.ts';", // users/palms is listed after devices
+      'modules/devices/probe.ts': "import { x } from '../palms/service.ts';", // palms is listed after devices
       'modules/ledger/probe-routes.ts': "import { x } from './store.ts';", // a route reads a store
       'modules/consents/probe.ts': "import { x } from '../ledger/store.ts';", // another module's store
     };
@@ -221,7 +221,7 @@ describe('server architecture (docs/architecture.md)', () => {
       const files = Object.keys(probes);
       expect(upwardImports(files)).toEqual([
         'modules/vendors/probe.ts (vendors) -> modules/users/service.ts (users, later in MODULE_ORDER)',
-        'modules/devices/probe.ts (devices) -> modules/users/palms.ts (users/palms, later in MODULE_ORDER)',
+        'modules/devices/probe.ts (devices) -> modules/palms/service.ts (palms, later in MODULE_ORDER)',
       ]);
       expect(wrongStoreImports(files)).toEqual([
         'modules/ledger/probe-routes.ts -> modules/ledger/store.ts: routes call the service',

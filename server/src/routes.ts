@@ -10,8 +10,9 @@ import { healthRoutes } from './modules/health/routes.ts';
 import { pvsRoutes } from './modules/kiosk-link/routes.ts';
 import { ledgerRoutes } from './modules/ledger/routes.ts';
 import { mpcUserRoutes } from './modules/mpc-users/routes.ts';
+import { palmRoutes } from './modules/palms/routes.ts';
 import { sessionRoutes } from './modules/session/routes.ts';
-import { palmRoutes } from './modules/users/routes.ts';
+import { tokenRoutes } from './modules/users/routes.ts';
 import { vendorDirectoryRoutes } from './modules/vendors/routes.ts';
 import { verificationRoutes } from './modules/verification/routes.ts';
 import { webRoutes } from './modules/web/routes.ts';
@@ -24,6 +25,7 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   ledgerRoutes,
   mpcUserRoutes,
   palmRoutes,
+  tokenRoutes,
   vendorSocketRoutes,
   pvsRoutes,
   attributeRoutes,

@@ -16,8 +16,8 @@ import {
 } from '../devices/service.ts';
 import { type KioskLockout, lockoutOutcome } from '../lockouts/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
+import { checkPalmConfirmation } from '../palms/service.ts';
 import { type PvsPrincipal, touchPvs } from '../pvs/service.ts';
-import { checkPalmConfirmation } from '../users/palms.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 
 /**
