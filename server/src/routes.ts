@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { attributeRoutes } from './modules/attributes/routes.ts';
 import { auditRoutes } from './modules/audit/routes.ts';
+import { consentWithdrawalRoutes } from './modules/auth-contexts/consent-routes.ts';
 import { authContextRoutes } from './modules/auth-contexts/routes.ts';
 import { vendorSocketRoutes } from './modules/auth-contexts/ws.ts';
 import { consentRoutes } from './modules/consents/routes.ts';
@@ -30,6 +31,7 @@ export const ROUTE_MODULES: FastifyPluginAsync[] = [
   pvsRoutes,
   attributeRoutes,
   consentRoutes,
+  consentWithdrawalRoutes,
   auditRoutes,
   paymentRoutes,
   gdprRoutes,
