@@ -208,6 +208,15 @@ describe('server architecture (docs/architecture.md)', () => {
     expect(upwardImports(FILES)).toEqual([]);
   });
 
+  it('no module folder imports a module listed after it, routes included: no two folders import each other', () => {
+    const rank = (file: string) => MODULE_ORDER.findIndex((u) => u.split('/')[0] === moduleOf(file));
+    const upward: string[] = [];
+    for (const file of FILES.filter((f) => rank(f) >= 0))
+      for (const target of importsOf(file))
+        if (rank(target) > rank(file)) upward.push(`${file} -> ${target}`);
+    expect(upward).toEqual([]);
+  });
+
   it('the order and store checks see an import back up, a route or another module reading a store', () => {
     const probes = {
       'modules/vendors/probe.ts': "import { x } from '../users/service.ts';", // vendors is listed before users
