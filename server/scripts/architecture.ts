@@ -39,10 +39,10 @@ export const OWNERS: Record<string, readonly string[]> = {
 };
 
 /**
- * The modules above the foundation, lowest first: a module's files import only modules listed before it
- * (and the foundation); its routes (edge) may import any module's services. A module whose lower half
- * serves modules listed between its halves is split: `module/part` names that lower half, whose files are
- * listed in PARTS (the module's store.ts sits with its lowest part).
+ * The modules above the foundation, lowest first: a module's files, its routes included, import only
+ * modules listed before it (and the foundation), so no two module folders import each other. A module
+ * whose lower half served modules listed between its halves could be split: `module/part` would name that
+ * lower half, its files listed in PARTS (the module's store.ts sitting with its lowest part). None is.
  */
 export const MODULE_ORDER = [
   'vendors',
@@ -66,7 +66,7 @@ export const MODULE_ORDER = [
   'health',
 ] as const;
 
-/** The files of each split-off part, and why the module is split. */
+/** The files of each split-off part, and why the module is split (none: see MODULE_ORDER). */
 export const PARTS: Record<string, { files: readonly string[]; why: string }> = {};
 
 /** Modules in the foundation layer: no tables, imported by modules and the foundation alike. */

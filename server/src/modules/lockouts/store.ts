@@ -1,8 +1,9 @@
 import type { Db } from '../../db/index.ts';
 
-/** The lockouts' table: kiosks and capture devices locked after failed matches (`kiosk_lockouts`, service.ts). */
-
-/** The lockouts' store: every query on `kiosk_lockouts`. */
+/**
+ * The lockouts' store: every query on `kiosk_lockouts`, the kiosks, capture devices and API keys locked
+ * after failed matches (service.ts counts the failures and decides).
+ */
 export interface LockoutStore {
   /** When the kiosk's lockout ends (0 when it has none). */
   lockedUntil(pvsId: string): Promise<number>;
