@@ -15,14 +15,16 @@ export const DOC = join(SRC, '..', '..', 'docs', 'architecture.md');
 /** Module → the tables only its files may name in SQL (only its store.ts, in fact). `db/` names them all. */
 export const OWNERS: Record<string, readonly string[]> = {
   vendors: ['vendors', 'api_keys'],
-  users: ['users', 'user_tokens', 'claim_codes', 'palms', 'palm_confirmations', 'vendor_user_ids'],
+  users: ['users', 'user_tokens', 'claim_codes', 'palms', 'vendor_user_ids'],
   attributes: ['attributes'],
   consents: ['consents'],
   'auth-contexts': ['auth_contexts'],
   ledger: ['ledger'],
   audit: ['audit', 'audit_head'],
   pvs: ['pvs'],
-  'kiosk-link': ['idempotency', 'kiosk_lockouts'],
+  palms: ['palm_confirmations'],
+  'kiosk-link': ['idempotency'],
+  lockouts: ['kiosk_lockouts'],
   devices: ['capture_keys', 'capture_nonces'],
   webhooks: ['webhook_endpoints', 'webhook_deliveries'],
   verification: [
@@ -37,22 +39,21 @@ export const OWNERS: Record<string, readonly string[]> = {
 };
 
 /**
- * The modules above the foundation, lowest first: a module's files import only modules listed before it
- * (and the foundation); its routes (edge) may import any module's services. A module whose lower half
- * serves modules listed between its halves is split: `module/part` names that lower half, whose files are
- * listed in PARTS (the module's store.ts sits with its lowest part).
+ * The modules above the foundation, lowest first: a module's files, its routes included, import only
+ * modules listed before it (and the foundation), so no two module folders import each other. A module
+ * whose lower half served modules listed between its halves could be split: `module/part` would name that
+ * lower half, its files listed in PARTS (the module's store.ts sitting with its lowest part). None is.
  */
 export const MODULE_ORDER = [
   'vendors',
   'users',
   'audit',
   'ledger',
-  'kiosk-link/lockout',
+  'lockouts',
   'devices',
   'pvs',
-  'users/palms',
+  'palms',
   'consents',
-  'auth-contexts/history',
   'attributes',
   'verification',
   'webhooks',
@@ -65,21 +66,8 @@ export const MODULE_ORDER = [
   'health',
 ] as const;
 
-/** The files of each split-off part, and why the module is split. */
-export const PARTS: Record<string, { files: readonly string[]; why: string }> = {
-  'kiosk-link/lockout': {
-    files: ['lockout.ts'],
-    why: 'the lockout after failed matches, also used by the direct path (devices/direct-lockout.ts)',
-  },
-  'users/palms': {
-    files: ['palms.ts'],
-    why: 'palm enrolment checks and the palm routes’ work call audit, devices and pvs, which themselves need the users’ records and data keys',
-  },
-  'auth-contexts/history': {
-    files: ['history.ts'],
-    why: 'a user’s resolved contexts, read by attributes for the computed risk_score; the rest of auth-contexts reads attributes',
-  },
-};
+/** The files of each split-off part, and why the module is split (none: see MODULE_ORDER). */
+export const PARTS: Record<string, { files: readonly string[]; why: string }> = {};
 
 /** Modules in the foundation layer: no tables, imported by modules and the foundation alike. */
 export const FOUNDATION_MODULES = ['matching', 'web'] as const;
@@ -99,6 +87,12 @@ export const WITHOUT: Record<
     'routes.ts': {
       instead: '—',
       why: 'kiosks are registered by the operator CLI (cli/admin.ts); their socket is kiosk-link’s /ws/pvs',
+    },
+  },
+  lockouts: {
+    'routes.ts': {
+      instead: '—',
+      why: 'no route of its own: kiosks are locked on /ws/pvs (kiosk-link), capture devices and API keys on POST /api/v1/auth (devices/direct-lockout.ts)',
     },
   },
   devices: {

@@ -208,11 +208,20 @@ describe('server architecture (docs/architecture.md)', () => {
     expect(upwardImports(FILES)).toEqual([]);
   });
 
+  it('no module folder imports a module listed after it, routes included: no two folders import each other', () => {
+    const rank = (file: string) => MODULE_ORDER.findIndex((u) => u.split('/')[0] === moduleOf(file));
+    const upward: string[] = [];
+    for (const file of FILES.filter((f) => rank(f) >= 0))
+      for (const target of importsOf(file))
+        if (rank(target) > rank(file)) upward.push(`${file} -> ${target}`);
+    expect(upward).toEqual([]);
+  });
+
   it('the order and store checks see an import back up, a route or another module reading a store', () => {
     const probes = {
       'modules/vendors/probe.ts': "import { x } from '../users/service.ts';", // vendors is listed before users
       'modules/users/probe.ts': "import { x } from '../vendors/service.ts';", // down: fine
-      'modules/devices/probe.ts': "import { x } from '../users/palms.ts';", // users/palms is listed after devices
+      'modules/devices/probe.ts': "import { x } from '../palms/service.ts';", // palms is listed after devices
       'modules/ledger/probe-routes.ts': "import { x } from './store.ts';", // a route reads a store
       'modules/consents/probe.ts': "import { x } from '../ledger/store.ts';", // another module's store
     };
@@ -221,13 +230,13 @@ describe('server architecture (docs/architecture.md)', () => {
       const files = Object.keys(probes);
       expect(upwardImports(files)).toEqual([
         'modules/vendors/probe.ts (vendors) -> modules/users/service.ts (users, later in MODULE_ORDER)',
-        'modules/devices/probe.ts (devices) -> modules/users/palms.ts (users/palms, later in MODULE_ORDER)',
+        'modules/devices/probe.ts (devices) -> modules/palms/service.ts (palms, later in MODULE_ORDER)',
       ]);
       expect(wrongStoreImports(files)).toEqual([
         'modules/ledger/probe-routes.ts -> modules/ledger/store.ts: routes call the service',
         'modules/consents/probe.ts -> modules/ledger/store.ts: another module (call its service)',
       ]);
-      expect(unitOf('modules/kiosk-link/store.ts')).toBe('kiosk-link/lockout');
+      expect(unitOf('modules/kiosk-link/store.ts')).toBe('kiosk-link');
     } finally {
       for (const f of Object.keys(probes)) TEXT.delete(f);
     }

@@ -10,6 +10,7 @@ import { KioskRegistry } from './lib/kiosk-registry.ts';
 import { LiveSockets } from './lib/live-sockets.ts';
 import { enrolmentLimits, RateLimits } from './lib/rate-limits.ts';
 import { RedisEventHub } from './lib/redis-event-hub.ts';
+import { authHistory } from './modules/auth-contexts/service.ts';
 import { RevocationWatcher } from './modules/revocation/watcher.ts';
 import { loadGallery, syncGalleryWithPeers } from './modules/users/gallery.ts';
 import { authenticateUser } from './modules/users/service.ts';
@@ -81,6 +82,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
       vendor: (apiKey) => authenticateVendor(database.db, apiKey, config.PALMID_ENV),
       user: (header) => authenticateUser(ctx, header),
     },
+    authHistory,
     version: resolveVersion(),
     startedAt: Date.now(),
     now: overrides.now ?? Date.now,

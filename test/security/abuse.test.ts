@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { errorBodySchema } from '@palmid/contracts/envelope';
 import { buildApp, HTTP_TIMEOUTS } from '@palmid/server/app';
 import { createTestApp, FrameClient, seedUser, type TestApp, TestDevice } from '@palmid/server/dev/testing';
-import { LOCK_MS, MAX_FAILURES } from '@palmid/server/modules/kiosk-link/lockout';
+import { LOCK_MS, MAX_FAILURES } from '@palmid/server/modules/lockouts/service';
 import { createPvs } from '@palmid/server/modules/pvs/service';
 import { createVendor } from '@palmid/server/modules/vendors/service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AuthHistoryItem } from '../auth-contexts/history.ts';
+import type { AuthHistoryItem } from '../../context.ts';
 import type { LedgerTransaction } from '../ledger/service.ts';
 import { ageInYears, loyaltyPoints, loyaltyTier, riskScore } from './computed.ts';
 

@@ -1,5 +1,5 @@
 import { LOYALTY_TIER_VALUES } from '@palmid/contracts/api/domains';
-import type { AuthHistoryItem } from '../auth-contexts/history.ts';
+import type { AuthHistoryItem } from '../../context.ts';
 import type { LedgerTransaction } from '../ledger/service.ts';
 
 /**

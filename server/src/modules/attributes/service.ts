@@ -10,7 +10,6 @@ import { AppError } from '@palmid/contracts/errors';
 import type { AppContext, Caller } from '../../context.ts';
 import { openFor, sealFor } from '../../crypto/keyring.ts';
 import type { Db } from '../../db/index.ts';
-import { authHistory } from '../auth-contexts/history.ts';
 import { userTransactions } from '../ledger/service.ts';
 import { dataKeyOf, getUser, palmRegistered, vendorUserId } from '../users/service.ts';
 import { auditedAccess } from './audit.ts';
@@ -96,6 +95,7 @@ async function systemValue(
 }
 
 async function computedValue(
+  ctx: AppContext,
   db: Db,
   user: UserRow,
   name: string,
@@ -114,7 +114,7 @@ async function computedValue(
     case 'loyalty_tier':
       return loyaltyTier(await userTransactions(db, user.ledger_id, now - LOYALTY_WINDOW_MS), now);
     case 'risk_score':
-      return riskScore(await authHistory(db, user.id, now - RISK_WINDOW_MS), now);
+      return riskScore(await ctx.authHistory(db, user.id, now - RISK_WINDOW_MS), now);
     default:
       return undefined;
   }
@@ -154,7 +154,7 @@ export async function readAttributeValues(
     const kind = attributeKind(name);
     let value: unknown;
     if (kind === 'system') value = await systemValue(db, user, name, vendorId, now);
-    else if (kind === 'computed') value = await computedValue(db, user, name, birthDate, now);
+    else if (kind === 'computed') value = await computedValue(ctx, db, user, name, birthDate, now);
     else {
       const row = rows.find((r) => r.name === name);
       if (row && temporalStatus(row, now) === 'valid') value = await opener.open(row);
@@ -224,7 +224,7 @@ export async function listAttributes(
   const birthDate = birthDateOnce(opener, rows, now);
   const computedAt = new Date(now).toISOString();
   for (const name of COMPUTED_NAMES) {
-    const value = await computedValue(db, user, name, birthDate, now);
+    const value = await computedValue(ctx, db, user, name, birthDate, now);
     if (value !== undefined) items.push(derivedItem(name, 'computed', value, computedAt));
   }
   return items;
@@ -251,7 +251,7 @@ export async function getAttribute(
   const opener = new Opener(ctx, db, userId);
   if (kind === 'computed') {
     const rows = await attributeStore(db).rowsOf(userId, ['date_of_birth']);
-    const value = await computedValue(db, user, name, birthDateOnce(opener, rows, now), now);
+    const value = await computedValue(ctx, db, user, name, birthDateOnce(opener, rows, now), now);
     if (value === undefined) throw notSet();
     return derivedItem(name, kind, value, new Date(now).toISOString());
   }

@@ -1,10 +1,11 @@
 import type { AuthContextInput, oneShotAuthBodySchema } from '@palmid/contracts/api/auth-contexts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
-import type { AppContext, Caller, VendorPrincipal } from '../../context.ts';
+import type { AppContext, AuthHistoryItem, Caller, VendorPrincipal } from '../../context.ts';
+import type { Db } from '../../db/index.ts';
 import type { DirectLockout } from '../devices/direct-lockout.ts';
 import { checkAttestation } from '../devices/service.ts';
-import { lockoutOutcome } from '../kiosk-link/lockout.ts';
+import { lockoutOutcome } from '../lockouts/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
 import { findPvs } from '../pvs/service.ts';
 import { type Resolution, resolve, resolved as resolvedOnly } from './resolve.ts';
@@ -17,6 +18,7 @@ import {
   readResult,
   withdrawFromKiosks,
 } from './state.ts';
+import { authContextStore } from './store.ts';
 
 /**
  * The auth-contexts service: the vendor's calls on contexts (docs/vendor-api.md) that routes.ts parses and
@@ -24,6 +26,14 @@ import {
  * a context with a palm in one call. Its parts: the state machine (state.ts, over store.ts), the pure
  * decisions (decide.ts, age.ts) and `resolve` (resolve.ts); other modules call those directly.
  */
+
+/**
+ * Resolved authentications attributed to a user (input of the computed risk_score, modules/attributes,
+ * which gets it as AppContext.authHistory: bootstrap.ts).
+ */
+export async function authHistory(db: Db, userId: string, sinceMs: number): Promise<AuthHistoryItem[]> {
+  return authContextStore(db).history(userId, sinceMs);
+}
 
 /**
  * `POST /api/v1/auth/create`: the context is created by a group commit (db/group-commit.ts: answered once

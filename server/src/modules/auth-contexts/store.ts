@@ -1,4 +1,5 @@
 import type { AuthStatus, AuthType } from '@palmid/contracts/api/auth-contexts';
+import type { AuthHistoryItem } from '../../context.ts';
 import type { Db, WriteBatch } from '../../db/index.ts';
 import type { AuthContextsTable } from '../../db/schema.ts';
 
@@ -37,11 +38,6 @@ export interface ContextChange {
   userId: string | null;
   updatedAt: number;
   valuesUntil: number | null;
-}
-
-export interface AuthHistoryItem {
-  status: 'completed' | 'failed';
-  at: number;
 }
 
 /** The auth contexts' store: every query on `auth_contexts`. */

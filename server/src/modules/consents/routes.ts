@@ -2,18 +2,20 @@ import { noQuerySchema } from '@palmid/contracts/api/attributes';
 import {
   consentListQuerySchema,
   consentListSchema,
-  consentParamsSchema,
   consentSchema,
   createConsentBodySchema,
-  revokeConsentResponseSchema,
 } from '@palmid/contracts/api/consents';
 import { errorBodySchema, successSchema, USER_ROUTE_ERRORS } from '@palmid/contracts/envelope';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { userOf } from '../../plugins/app/auth.ts';
 import { ok } from '../../plugins/app/envelope.ts';
-import { withdrawConsent } from '../auth-contexts/state.ts';
 import { grantOwnConsent, listConsents } from './service.ts';
 
+/**
+ * The user's consents (docs/user-api.md): list and grant. Revoking one (`DELETE /v1/consents/{consent_id}`)
+ * also drops what the vendor's stored results no longer may hold, so that route is auth-contexts'
+ * (consent-routes.ts, registered right after these).
+ */
 export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
   const ctx = app.ctx;
   const common = { config: { auth: 'user' as const, rate: 'user' as const } };
@@ -56,31 +58,6 @@ export const consentRoutes: FastifyPluginAsyncZod = async (app) => {
       const user = userOf(request);
       const consent = await grantOwnConsent(ctx, user.id, request.body);
       return ok(reply, consent, 201);
-    },
-  );
-
-  app.delete(
-    '/v1/consents/:consent_id',
-    {
-      ...common,
-      schema: {
-        tags,
-        security,
-        summary: 'Revoke a consent (403 when it is not revocable)',
-        params: consentParamsSchema,
-        querystring: noQuerySchema,
-        response: {
-          200: successSchema(revokeConsentResponseSchema),
-          403: errorBodySchema,
-          404: errorBodySchema,
-          ...USER_ROUTE_ERRORS,
-        },
-      },
-    },
-    async (request, reply) => {
-      const user = userOf(request);
-      const { vendorId, ...revoked } = await withdrawConsent(ctx, user.id, request.params.consent_id);
-      return ok(reply, revoked);
     },
   );
 };

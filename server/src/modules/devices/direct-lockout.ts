@@ -1,10 +1,10 @@
 import { AppError } from '@palmid/contracts/errors';
 import type { Db } from '../../db/index.ts';
-import { KioskLockout } from '../kiosk-link/lockout.ts';
+import { KioskLockout } from '../lockouts/service.ts';
 
 /**
  * Failed identifications on the direct path (`POST /api/v1/auth`) lock out per capture device and per API
- * key, with the kiosk's rule (modules/kiosk-link/lockout.ts): the same database rows, so the lock holds on every
+ * key, with the kiosk's rule (modules/lockouts/service.ts): the same database rows, so the lock holds on every
  * instance and across restarts. An API key's row is keyed `api_key:<key id>`, a device's by its pvs_id
  * (a device used both at a kiosk and on the direct path shares one lock).
  */

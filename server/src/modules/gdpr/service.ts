@@ -9,6 +9,7 @@ import { forgetResultsOf } from '../auth-contexts/state.ts';
 import { eraseUserConsents, listConsents } from '../consents/service.ts';
 import { eraseAnswersOf } from '../kiosk-link/idempotency.ts';
 import { eraseLedgerOf, userTransactions } from '../ledger/service.ts';
+import { erasePalmConfirmationsOf } from '../palms/service.ts';
 import { forgetPalms } from '../users/gallery.ts';
 import { eraseUserRecord, getUser, palmRegistered, palmsOf } from '../users/service.ts';
 import { eraseUserVerificationData } from '../verification/service.ts';
@@ -61,6 +62,7 @@ export async function exportUserData(
 export async function eraseUser(ctx: AppContext, db: Db, userId: string) {
   const now = ctx.now();
   const { ledgerId } = await eraseUserRecord(db, userId, now);
+  await erasePalmConfirmationsOf(db, userId);
   await eraseUserAttributes(db, userId);
   await eraseUserConsents(db, userId);
   await eraseLedgerOf(db, ledgerId);

@@ -6,7 +6,6 @@ import type { z } from 'zod';
 import type { AppContext, Caller } from '../../context.ts';
 import { auditAttestationFailure, checkAttestation } from '../devices/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
-import type { PvsPrincipal } from '../pvs/service.ts';
 import {
   admitEnrolment,
   alreadyEnrolled,
@@ -15,7 +14,8 @@ import {
   consumePalmConfirmation,
   findEnrolledElsewhere,
   serialiseEnrolment,
-} from '../users/palms.ts';
+} from '../palms/service.ts';
+import type { PvsPrincipal } from '../pvs/service.ts';
 import { addPalm, createClaimCode, createUser, dataKeyOf } from '../users/service.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
 

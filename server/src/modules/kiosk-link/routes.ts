@@ -7,10 +7,10 @@ import { serveRpc } from '../../lib/ws-rpc.ts';
 import { callerOf } from '../../plugins/app/auth.ts';
 import { CredentialGuard } from '../../plugins/app/credential-guard.ts';
 import { type AuthContext, loadContext, openContexts } from '../auth-contexts/state.ts';
+import { KioskLockout } from '../lockouts/service.ts';
 import { authenticatePvs, type PvsPrincipal } from '../pvs/service.ts';
 import { guardHandlers } from '../revocation/watcher.ts';
 import { enrolAtKiosk } from './enrol.ts';
-import { KioskLockout } from './lockout.ts';
 import {
   beginEnrolment,
   helloKiosk,

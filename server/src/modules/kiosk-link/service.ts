@@ -14,11 +14,11 @@ import {
   issueNonce,
   scanNonce,
 } from '../devices/service.ts';
+import { type KioskLockout, lockoutOutcome } from '../lockouts/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
+import { checkPalmConfirmation } from '../palms/service.ts';
 import { type PvsPrincipal, touchPvs } from '../pvs/service.ts';
-import { checkPalmConfirmation } from '../users/palms.ts';
 import { recallAnswer, rememberAnswer } from './idempotency.ts';
-import { type KioskLockout, lockoutOutcome } from './lockout.ts';
 
 /**
  * The `/ws/pvs` link's work (docs/websocket.md): what a kiosk's `hello`, `heartbeat`, `enroll.begin` and

@@ -2,15 +2,14 @@ import type { Db } from '../../db/index.ts';
 import type { IdempotencyTable } from '../../db/schema.ts';
 
 /**
- * The kiosk link's tables: stored answers to kiosk request ids and vendor `Idempotency-Key`s
- * (`idempotency`, sealed by idempotency.ts) and the kiosks' lockouts after failed matches
- * (`kiosk_lockouts`, lockout.ts).
+ * The kiosk link's table: stored answers to kiosk request ids and vendor `Idempotency-Key`s
+ * (`idempotency`, sealed by idempotency.ts). The kiosks' lockouts are modules/lockouts'.
  */
 export type AnswerRow = IdempotencyTable;
 
 export type AnswerChange = Pick<AnswerRow, 'response'> & Partial<Pick<AnswerRow, 'user_id'>>;
 
-/** The kiosk link's store: every query on `idempotency` and `kiosk_lockouts`. */
+/** The kiosk link's store: every query on `idempotency`. */
 export interface KioskLinkStore {
   answer(key: string): Promise<AnswerRow | undefined>;
   insertAnswer(row: AnswerRow): Promise<void>;
@@ -27,10 +26,6 @@ export interface KioskLinkStore {
   deleteServiceSealedVendorAnswers(): Promise<number>;
   /** Kiosk answers about nobody (sealed under the service key) after a key, ordered by key. */
   serviceSealedKioskAnswersAfter(afterKey: string, limit: number): Promise<AnswerRow[]>;
-
-  /** When the kiosk's lockout ends (0 when it has none). */
-  lockedUntil(pvsId: string): Promise<number>;
-  lock(pvsId: string, until: number): Promise<void>;
 }
 
 /** The Kysely implementation (SQLite and PostgreSQL); `db` may be an open transaction. */
@@ -94,24 +89,6 @@ export class KyselyKioskLinkStore implements KioskLinkStore {
       .where('key', 'not like', 'vendor:%')
       .orderBy('key')
       .limit(limit)
-      .execute();
-  }
-
-  async lockedUntil(pvsId: string): Promise<number> {
-    const row = await this.db
-      .selectFrom('kiosk_lockouts')
-      .select('locked_until')
-      .where('pvs_id', '=', pvsId)
-      .executeTakeFirst();
-    return row ? Number(row.locked_until) : 0;
-  }
-
-  async lock(pvsId: string, until: number): Promise<void> {
-    const values = { failures: '[]', locked_until: until };
-    await this.db
-      .insertInto('kiosk_lockouts')
-      .values({ pvs_id: pvsId, ...values })
-      .onConflict((oc) => oc.column('pvs_id').doUpdateSet(values))
       .execute();
   }
 }

@@ -9,8 +9,6 @@ import { appendAudit } from '../audit/service.ts';
 import { activeConsents } from '../consents/service.ts';
 import { eraseUser } from '../gdpr/service.ts';
 import { templateBytesFromBase64 } from '../matching/wire.ts';
-import { findPvs } from '../pvs/service.ts';
-import { forgetPalms } from '../users/gallery.ts';
 import {
   auditPalm,
   auditRefusedPalm,
@@ -18,7 +16,9 @@ import {
   consumePalmConfirmation,
   gateVendorPalms,
   serialiseEnrolment,
-} from '../users/palms.ts';
+} from '../palms/service.ts';
+import { findPvs } from '../pvs/service.ts';
+import { forgetPalms } from '../users/gallery.ts';
 import {
   addPalm,
   createUser,

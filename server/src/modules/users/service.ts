@@ -262,7 +262,7 @@ export async function addPalm(
 
 /**
  * The users module's part of an erasure (GDPR art. 17; the whole of it is `eraseUser` in modules/gdpr): the
- * wrapped data key is destroyed first (crypto-shredding), then templates, tokens, claim codes and palm confirmation codes are deleted.
+ * wrapped data key is destroyed first (crypto-shredding), then templates, tokens and claim codes are deleted (palm confirmation codes: modules/palms).
  * Returns the erased user's ledger identifier, for the ledger's part.
  */
 export async function eraseUserRecord(db: Db, userId: string, now: number): Promise<{ ledgerId: string }> {

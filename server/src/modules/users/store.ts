@@ -1,7 +1,6 @@
 import type { Db } from '../../db/index.ts';
 import type {
   ClaimCodesTable,
-  PalmConfirmationsTable,
   PalmsTable,
   UsersTable,
   UserTokensTable,
@@ -10,14 +9,13 @@ import type {
 
 /**
  * The users module's tables: `users` (wrapped data keys), `user_tokens`, `claim_codes`, `palms` (sealed
- * templates), `palm_confirmations` and `vendor_user_ids`. service.ts, palms.ts and gallery.ts seal, open
- * and decide; only this file names the tables.
+ * templates) and `vendor_user_ids`. service.ts and gallery.ts seal, open and decide; only this file names
+ * the tables. (The palm confirmation codes are modules/palms'.)
  */
 export type UserRow = UsersTable;
 export type UserTokenRow = UserTokensTable;
 export type ClaimCodeRow = ClaimCodesTable;
 export type PalmRow = PalmsTable;
-export type PalmConfirmationRow = PalmConfirmationsTable;
 
 /** What an erasure leaves of a user's row (a tombstone). */
 export type UserTombstone = Omit<UserRow, 'id'>;
@@ -74,13 +72,6 @@ export interface UserStore {
   claimCode(codeHash: string): Promise<ClaimCodeRow | undefined>;
   /** Marks a code used if it was not (compare-and-set); false when it was. */
   useClaimCode(codeHash: string, now: number): Promise<boolean>;
-
-  insertPalmConfirmation(row: PalmConfirmationRow): Promise<void>;
-  /** Deletes the confirmation codes expired before `now`. */
-  prunePalmConfirmations(now: number): Promise<void>;
-  palmConfirmation(codeHash: string): Promise<PalmConfirmationRow | undefined>;
-  /** Marks a code used if it was not (compare-and-set); false when it was. */
-  usePalmConfirmation(codeHash: string, now: number): Promise<boolean>;
 
   insertPalm(row: PalmRow): Promise<void>;
   /** The user's palms, oldest first (no template). */
@@ -140,7 +131,6 @@ export class KyselyUserStore implements UserStore {
     await this.db.deleteFrom('palms').where('user_id', '=', userId).execute();
     await this.db.deleteFrom('user_tokens').where('user_id', '=', userId).execute();
     await this.db.deleteFrom('claim_codes').where('user_id', '=', userId).execute();
-    await this.db.deleteFrom('palm_confirmations').where('user_id', '=', userId).execute();
   }
 
   async keysAfter(afterId: string, limit: number) {
@@ -240,32 +230,6 @@ export class KyselyUserStore implements UserStore {
   async useClaimCode(codeHash: string, now: number): Promise<boolean> {
     const res = await this.db
       .updateTable('claim_codes')
-      .set({ used_at: now })
-      .where('code_hash', '=', codeHash)
-      .where('used_at', 'is', null)
-      .executeTakeFirst();
-    return Number(res.numUpdatedRows) === 1;
-  }
-
-  async insertPalmConfirmation(row: PalmConfirmationRow): Promise<void> {
-    await this.db.insertInto('palm_confirmations').values(row).execute();
-  }
-
-  async prunePalmConfirmations(now: number): Promise<void> {
-    await this.db.deleteFrom('palm_confirmations').where('expires_at', '<', now).execute();
-  }
-
-  async palmConfirmation(codeHash: string): Promise<PalmConfirmationRow | undefined> {
-    return this.db
-      .selectFrom('palm_confirmations')
-      .selectAll()
-      .where('code_hash', '=', codeHash)
-      .executeTakeFirst();
-  }
-
-  async usePalmConfirmation(codeHash: string, now: number): Promise<boolean> {
-    const res = await this.db
-      .updateTable('palm_confirmations')
       .set({ used_at: now })
       .where('code_hash', '=', codeHash)
       .where('used_at', 'is', null)

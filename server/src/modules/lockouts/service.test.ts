@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { redisUnavailable, startRedis, type TestRedis } from '../../../../test/support/redis.ts';
 import { describeNeeding } from '../../../../test/support/requirements.ts';
 import { createTestApp, type TestApp } from '../../../dev/testing.ts';
-import { KioskLockout, LOCK_MS, MAX_FAILURES, WINDOW_MS } from './lockout.ts';
+import { KioskLockout, LOCK_MS, MAX_FAILURES, WINDOW_MS } from './service.ts';
 
 /**
  * The lock is stored, not remembered: another instance (or the same one after a restart) sees it. The

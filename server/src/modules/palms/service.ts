@@ -7,10 +7,10 @@ import type { Db } from '../../db/index.ts';
 import { appendAudit } from '../audit/service.ts';
 import { type AttestedCapture, auditAttestationFailure, checkAttestation } from '../devices/service.ts';
 import { findPvs } from '../pvs/service.ts';
+import { loadUserPalms } from '../users/gallery.ts';
+import { palmsOf, removePalm } from '../users/service.ts';
 import { getVendor } from '../vendors/service.ts';
-import { loadUserPalms } from './gallery.ts';
-import { palmsOf, removePalm } from './service.ts';
-import { userStore } from './store.ts';
+import { palmStore } from './store.ts';
 
 /**
  * Palms belong to their owner (docs/security.md). A palm is added to a user only
@@ -31,8 +31,8 @@ export const PALM_CONFIRMATION_TTL_MS = 10 * 60_000;
 export async function issuePalmConfirmation(ctx: AppContext, db: Db, userId: string) {
   const code = newClaimCode();
   const now = ctx.now();
-  const store = userStore(db);
-  await store.insertPalmConfirmation({
+  const store = palmStore(db);
+  await store.insertConfirmation({
     code_hash: hashSecret(`palm:${normaliseClaimCode(code)}`),
     user_id: userId,
     created_at: now,
@@ -40,7 +40,7 @@ export async function issuePalmConfirmation(ctx: AppContext, db: Db, userId: str
     used_at: null,
   });
   // Expired codes are pruned as new ones are issued.
-  await store.prunePalmConfirmations(now);
+  await store.pruneConfirmations(now);
   return { confirmation_code: code, expires_at: new Date(now + PALM_CONFIRMATION_TTL_MS).toISOString() };
 }
 
@@ -62,7 +62,7 @@ export async function confirmPalms(ctx: AppContext, userId: string) {
  * same 400 as when spent; the `enroll` that follows still spends it (and may still find it gone).
  */
 export async function checkPalmConfirmation(ctx: AppContext, db: Db, code: string): Promise<void> {
-  const row = await userStore(db).palmConfirmation(hashSecret(`palm:${normaliseClaimCode(code)}`));
+  const row = await palmStore(db).confirmation(hashSecret(`palm:${normaliseClaimCode(code)}`));
   if (!row || row.used_at !== null || Number(row.expires_at) <= ctx.now()) throw invalidCode();
 }
 
@@ -79,11 +79,11 @@ export async function consumePalmConfirmation(
 ): Promise<string> {
   const hash = hashSecret(`palm:${normaliseClaimCode(code)}`);
   const now = ctx.now();
-  const store = userStore(db);
-  const row = await store.palmConfirmation(hash);
+  const store = palmStore(db);
+  const row = await store.confirmation(hash);
   if (!row || row.used_at !== null || Number(row.expires_at) <= now) throw invalidCode();
   if (forUser !== undefined && row.user_id !== forUser) throw invalidCode();
-  if (!(await store.usePalmConfirmation(hash, now))) throw invalidCode();
+  if (!(await store.useConfirmation(hash, now))) throw invalidCode();
   return row.user_id;
 }
 
@@ -232,6 +232,11 @@ export async function gateVendorPalms(
     await auditRefusedPalm(ctx, input.caller, elsewhere, input.vendorId);
     throw alreadyEnrolled('palms');
   }
+}
+
+/** Erasure (`eraseUser`, modules/gdpr): the user's palm confirmation codes. */
+export async function erasePalmConfirmationsOf(db: Db, userId: string): Promise<void> {
+  await palmStore(db).deleteConfirmationsOf(userId);
 }
 
 /** `GET /v1/palms`: the user's palms, oldest first, and where each was enrolled (never a template). */

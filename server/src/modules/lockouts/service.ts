@@ -5,7 +5,7 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 import type { Db } from '../../db/index.ts';
-import { kioskLinkStore } from './store.ts';
+import { lockoutStore } from './store.ts';
 
 /**
  * Repeated failed palm matches on one kiosk lock it out for a while (brute-force presentation defence,
@@ -107,10 +107,10 @@ export class KioskLockout {
   }
 
   async #lockedUntil(pvsId: string): Promise<number> {
-    return kioskLinkStore(this.db).lockedUntil(pvsId);
+    return lockoutStore(this.db).lockedUntil(pvsId);
   }
 
   async #lock(pvsId: string, until: number): Promise<void> {
-    await kioskLinkStore(this.db).lock(pvsId, until);
+    await lockoutStore(this.db).lock(pvsId, until);
   }
 }
