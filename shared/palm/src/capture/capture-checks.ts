@@ -6,7 +6,7 @@ import {
   lagBuffer,
   lagSums,
 } from './capture-kernel.ts';
-import type { HandGeometry } from './hand-geometry.ts';
+import type { HandGeometry } from './geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { ROI_SIZE } from './model-graph.ts';
 

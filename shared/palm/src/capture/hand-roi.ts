@@ -1,5 +1,5 @@
 import { CROP_SIDE, cropSimd } from './capture-kernel.ts';
-import type { HandGeometry } from './hand-geometry.ts';
+import type { HandGeometry } from './geometry.ts';
 import type { GrayImage } from './image-io.ts';
 import { FEATURE_GRID, ROI_SIZE } from './model-graph.ts';
 

@@ -7,7 +7,7 @@
  */
 import { type CaptureMeasures, measureFrame, measureRoi } from '../capture-checks.ts';
 import { ORIENTATIONS } from '../gabor.ts';
-import type { HandGeometry } from '../hand-geometry.ts';
+import type { HandGeometry } from '../geometry.ts';
 import type { GrayImage } from '../image-io.ts';
 import { FEATURE_GRID } from '../model-graph.ts';
 

@@ -6,8 +6,9 @@
  * square's proportions are the sensor's (`RoiProportions`, sensor-profiles.ts names each value's
  * evidence). `placeRoi` gives the `HandGeometry` of `locateHand` (frame pixels).
  */
+
+import type { HandGeometry } from '../geometry.ts';
 import { indexSide, largestComponent, thumbWeb } from '../hand-contour.ts';
-import type { HandGeometry } from '../hand-geometry.ts';
 import { cropPalm, OUTSIDE_REACH, ROI_SIDE_PER_RADIUS, roiOutsideCells } from '../hand-roi.ts';
 import type { GrayImage } from '../image-io.ts';
 import { pegHandMask, pegRoi } from '../roi-pegs.ts';
