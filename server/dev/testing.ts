@@ -289,19 +289,27 @@ export class FrameClient {
     });
   }
 
-  /** `identify` for a context pushed to this socket, attested by `device` with the context's nonce. */
-  async identify(
-    id: string,
+  /**
+   * The params of an `identify` for a context pushed to this socket, attested by `device` with the
+   * context's nonce: one frame a test may send more than once (a kiosk's retry, a replay).
+   */
+  async identifyFrame(
     device: TestDevice,
     params: Sample & { auth_id: string; capturedAt?: number },
   ): Promise<Record<string, unknown>> {
     const nonce = await this.nonceFor(params.auth_id);
     const { capturedAt, ...rest } = params;
     const sample = { hand: 'right' as const, quality: 0.9, liveness: 0.9, ...rest };
-    return this.call(id, 'identify', {
-      ...sample,
-      attestation: device.attest('identify', params.auth_id, nonce, sample, capturedAt),
-    });
+    return { ...sample, attestation: device.attest('identify', params.auth_id, nonce, sample, capturedAt) };
+  }
+
+  /** `identify` for a context pushed to this socket, attested by `device` with the context's nonce. */
+  async identify(
+    id: string,
+    device: TestDevice,
+    params: Sample & { auth_id: string; capturedAt?: number },
+  ): Promise<Record<string, unknown>> {
+    return this.call(id, 'identify', await this.identifyFrame(device, params));
   }
 
   /** `enroll.begin`, then `enroll` with every sample attested by `device`. */

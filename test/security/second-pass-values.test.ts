@@ -205,15 +205,7 @@ describe('second-pass trust boundaries (real server process)', () => {
       attributes_required: ['phone'],
       pvs_id: kiosk.pvs_id,
     });
-    const nonce = await k.nonceFor(authId);
-    const sample = {
-      auth_id: authId,
-      template: dan.template,
-      hand: 'right' as const,
-      quality: 0.9,
-      liveness: 0.99,
-    };
-    const frame = { ...sample, attestation: device.attest('identify', authId, nonce, sample) };
+    const frame = await k.identifyFrame(device, { auth_id: authId, template: dan.template, liveness: 0.99 });
     const first = await k.call('pay-6', 'identify', frame);
     expect(first.result).toEqual({ status: 'completed', success: true });
     const replayed = await k.call('pay-6', 'identify', frame);

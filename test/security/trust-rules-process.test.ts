@@ -242,16 +242,12 @@ describe('OIDC, predicate, proof-source and erasure rules (real server process)'
       });
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       const authId = created.body.data.auth_id;
-      const nonce = await k.nonceFor(authId);
       // one identify frame, sent as is three times: the kiosk's retry after a reconnect
-      const sample = {
+      const frame = await k.identifyFrame(device, {
         auth_id: authId,
         template: fay.template,
-        hand: 'right' as const,
-        quality: 0.9,
         liveness: 0.99,
-      };
-      const frame = { ...sample, attestation: device.attest('identify', authId, nonce, sample) };
+      });
       const first = await k.call('pay-1', 'identify', frame);
       // the kiosk is told the outcome only (docs/websocket.md)
       expect(first.result, JSON.stringify(first)).toEqual({ status: 'completed', success: true });
