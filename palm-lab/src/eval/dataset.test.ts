@@ -74,8 +74,8 @@ describe('one person under two labels (--same)', () => {
       { into: 'd', from: 'b' },
     ]);
     expect(merged.subjects).toEqual([
-      { name: 'a', files: ['a/1', 'a/2', 'c/1', 'c/2'] },
-      { name: 'd', files: ['d/1', 'b/1'] },
+      { name: 'a', files: ['a/1', 'a/2', 'c/1', 'c/2'], recaptures: 2 },
+      { name: 'd', files: ['d/1', 'b/1'], recaptures: 1 },
     ]);
     expect(ds.subjects[0]!.files).toEqual(['a/1', 'a/2']); // the listing itself is untouched
   });

@@ -8,7 +8,11 @@ const IMAGE_EXT = /\.(bmp|dib|png|jpe?g|jfif|pgm|ppm|pnm|tiff?|webp|gif)$/i;
 const HAND_DIR = /^(l|r|left|right)([ _-]?(hand|palm))?$/i;
 
 export interface Dataset {
-  subjects: Array<{ name: string; files: string[] }>;
+  /**
+   * `recaptures`: after `mergeSameIdentities`, how many of the last `files` came from merged-in
+   * labels (re-captures of the person filed under another label, typically another session).
+   */
+  subjects: Array<{ name: string; files: string[]; recaptures?: number }>;
 }
 
 /**
@@ -102,7 +106,9 @@ export interface SameIdentity {
  * docs/palm-pipeline.md, "Look-alike identities"). Every label must exist and be merged once.
  */
 export function mergeSameIdentities(ds: Dataset, same: readonly SameIdentity[]): Dataset {
-  const byName = new Map(ds.subjects.map((s) => [s.name, { name: s.name, files: [...s.files] }]));
+  const byName = new Map(
+    ds.subjects.map((s) => [s.name, { name: s.name, files: [...s.files], recaptures: s.recaptures ?? 0 }]),
+  );
   const used = new Set<string>();
   for (const { into, from } of same) {
     for (const label of [into, from])
@@ -128,8 +134,18 @@ export function mergeSameIdentities(ds: Dataset, same: readonly SameIdentity[]):
         field: 'same',
         reason: 'duplicate_label',
       });
-  for (const { into, from } of same) byName.get(into)!.files.push(...byName.get(from)!.files);
-  const subjects = ds.subjects.filter((s) => !used.has(s.name)).map((s) => byName.get(s.name)!);
+  for (const { into, from } of same) {
+    const target = byName.get(into)!;
+    const moved = byName.get(from)!.files;
+    target.files.push(...moved);
+    target.recaptures += moved.length;
+  }
+  const subjects = ds.subjects
+    .filter((s) => !used.has(s.name))
+    .map((s) => {
+      const { recaptures, ...rest } = byName.get(s.name)!;
+      return recaptures > 0 ? { ...rest, recaptures } : rest;
+    });
   if (subjects.length < 2)
     throw new AppError('INVALID_REQUEST', '--same leaves fewer than two identities', {
       field: 'same',

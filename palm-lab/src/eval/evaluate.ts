@@ -64,6 +64,8 @@ export interface OpenSetProtocol {
   /** the model strangers beyond the set are drawn from: the set's tail fit */
   truth: { p: number; dof: number };
   presentations: number;
+  /** of them, presentations of images merged in from another label (`--same`: re-captures) */
+  recaptured_presentations: number;
   with_second_capture: number;
   second_capture: string;
   draws: number;
@@ -173,6 +175,8 @@ export async function evaluate(
 ): Promise<{ report: EvalReport; extra: EvalExtra }> {
   const files = dataset.subjects.flatMap((s, si) => s.files.map((file) => ({ file, subject: si })));
   const packed: Array<{ subject: number; words: Uint32Array; variants: Uint32Array[] }> = [];
+  /** each extracted file's index in `packed` */
+  const packedOf = new Map<string, number>();
   const failures: EvalExtra['failures'] = [];
   const extractMs: number[] = [];
   let unknownSide = 0;
@@ -187,6 +191,7 @@ export async function evaluate(
     extractMs.push(cpuMs() - t0);
     if ('template' in result) {
       if (result.hand === 'unknown') unknownSide++;
+      packedOf.set(f.file, packed.length);
       packed.push({
         subject: f.subject,
         words: packTemplate(decodeTemplate(result.template)),
@@ -316,7 +321,17 @@ export async function evaluate(
       images: [],
       side: sideOf(s.name),
     }));
+    // re-captures: the subject's last `recaptures` files came from merged-in labels (`--same`)
+    const firstRecapture = dataset.subjects.map((s) => s.files.length - (s.recaptures ?? 0));
+    const recaptured = dataset.subjects.map(() => new Set<number>());
+    const fileIndex = dataset.subjects.map(() => 0);
+    for (const f of files) {
+      const k = fileIndex[f.subject]!++;
+      const at = packedOf.get(f.file);
+      if (at !== undefined && k >= firstRecapture[f.subject]!) recaptured[f.subject]!.add(at);
+    }
     for (const [i, p] of packed.entries()) palms[p.subject]!.images.push(i);
+    for (const [si, set] of recaptured.entries()) if (set.size > 0) palms[si]!.recaptured = set;
     const kept = palms.filter((p) => p.images.length > 0);
     const memo = new Map<number, Float32Array>();
     const distance = (probe: number, enrolled: number) => {
@@ -345,6 +360,7 @@ export async function evaluate(
       model: policy.model,
       truth,
       presentations: main.presentations,
+      recaptured_presentations: main.recaptured_presentations,
       with_second_capture: main.with_second_capture,
       second_capture: main.second_capture,
       draws,

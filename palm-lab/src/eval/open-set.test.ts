@@ -52,6 +52,42 @@ function stepUpBound(n: number, target: number): number {
 }
 
 describe('open-set identification (palm eval open_set)', () => {
+  it('reports FNIR over re-captured presentations apart (images merged in from another label)', () => {
+    const palms = palmsOf(10, 4).map((p, i) =>
+      i === 0 ? { ...p, recaptured: new Set(p.images.slice(2)) } : p,
+    );
+    const of = palmOfImage(palms);
+    const recaptured = palms[0]!.recaptured!;
+    const r = openSet(
+      {
+        palms,
+        // genuine pairs identical, except that palm 0's re-captures resemble nothing (no evidence)
+        distance: (a, b) => (of.get(a) === of.get(b) && !recaptured.has(a) ? 0 : 0.5),
+        impostor: new Float64Array(1000).fill(0.5),
+        truth: MODEL,
+      },
+      { random: seededRandom(2), draws: 4 },
+    );
+    expect(r.presentations).toBe(60); // 20 palms × 3 probes
+    expect(r.recaptured_presentations).toBe(2);
+    for (const row of r.rows) {
+      // the other hand (person p0's right palm matches) cannot rescue a re-capture without a step-up
+      expect(row.fnir_recaptures).toBe(1);
+      expect(row.fnir).toBeCloseTo(2 / 60, 4); // rounded to 4 significant digits
+    }
+    const plain = openSet(
+      {
+        palms: palmsOf(10, 4),
+        distance: (a, b) => (of.get(a) === of.get(b) ? 0 : 0.5),
+        impostor: new Float64Array(1000).fill(0.5),
+        truth: MODEL,
+      },
+      { random: seededRandom(2), draws: 4 },
+    );
+    expect(plain.recaptured_presentations).toBe(0);
+    for (const row of plain.rows) expect(row.fnir_recaptures).toBeNull();
+  });
+
   it('keeps the whole flow’s FPIR under the target when the deployed model is the truth, and finds every strong genuine', () => {
     const palms = palmsOf(20, 3);
     const of = palmOfImage(palms);

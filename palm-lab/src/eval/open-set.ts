@@ -65,6 +65,12 @@ export interface OpenSetRow {
   stranger_step_up_rate: number;
   enrolled_as_another: number;
   enrolled_as_another_step_up: number;
+  /**
+   * `fnir` and `fnir_step_up` over the presentations of re-captured images only (images merged in
+   * from another label with `--same`: the cross-session case); null when the set has none.
+   */
+  fnir_recaptures: number | null;
+  fnir_step_up_recaptures: number | null;
 }
 
 export interface OpenSetPalm {
@@ -77,6 +83,12 @@ export interface OpenSetPalm {
    * of its own side only, as the server's does (the decision's gallery is that side's palms).
    */
   side?: string | undefined;
+  /**
+   * Images (indices into `distance`) filed under another label of the same person and merged in
+   * (`palm eval --same`): re-captures, typically another session. A presentation whose first
+   * image is one counts in the rows' `*_recaptures` figures.
+   */
+  recaptured?: ReadonlySet<number> | undefined;
 }
 
 export interface OpenSetInput {
@@ -107,6 +119,8 @@ export interface OpenSetResult {
   rows: OpenSetRow[];
   /** genuine presentations, and how many had a second capture for the step-up */
   presentations: number;
+  /** of them, presentations of re-captured images (`OpenSetPalm.recaptured`) */
+  recaptured_presentations: number;
   with_second_capture: number;
   second_capture: 'other hand' | 'second presentation of the same hand' | 'mixed' | 'none';
   /** evidence (decades, deployed model) of the genuine presentations: 5th and 50th percentile */
@@ -226,6 +240,8 @@ function fusedSumFor(bar: number): number {
 
 interface Presentation {
   user: number;
+  /** the presentation's first image is a re-capture filed under another label */
+  recaptured: boolean;
   /** best distance per user, capture 1 (and capture 2 for the step-up) */
   d1: Float64Array;
   d2: Float64Array | null;
@@ -315,6 +331,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       const secondSide = otherGroups.length > 0 ? other!.side : palm.side;
       presentations.push({
         user,
+        recaptured: palm.recaptured?.has(g[0]!) === true,
         d1: bestPerUser(g, palm.side),
         d2: second ? bestPerUser(second, secondSide) : null,
         otherHand: otherGroups.length > 0,
@@ -332,6 +349,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
     const sum = e2 ? Float64Array.from(e1, (x, u) => (p.otherHand ? x + e2[u]! : Math.max(x, e2[u]!))) : null;
     return {
       user: p.user,
+      recaptured: p.recaptured,
       independent: p.otherHand,
       g1: e1[p.user]!,
       g2: e2 ? e2[p.user]! : null,
@@ -340,6 +358,7 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       gSum: sum ? sum[p.user]! : null,
     };
   });
+  const recaptured = prepared.filter((p) => p.recaptured).length;
   const gEvidence = prepared.map((p) => p.g1).sort((a, b) => a - b);
   const quantile = (q: number) =>
     gEvidence.length === 0
@@ -390,7 +409,12 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
     let stepUps = 0;
     let wrong1 = 0;
     let wrongFlow = 0;
+    // the same counts over re-captured presentations
+    let recapCorrect1 = 0;
+    let recapCorrectFlow = 0;
     for (const p of prepared) {
+      const before1 = correct1;
+      const beforeFlow = correctFlow;
       const real1: Candidate[] = [
         { userId: `u${p.user}`, evidence: p.g1 },
         ...p.rivals1.map((r) => ({ userId: `u${r.user}`, evidence: r.v })),
@@ -476,7 +500,12 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       }
       wrong1 += pWrong1;
       wrongFlow += pWrong1 + (stepped / draws) * pWrongFused;
+      if (p.recaptured) {
+        recapCorrect1 += correct1 - before1;
+        recapCorrectFlow += correctFlow - beforeFlow;
+      }
     }
+    const recapTotal = recaptured * draws;
     const total = prepared.length * draws;
     const m = prepared.length;
     rows.push({
@@ -492,11 +521,14 @@ export function openSet(input: OpenSetInput, options: OpenSetOptions): OpenSetRe
       stranger_step_up_rate: round(strangerStepUp),
       enrolled_as_another: m === 0 ? 0 : round(wrong1 / m),
       enrolled_as_another_step_up: m === 0 ? 0 : round(wrongFlow / m),
+      fnir_recaptures: recaptured === 0 ? null : round(1 - recapCorrect1 / recapTotal),
+      fnir_step_up_recaptures: recaptured === 0 ? null : round(1 - recapCorrectFlow / recapTotal),
     });
   }
   return {
     rows,
     presentations: prepared.length,
+    recaptured_presentations: recaptured,
     with_second_capture: withSecond,
     second_capture:
       withSecond === 0

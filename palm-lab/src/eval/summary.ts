@@ -97,6 +97,15 @@ function openSetLines(r: EvalReport): string[] {
     out.push(
       `  ${row.gallery.toExponential(0).padEnd(7)}  ${row.threshold.toFixed(2).padStart(13)}  ${row.distance.toFixed(4).padStart(8)}  ${`${sci(row.fpir)} (${row.fpir_method})`.padEnd(20)}  ${sci(row.fpir_step_up).padEnd(17)}  ${pct(row.fnir).padEnd(7)}  ${pct(row.fnir_step_up).padEnd(17)}  ${pct(row.step_up_rate).padEnd(8)}  ${sci(row.enrolled_as_another)} (${sci(row.enrolled_as_another_step_up)})`,
     );
+  if (o.recaptured_presentations > 0)
+    out.push(
+      `re-captures       ${o.recaptured_presentations} of the presentations are images merged in with --same (filed under another label: another session); their FNIR, one capture / with step-up: ${r.open_set
+        .map(
+          (row) =>
+            `${row.gallery.toExponential(0)} ${pct(row.fnir_recaptures ?? 0)} / ${pct(row.fnir_step_up_recaptures ?? 0)}`,
+        )
+        .join(', ')}`,
+    );
   if (r.open_set_fusion)
     for (const f of r.open_set_fusion)
       out.push(
