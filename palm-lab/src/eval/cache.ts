@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Extract } from './evaluate.ts';
+import { pipelineFingerprint } from './pipeline-fingerprint.ts';
 
 type Extracted = Awaited<ReturnType<Extract>>;
 
@@ -14,13 +15,20 @@ interface Stored {
 
 /**
  * `palm eval --cache <dir>`: an extraction's result per image kept in `<dir>` (a folder outside the
- * repository: the files are templates of single images). The key is a hash of the image's bytes
- * and `key` (the extraction's options), so a changed image or other options extract again and a
- * copy of an image does not; a failure to acquire is cached too. An image that cannot be read is
- * passed to the extraction as it is (its failure is not cached). A cache file that cannot be read is
- * ignored and rewritten.
+ * repository: the files are templates of single images). The key is a hash of the image's bytes,
+ * `key` (the extraction's options) and `fingerprint` (by default {@link pipelineFingerprint}, a hash
+ * of the palm pipeline's code), so a changed image, other options or a changed pipeline extract
+ * again and a copy of an image does not; entries written under another fingerprint are never read
+ * again (delete the folder to reclaim them). A failure to acquire is cached too. An image that
+ * cannot be read is passed to the extraction as it is (its failure is not cached). A cache file that
+ * cannot be read is ignored and rewritten.
  */
-export function cachedExtract(extract: Extract, dir: string, key: string): Extract {
+export function cachedExtract(
+  extract: Extract,
+  dir: string,
+  key: string,
+  fingerprint: () => Promise<string> = pipelineFingerprint,
+): Extract {
   let made = false;
   return async (file) => {
     let bytes: Buffer;
@@ -29,8 +37,12 @@ export function cachedExtract(extract: Extract, dir: string, key: string): Extra
     } catch {
       return extract(file);
     }
-    // the image's bytes and the options: a copy or hard link of an image hits the same entry
-    const id = createHash('sha256').update(bytes).update(`\0${key}`).digest('hex').slice(0, 32);
+    // the image's bytes, the options and the code: a copy or hard link of an image hits the same entry
+    const id = createHash('sha256')
+      .update(bytes)
+      .update(`\0${key}\0${await fingerprint()}`)
+      .digest('hex')
+      .slice(0, 32);
     const path = join(dir, `${id}.json`);
     try {
       const v = JSON.parse(await readFile(path, 'utf8')) as Stored;

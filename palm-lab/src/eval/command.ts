@@ -149,7 +149,7 @@ export function evalCommand(): Command {
     )
     .option(
       '--cache <dir>',
-      "keep each image's extraction in <dir> (outside the repository) and reuse it on later runs with the same options",
+      "keep each image's extraction in <dir> (outside the repository) and reuse it on later runs with the same options and the same pipeline code",
     )
     .option('--no-open-set', 'skip open-set identification (open_set, impostor_model)')
     .option(
