@@ -29,7 +29,9 @@ import { fitImpostorModel } from '../src/eval/impostor-model.ts';
 import { type OpenSetPalm, openSet } from '../src/eval/open-set.ts';
 
 function usage(message: string): never {
-  console.error(`error: ${message}\nusage: tsx palm-lab/scripts/cohort-norm.ts <dir> --sensor <profile> [--same a=b,…] [--cache <dir>]`);
+  console.error(
+    `error: ${message}\nusage: tsx palm-lab/scripts/cohort-norm.ts <dir> --sensor <profile> [--same a=b,…] [--cache <dir>]`,
+  );
   process.exit(2);
 }
 
@@ -43,7 +45,9 @@ const option = (name: string): string | undefined => {
   return v;
 };
 if (args.includes('--help') || args.includes('-h')) {
-  console.log('usage: tsx palm-lab/scripts/cohort-norm.ts <dir> --sensor <profile> [--same a=b,…] [--cache <dir>]');
+  console.log(
+    'usage: tsx palm-lab/scripts/cohort-norm.ts <dir> --sensor <profile> [--same a=b,…] [--cache <dir>]',
+  );
   process.exit(0);
 }
 const sensor = option('--sensor');
@@ -89,7 +93,7 @@ for (const [si, s] of set.dataset.subjects.entries())
   }
 const n = words.length;
 const all = new Uint32Array(n * PACKED_WORDS);
-words.forEach((w, i) => all.set(w, i * PACKED_WORDS));
+for (const [i, w] of words.entries()) all.set(w, i * PACKED_WORDS);
 const D = new Float32Array(n * n);
 for (let i = 0; i < n; i++) {
   for (let j = i + 1; j < n; j++) {
@@ -113,18 +117,18 @@ for (let i = 0; i < n; i++)
     if (i === j) continue;
     const d = D[i * n + j]!;
     const k = i * P + index.get(person[j]!)!;
-    s1[k] += d;
-    s2[k] += d * d;
-    c1[k]++;
+    s1[k] = s1[k]! + d;
+    s2[k] = s2[k]! + d * d;
+    c1[k] = c1[k]! + 1;
   }
 const t1 = new Float64Array(n);
 const t2 = new Float64Array(n);
 const tc = new Float64Array(n);
 for (let i = 0; i < n; i++)
   for (let k = 0; k < P; k++) {
-    t1[i] += s1[i * P + k]!;
-    t2[i] += s2[i * P + k]!;
-    tc[i] += c1[i * P + k]!;
+    t1[i] = t1[i]! + s1[i * P + k]!;
+    t2[i] = t2[i]! + s2[i * P + k]!;
+    tc[i] = tc[i]! + c1[i * P + k]!;
   }
 const M: ImpostorModel = DEFAULT_IMPOSTOR_MODEL;
 const pStar = M.p;
@@ -154,7 +158,9 @@ const kept = palms.filter((p) => p.images.length > 0);
 console.log(
   `${args[0]} (${sensor}): ${P} identities, ${n} images; each row read with its own tail fit (FPIR at the target), N = 1e6, target 1e-4`,
 );
-console.log('scoring                    tail fit p / dof   FNIR one capture / with step-up, 1 template   3 templates');
+console.log(
+  'scoring                    tail fit p / dof   FNIR one capture / with step-up, 1 template   3 templates',
+);
 for (const [label, distance] of scorings) {
   const impostor: number[] = [];
   for (let i = 0; i < n; i++)
@@ -169,5 +175,7 @@ for (const [label, distance] of scorings) {
     const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
     return `${pct(row.fnir)} / ${pct(row.fnir_step_up)} (${r.presentations})`;
   });
-  console.log(`${label.padEnd(26)} ${`${fit.p} / ${fit.dof}`.padEnd(18)} ${cells[0]!.padEnd(44)} ${cells[1]}`);
+  console.log(
+    `${label.padEnd(26)} ${`${fit.p} / ${fit.dof}`.padEnd(18)} ${cells[0]!.padEnd(44)} ${cells[1]}`,
+  );
 }
