@@ -33,6 +33,7 @@ import { createExhaustiveGallery } from '@palmid/palm/gallery/exhaustive';
 import { DEFAULT_CANDIDATES, MemoryGallery } from '@palmid/palm/gallery/gallery';
 import { identifyProbes, type Probe } from '@palmid/palm/gallery/identify';
 import { DESCRIPTOR_BYTES, stage1SimdAvailable } from '@palmid/palm/gallery/stage1';
+import { fitImpostorModel } from '@palmid/palm/impostor-fit';
 import {
   compareTemplates,
   PACKED_WORDS,
@@ -43,7 +44,6 @@ import {
 } from '@palmid/palm/match';
 import { simdAvailable } from '@palmid/palm/match-simd';
 import { decodeTemplate, encodeTemplate, TEMPLATE_BYTES } from '@palmid/palm/template';
-import { fitImpostorModel } from '@palmid/palm-lab/eval/impostor-model';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {

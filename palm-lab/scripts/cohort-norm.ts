@@ -20,12 +20,12 @@
 import { seededRandom } from '@palmid/firmware-sim/rng';
 import { isSensorName } from '@palmid/palm/capture/sensor-profiles';
 import { DEFAULT_IMPOSTOR_MODEL, type ImpostorModel } from '@palmid/palm/decision';
+import { fitImpostorModel } from '@palmid/palm/impostor-fit';
 import { PACKED_WORDS, packedDistance, packTemplate } from '@palmid/palm/match';
 import { decodeTemplate } from '@palmid/palm/template';
 import { loadSets, templateExtract } from '../src/calibrate/common.ts';
 import { sameList } from '../src/eval/command.ts';
 import { personOf, sideOf } from '../src/eval/evaluate.ts';
-import { fitImpostorModel } from '../src/eval/impostor-model.ts';
 import { type OpenSetPalm, openSet } from '../src/eval/open-set.ts';
 
 function usage(message: string): never {

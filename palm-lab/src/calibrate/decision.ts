@@ -1,5 +1,5 @@
 import { distanceForEvidence, evidenceBar } from '@palmid/palm/decision';
-import { fitImpostorModel, type ImpostorFit } from '../eval/impostor-model.ts';
+import { fitImpostorModel, type ImpostorFit } from '@palmid/palm/impostor-fit';
 import { DEFAULT_IMPOSTOR_MODEL, DEFAULT_TARGET_FPIR, type ImpostorModel } from './committed.ts';
 import {
   type CalibrateOptions,
@@ -30,7 +30,7 @@ export function barDistance(model: ImpostorModel): number {
  * `palm calibrate decision`: the binomial impostor model of the identification decision
  * (`DEFAULT_IMPOSTOR_MODEL`, shared/palm/src/decision.ts). The committed procedure: fit each
  * development set's impostor tail (`palm eval`'s `impostor_model.tail`: the (p, dof) whose log10
- * FMR matches the measured one from FMR 1e-2 down to what ≥ 10 pairs resolve, eval/impostor-model.ts),
+ * FMR matches the measured one from FMR 1e-2 down to what ≥ 10 pairs resolve, @palmid/palm/impostor-fit),
  * COEP without the cross pairs of its five look-alike identity pairs, and keep the heavier of the
  * fits (the one whose N = 1e6 bar lies at the smaller distance: less evidence per distance, so the
  * FPIR stays at or under the target on every set).

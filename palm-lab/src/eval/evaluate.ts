@@ -3,10 +3,10 @@ import { seededRandom } from '@palmid/firmware-sim/rng';
 import type { CaptureHand } from '@palmid/palm/capture/pipeline';
 import { variantMatcher } from '@palmid/palm/capture/roi-rotation';
 import { type IdentificationPolicy, resolvePolicy } from '@palmid/palm/decision';
+import { fitImpostorModel, type ImpostorFit } from '@palmid/palm/impostor-fit';
 import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/palm/match';
 import { decodeTemplate } from '@palmid/palm/template';
 import type { Dataset } from './dataset.ts';
-import { fitImpostorModel, type ImpostorFit } from './impostor-model.ts';
 import { errorRates, percentile, subjectBootstrap } from './metrics.ts';
 import { OPEN_SET_GALLERIES, type OpenSetPalm, type OpenSetRow, openSet } from './open-set.ts';
 

@@ -7,11 +7,11 @@ import {
   fusedEvidence,
   type ImpostorModel,
 } from '@palmid/palm/decision';
+import { fitImpostorModel } from '@palmid/palm/impostor-fit';
 import { CODE_PLANES, encodeTemplate, GRID, SIGNATURE_WORDS } from '@palmid/palm/template';
 import { describe, expect, it } from 'vitest';
 import type { Dataset } from './dataset.ts';
 import { evaluate, personOf } from './evaluate.ts';
-import { fitImpostorModel } from './impostor-model.ts';
 import { type OpenSetPalm, openSet } from './open-set.ts';
 
 const MODEL: ImpostorModel = DEFAULT_POLICY.model;

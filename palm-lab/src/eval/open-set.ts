@@ -11,7 +11,7 @@ import {
   type ImpostorModel,
   resolvePolicy,
 } from '@palmid/palm/decision';
-import { MIN_TAIL_PAIRS } from './impostor-model.ts';
+import { MIN_TAIL_PAIRS } from '@palmid/palm/impostor-fit';
 
 /**
  * Open-set identification (ISO/IEC 19795-1 FPIR / FNIR) for galleries far larger than a
@@ -26,7 +26,7 @@ import { MIN_TAIL_PAIRS } from './impostor-model.ts';
  *
  * Gallery of N palms: the set's own palms are real candidates; the other N − (set's palms) are
  * strangers drawn from `truth`, the impostor model fitted on the set's own impostor tail
- * (`impostor-model.ts`): their top order statistics in each capture, with their independent
+ * (`@palmid/palm/impostor-fit`): their top order statistics in each capture, with their independent
  * evidence in the other capture. Evidence is read with the deployed policy's model, exactly as the
  * server reads it, so a deployed model that is lighter-tailed than the set shows up as FPIR above
  * target.

@@ -1,4 +1,4 @@
-import { fmrAt, type ImpostorModel } from '@palmid/palm/decision';
+import { fmrAt, type ImpostorModel } from './decision.ts';
 
 /**
  * Fitting the binomial impostor model of the shared decision (shared/palm/src/decision.ts) on a
