@@ -1,12 +1,12 @@
-import type { IdentificationPolicy } from '../decision.ts';
-import { compareTemplates, PACKED_WORDS, packInto, probeMatcher } from '../match.ts';
+import type { IdentificationPolicy, ImpostorModel } from '../decision.ts';
+import { compareTemplates, PACKED_WORDS, packedDistance, packInto, probeMatcher } from '../match.ts';
 import { decodeTemplate, type PalmTemplate } from '../template.ts';
 import { MATCH_THRESHOLD } from '../threshold.ts';
 import { findDuplicateIn, identificationRule, identifyOne } from './identify.ts';
 import { MAX_DESCRIPTOR_DISTANCE, Stage1Store } from './stage1.ts';
 import { TopUsers } from './top-users.ts';
 import type {
-  Gallery,
+  CalibratableGallery,
   GalleryEntry,
   GallerySearch,
   Hand,
@@ -64,7 +64,7 @@ export const DEFAULT_CANDIDATES = 4096;
  * stage 2 runs the exact, shift-searching matcher on those only. Entries live in flat typed arrays (no per-palm objects) so a million
  * palms stay compact and scans stay cache-friendly; removal swaps the last entry into the hole.
  */
-export class MemoryGallery implements Gallery {
+export class MemoryGallery implements CalibratableGallery {
   readonly rule: IdentificationRule;
   private readonly top = new TopUsers();
   private readonly perHand = { left: 0, right: 0 };
@@ -94,6 +94,34 @@ export class MemoryGallery implements Gallery {
 
   get size(): number {
     return this.count;
+  }
+
+  get users(): number {
+    let n = 0;
+    for (const set of this.byUser.values()) if (set.size > 0) n++;
+    return n;
+  }
+
+  /**
+   * `pairs` raw distances between palms of two different users of one hand, each pair drawn
+   * uniformly (with replacement) with `random`: the gallery's own impostor distribution
+   * (calibrate.ts). Fewer when the gallery has no such pair.
+   */
+  impostorDistances(pairs: number, random: () => number): Float64Array {
+    const out = new Float64Array(Math.max(0, pairs));
+    const n = this.count;
+    let k = 0;
+    for (let tries = 0; k < out.length && tries < out.length * 50; tries++) {
+      const i = Math.floor(random() * n);
+      const j = Math.floor(random() * n);
+      if (this.userIds[i] === this.userIds[j] || this.hands[i] !== this.hands[j]) continue;
+      out[k++] = packedDistance(this.packed, i * PACKED_WORDS, this.packed, j * PACKED_WORDS);
+    }
+    return out.subarray(0, k);
+  }
+
+  useImpostorModel(model: ImpostorModel): void {
+    this.rule.policy = { ...this.rule.policy, model };
   }
 
   add(entry: GalleryEntry): void {

@@ -2,7 +2,7 @@
  * The contract between the server's domain (auth contexts, enrolment) and the palm matcher.
  * Templates are the versioned binary format of `@palmid/palm` (≤ 1 KB, with a header).
  */
-import type { IdentificationPolicy } from '../decision.ts';
+import type { IdentificationPolicy, ImpostorModel } from '../decision.ts';
 
 export type Hand = 'left' | 'right';
 
@@ -92,4 +92,14 @@ export interface Gallery {
    */
   findDuplicate(template: Uint8Array, except?: string | null): IdentifyHit | null;
   readonly size: number;
+}
+
+/** A gallery that can be calibrated: its impostor pairs, and the model its decision reads. */
+export interface CalibratableGallery extends Gallery {
+  /** Users with at least one palm. */
+  readonly users: number;
+  /** `pairs` raw distances between palms of two different users of one hand, drawn with `random`. */
+  impostorDistances(pairs: number, random: () => number): Float64Array;
+  /** Reads evidence with `model` from now on. */
+  useImpostorModel(model: ImpostorModel): void;
 }
