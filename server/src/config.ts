@@ -93,6 +93,13 @@ export const configSchema = z
       )
       .max(0.95, 'must be at most 0.95 (above it nearly every genuine palm is refused)')
       .default(MATCH_THRESHOLD),
+    /**
+     * Gallery calibration (docs/deployment.md "Identification policy"): `on` checks the impostor
+     * model the decision reads against the gallery's own different-user pairs once it holds 200
+     * users (at start-up, then at every quarter's growth) and adopts a stricter fit, never a
+     * looser one; `off` keeps the shipped model.
+     */
+    PALMID_GALLERY_CALIBRATION: z.enum(['on', 'off']).default('on'),
     PALMID_SIM: z.enum(['0', '1']).default('1'),
     PALMID_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** `pretty`: one readable line per event (default in development); `json`: one JSON object per line. */

@@ -14,6 +14,7 @@ import {
   withdrawFromKiosks,
 } from './modules/auth-contexts/state.ts';
 import { pruneAnswers } from './modules/kiosk-link/idempotency.ts';
+import { startGalleryCalibration } from './modules/matching/calibration.ts';
 import { warmUpProverInBackground } from './modules/verification/zk.ts';
 import { startWebhookSender } from './modules/webhooks/sender.ts';
 import { pruneDeliveries } from './modules/webhooks/service.ts';
@@ -136,6 +137,9 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   anchorTimer.unref();
   void anchor();
 
+  // The decision's impostor model against the gallery's own palms (modules/matching/calibration.ts).
+  const calibration = startGalleryCalibration(ctx, app.log);
+
   // Signed webhooks: this instance's sender on the shared outbox (modules/webhooks/sender.ts).
   const webhooks = startWebhookSender(ctx, { data: (_d, stored) => webhookData(ctx, stored), log: app.log });
 
@@ -146,6 +150,7 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
     async stop() {
       clearInterval(timer);
       clearInterval(anchorTimer);
+      await calibration.stop();
       await webhooks.stop();
       await app.close();
       await anchor();
