@@ -2,7 +2,8 @@ import { AppError } from '@palmid/contracts/errors';
 import { seededRandom } from '@palmid/firmware-sim/rng';
 import type { CaptureHand } from '@palmid/palm/capture/pipeline';
 import { variantMatcher } from '@palmid/palm/capture/roi-rotation';
-import { type IdentificationPolicy, resolvePolicy } from '@palmid/palm/decision';
+import { DEFAULT_POLICY, type IdentificationPolicy, resolvePolicy } from '@palmid/palm/decision';
+import { calibratedModel } from '@palmid/palm/gallery/calibrate';
 import { fitImpostorModel, type ImpostorFit } from '@palmid/palm/impostor-fit';
 import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/palm/match';
 import { decodeTemplate } from '@palmid/palm/template';
@@ -61,6 +62,12 @@ export interface OpenSetProtocol {
   step_up_window: number;
   /** the deployed model the decision reads evidence with */
   model: { p: number; dof: number };
+  /**
+   * where it comes from: `shipped` (DEFAULT_IMPOSTOR_MODEL), `set fit` (the set's own tail fit,
+   * stricter than the shipped one: what a calibrated gallery of such palms reads, PALMID_GALLERY_CALIBRATION)
+   * or `given` (--impostor-model)
+   */
+  model_source: 'shipped' | 'set fit' | 'given';
   /** the model strangers beyond the set are drawn from: the set's tail fit */
   truth: { p: number; dof: number };
   presentations: number;
@@ -347,7 +354,17 @@ export async function evaluate(
       }
       return d;
     };
-    const policy = resolvePolicy(o.policy);
+    // the deployed model: the one given, else what gallery calibration would read in a large
+    // gallery of such palms (the shipped model, or the set's own tail fit where that is stricter)
+    const given = o.policy?.model;
+    const calibrated = calibratedModel(
+      DEFAULT_POLICY.model,
+      fit.tail,
+      OPEN_SET_GALLERIES[OPEN_SET_GALLERIES.length - 1]!,
+      o.policy?.targetFpir ?? DEFAULT_POLICY.targetFpir,
+    );
+    const policy = resolvePolicy({ ...o.policy, model: given ?? calibrated.model });
+    const modelSource = given ? 'given' : calibrated.source === 'gallery' ? 'set fit' : 'shipped';
     const draws = o.draws ?? 64;
     const truth = o.truth ?? fit.tail;
     const input = { palms: kept, distance, impostor: extra.impostor, truth };
@@ -358,6 +375,7 @@ export async function evaluate(
       margin: policy.margin,
       step_up_window: policy.stepUpWindow,
       model: policy.model,
+      model_source: modelSource,
       truth,
       presentations: main.presentations,
       recaptured_presentations: main.recaptured_presentations,

@@ -96,8 +96,8 @@ describe('pipeline fingerprint', () => {
     expect(files.length).toBeGreaterThan(10);
     for (const f of files) {
       const text = await readFile(join(root, f), 'utf8');
-      expect(text, f).not.toMatch(/['"][./]+(gallery\/|decision\.ts)/);
-      expect(text, f).not.toMatch(/@palmid\/palm\/(gallery|decision)/);
+      expect(text, f).not.toMatch(/['"][./]+(gallery\/|decision\.ts|impostor-fit\.ts)/);
+      expect(text, f).not.toMatch(/@palmid\/palm\/(gallery|decision|impostor-fit)/);
     }
   });
 });

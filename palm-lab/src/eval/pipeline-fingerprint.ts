@@ -8,11 +8,12 @@ const PACKAGE = '@palmid/palm';
 
 /**
  * Files of the package root that the fingerprint leaves out, as paths relative to it: the 1:N
- * gallery and the identification decision compare templates but never make one (nothing else in
- * `src/` imports them; pipeline-fingerprint.test.ts checks that), and the tests.
+ * gallery, the identification decision and its impostor fit compare templates but never make one
+ * (nothing else in `src/` imports them; pipeline-fingerprint.test.ts checks that), and the tests.
  */
+const DECIDING = new Set(['src/decision.ts', 'src/impostor-fit.ts']);
 export function outsideExtraction(rel: string): boolean {
-  return rel.endsWith('.test.ts') || rel.startsWith('src/gallery/') || rel === 'src/decision.ts';
+  return rel.endsWith('.test.ts') || rel.startsWith('src/gallery/') || DECIDING.has(rel);
 }
 
 /** Every regular file under `dir`, as `/`-separated paths relative to `root`. */

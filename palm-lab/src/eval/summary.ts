@@ -90,7 +90,7 @@ function openSetLines(r: EvalReport): string[] {
   const o = r.open_set_protocol;
   if (!o || !r.open_set) return out;
   out.push(
-    `open set          target FPIR ${o.target_fpir}, margin ${o.margin} and step-up window ${o.step_up_window} decades, evidence read with p ${o.model.p}, dof ${o.model.dof}, strangers beyond the set drawn from p ${o.truth.p}, dof ${o.truth.dof}; ${o.presentations} genuine presentations (${o.with_second_capture} with a step-up capture: ${o.second_capture})`,
+    `open set          target FPIR ${o.target_fpir}, margin ${o.margin} and step-up window ${o.step_up_window} decades, evidence read with p ${o.model.p}, dof ${o.model.dof} (${o.model_source === 'set fit' ? 'the set’s own tail fit: stricter than the shipped model, what gallery calibration reads' : o.model_source}), strangers beyond the set drawn from p ${o.truth.p}, dof ${o.truth.dof}; ${o.presentations} genuine presentations (${o.with_second_capture} with a step-up capture: ${o.second_capture})`,
     '  gallery  bar (decades)  distance  FPIR (method)         FPIR with step-up  FNIR     FNIR with step-up  step-ups  enrolled as another (with step-up)',
   );
   for (const row of r.open_set)

@@ -99,6 +99,26 @@ export function heavierAt(
 /** The design scale's gallery (the one AMBIGUITY_FLOOR is the bar of at the default target). */
 const DESIGN_GALLERY = 1e6;
 
+/**
+ * The rule of gallery calibration, given a fit of the gallery's impostor tail: the fit when it is
+ * heavier than `shipped` at the bar of `palms` palms or of the design scale (1e6) and plausible
+ * (dof ≥ MIN_PLAUSIBLE_DOF), else `shipped`. `palm eval` applies it to a set's own fit to show what
+ * a large gallery of such palms would decide.
+ */
+export function calibratedModel(
+  shipped: ImpostorModel,
+  fit: ImpostorModel,
+  palms: number,
+  targetFpir: number,
+):
+  | { source: 'gallery'; model: ImpostorModel; reason: 'fit_heavier' }
+  | { source: 'shipped'; model: ImpostorModel; reason: 'fit_lighter' | 'fit_implausible' } {
+  if (!heavierAt(fit, shipped, [Math.max(1, palms), DESIGN_GALLERY], targetFpir))
+    return { source: 'shipped', model: shipped, reason: 'fit_lighter' };
+  if (fit.dof < MIN_PLAUSIBLE_DOF) return { source: 'shipped', model: shipped, reason: 'fit_implausible' };
+  return { source: 'gallery', model: fit, reason: 'fit_heavier' };
+}
+
 export interface CalibrateOptions {
   /** the model shipped (default DEFAULT_IMPOSTOR_MODEL) */
   shipped?: ImpostorModel;
@@ -155,12 +175,8 @@ export async function calibrateGallery(
   const fitted = fitImpostorModel(distances);
   const fit = fitted.tail;
   const rms = fitted.tail_rms_decades.tail;
-  const target = gallery.rule.policy.targetFpir;
-  // the bars that matter: this gallery's (the largest side a search reads is at most `palms`) and
-  // the design scale's, whose bar is the ambiguity floor at the default target
-  const galleries = [Math.max(1, palms), DESIGN_GALLERY];
-  if (!heavierAt(fit, shipped, galleries, target)) return keep('fit_lighter', got, fit, rms);
-  if (fit.dof < MIN_PLAUSIBLE_DOF) return keep('fit_implausible', got, fit, rms);
+  const chosen = calibratedModel(shipped, fit, palms, gallery.rule.policy.targetFpir);
+  if (chosen.source === 'shipped') return keep(chosen.reason, got, fit, rms);
   gallery.useImpostorModel(fit);
   return {
     ...base,
