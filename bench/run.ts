@@ -4,9 +4,10 @@
  *
  *   npm run bench                 # all
  *   npm run bench -- http --quick # one, with its own flags
+ *   npm run bench -- palm --help  # what one measures and its flags (its opening comment); runs nothing
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -52,6 +53,20 @@ if (name) {
   if (!(name in BENCHES) && !existsSync(join(HERE, `${name}.ts`))) {
     process.stderr.write(`unknown bench '${name}' (known: ${Object.keys(BENCHES).join(', ')})\n`);
     process.exit(2);
+  }
+  if (args.includes('--help') || args.includes('-h')) {
+    // a bench documents its flags in its opening comment: print that instead of running it
+    const file = join(HERE, `${name}.ts`);
+    const doc = existsSync(file) ? /^\/\*\*([\s\S]*?)\*\//.exec(readFileSync(file, 'utf8')) : null;
+    const text = doc
+      ? doc[1]!
+          .split('\n')
+          .map((l) => l.replace(/^\s*\* ?/, ''))
+          .join('\n')
+          .trim()
+      : (BENCHES[name] ?? '');
+    process.stdout.write(`bench ${name}: ${BENCHES[name] ?? ''}\n\n${text}\n`);
+    process.exit(0);
   }
   process.exit(run(name, args));
 }
