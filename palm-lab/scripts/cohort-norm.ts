@@ -112,6 +112,10 @@ const P = persons.length;
 const s1 = new Float64Array(n * P);
 const s2 = new Float64Array(n * P);
 const c1 = new Float64Array(n * P);
+// and over every other image (t1, t2: sums of d and d²; tc: how many)
+const t1 = new Float64Array(n);
+const t2 = new Float64Array(n);
+const tc = new Float64Array(n).fill(n - 1);
 for (let i = 0; i < n; i++)
   for (let j = 0; j < n; j++) {
     if (i === j) continue;
@@ -120,15 +124,8 @@ for (let i = 0; i < n; i++)
     s1[k] = s1[k]! + d;
     s2[k] = s2[k]! + d * d;
     c1[k] = c1[k]! + 1;
-  }
-const t1 = new Float64Array(n);
-const t2 = new Float64Array(n);
-const tc = new Float64Array(n);
-for (let i = 0; i < n; i++)
-  for (let k = 0; k < P; k++) {
-    t1[i] = t1[i]! + s1[i * P + k]!;
-    t2[i] = t2[i]! + s2[i * P + k]!;
-    tc[i] = tc[i]! + c1[i * P + k]!;
+    t1[i] = t1[i]! + d;
+    t2[i] = t2[i]! + d * d;
   }
 const M: ImpostorModel = DEFAULT_IMPOSTOR_MODEL;
 const pStar = M.p;

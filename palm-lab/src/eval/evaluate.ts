@@ -180,10 +180,12 @@ export async function evaluate(
   extract: Extract,
   options: EvalOptions = {},
 ): Promise<{ report: EvalReport; extra: EvalExtra }> {
-  const files = dataset.subjects.flatMap((s, si) => s.files.map((file) => ({ file, subject: si })));
-  const packed: Array<{ subject: number; words: Uint32Array; variants: Uint32Array[] }> = [];
-  /** each extracted file's index in `packed` */
-  const packedOf = new Map<string, number>();
+  // a subject's last `recaptures` files came from labels merged into it (`--same`)
+  const files = dataset.subjects.flatMap((s, si) =>
+    s.files.map((file, k) => ({ file, subject: si, recapture: k >= s.files.length - (s.recaptures ?? 0) })),
+  );
+  const packed: Array<{ subject: number; recapture: boolean; words: Uint32Array; variants: Uint32Array[] }> =
+    [];
   const failures: EvalExtra['failures'] = [];
   const extractMs: number[] = [];
   let unknownSide = 0;
@@ -198,9 +200,9 @@ export async function evaluate(
     extractMs.push(cpuMs() - t0);
     if ('template' in result) {
       if (result.hand === 'unknown') unknownSide++;
-      packedOf.set(f.file, packed.length);
       packed.push({
         subject: f.subject,
+        recapture: f.recapture,
         words: packTemplate(decodeTemplate(result.template)),
         variants: (result.variants ?? []).map((v) => packTemplate(decodeTemplate(v))),
       });
@@ -323,22 +325,16 @@ export async function evaluate(
     report.impostor_model = fit;
     // the set's enrolled images per palm, in capture order, and a cache of the distances the
     // open-set protocol reads (probe images against the first templates of each palm)
-    const palms: OpenSetPalm[] = dataset.subjects.map((s) => ({
+    const palms = dataset.subjects.map((s) => ({
       person: personOf(s.name),
-      images: [],
+      images: [] as number[],
       side: sideOf(s.name),
+      recaptured: new Set<number>(),
     }));
-    // re-captures: the subject's last `recaptures` files came from merged-in labels (`--same`)
-    const firstRecapture = dataset.subjects.map((s) => s.files.length - (s.recaptures ?? 0));
-    const recaptured = dataset.subjects.map(() => new Set<number>());
-    const fileIndex = dataset.subjects.map(() => 0);
-    for (const f of files) {
-      const k = fileIndex[f.subject]!++;
-      const at = packedOf.get(f.file);
-      if (at !== undefined && k >= firstRecapture[f.subject]!) recaptured[f.subject]!.add(at);
+    for (const [i, p] of packed.entries()) {
+      palms[p.subject]!.images.push(i);
+      if (p.recapture) palms[p.subject]!.recaptured.add(i);
     }
-    for (const [i, p] of packed.entries()) palms[p.subject]!.images.push(i);
-    for (const [si, set] of recaptured.entries()) if (set.size > 0) palms[si]!.recaptured = set;
     const kept = palms.filter((p) => p.images.length > 0);
     const memo = new Map<number, Float32Array>();
     const distance = (probe: number, enrolled: number) => {

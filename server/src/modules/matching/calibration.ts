@@ -49,12 +49,12 @@ export function describeCalibration(c: GalleryCalibration, targetFpir: number): 
 }
 
 export function startGalleryCalibration(ctx: AppContext, log: Log): GalleryCalibrator {
-  const gallery = ctx.gallery;
+  const gallery =
+    ctx.config.PALMID_GALLERY_CALIBRATION === 'on' && isCalibratable(ctx.gallery) ? ctx.gallery : null;
   let last: GalleryCalibration | null = null;
   let running: Promise<GalleryCalibration | null> | null = null;
-  const enabled = ctx.config.PALMID_GALLERY_CALIBRATION === 'on' && isCalibratable(gallery);
   const run = (): Promise<GalleryCalibration | null> => {
-    if (!enabled || !isCalibratable(gallery)) return Promise.resolve(null);
+    if (!gallery) return Promise.resolve(null);
     running ??= calibrateGallery(gallery)
       .then((c) => {
         last = c;
@@ -73,13 +73,14 @@ export function startGalleryCalibration(ctx: AppContext, log: Log): GalleryCalib
       });
     return running;
   };
-  const timer = setInterval(() => {
-    if (!isCalibratable(gallery)) return;
-    const grown = last === null || gallery.users >= Math.max(1, last.users) * RECALIBRATE_GROWTH;
-    if (grown) void run();
-  }, RECALIBRATE_CHECK_MS);
-  timer.unref();
-  if (enabled) void run();
+  // off, or a gallery that cannot be calibrated: no run, no growth checks
+  const timer = gallery
+    ? setInterval(() => {
+        if (last === null || gallery.users >= Math.max(1, last.users) * RECALIBRATE_GROWTH) void run();
+      }, RECALIBRATE_CHECK_MS)
+    : undefined;
+  timer?.unref();
+  void run();
   return {
     last: () => last,
     run,

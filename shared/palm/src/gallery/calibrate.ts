@@ -155,36 +155,20 @@ export async function calibrateGallery(
   };
   if (users < minUsers) return keep('too_few_users', 0, null, null);
   const random = seededUniform(options.seed ?? 19795);
-  const parts: Float64Array[] = [];
+  const sample = new Float64Array(want);
   let got = 0;
   while (got < want) {
     const part = gallery.impostorDistances(Math.min(CHUNK, want - got), random);
     if (part.length === 0) break;
-    parts.push(part);
+    sample.set(part, got);
     got += part.length;
     if (got < want) await pause();
   }
-  const distances = new Float64Array(got);
-  let at = 0;
-  for (const p of parts) {
-    distances.set(p, at);
-    at += p.length;
-  }
   // a tail needs at least two resolved levels below FMR 1e-2 to be fitted
   if (got * 3e-3 < MIN_TAIL_PAIRS) return keep('too_few_pairs', got, null, null);
-  const fitted = fitImpostorModel(distances);
+  const fitted = fitImpostorModel(sample.subarray(0, got));
   const fit = fitted.tail;
-  const rms = fitted.tail_rms_decades.tail;
   const chosen = calibratedModel(shipped, fit, palms, gallery.rule.policy.targetFpir);
-  if (chosen.source === 'shipped') return keep(chosen.reason, got, fit, rms);
-  gallery.useImpostorModel(fit);
-  return {
-    ...base,
-    pairs: got,
-    fit,
-    fitRmsDecades: rms,
-    model: fit,
-    source: 'gallery',
-    reason: 'fit_heavier',
-  };
+  gallery.useImpostorModel(chosen.model);
+  return { ...base, pairs: got, fit, fitRmsDecades: fitted.tail_rms_decades.tail, ...chosen };
 }
