@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Gallery, Matcher } from '@palmid/palm/gallery/types';
+import type { TemplateCoding } from '@palmid/palm/template';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { Keyring, loadMasterKey } from './crypto/keyring.ts';
@@ -41,10 +42,11 @@ export interface ContextOverrides {
 async function defaultMatching(
   threshold: number,
   targetFpir: number,
+  coding: TemplateCoding,
 ): Promise<{ matcher: Matcher; gallery: Gallery }> {
   const mod = await import('./modules/matching/index.ts');
-  const matcher = mod.createMatcher({ threshold });
-  return { matcher, gallery: mod.createGallery(matcher, { threshold, policy: { targetFpir } }) };
+  const matcher = mod.createMatcher({ threshold, coding });
+  return { matcher, gallery: mod.createGallery(matcher, { threshold, coding, policy: { targetFpir } }) };
 }
 
 /** Opens everything a server (or the admin CLI) needs. The caller owns `closeContext`. */
@@ -62,7 +64,11 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const matching =
     overrides.matcher && overrides.gallery
       ? { matcher: overrides.matcher, gallery: overrides.gallery }
-      : await defaultMatching(config.PALMID_MATCH_THRESHOLD, config.PALMID_TARGET_FPIR);
+      : await defaultMatching(
+          config.PALMID_MATCH_THRESHOLD,
+          config.PALMID_TARGET_FPIR,
+          config.PALMID_TEMPLATE_CODING,
+        );
   const hub = events ?? new LocalEventHub();
   const sockets = new LiveSockets();
   const ctx: AppContext = {

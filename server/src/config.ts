@@ -100,6 +100,13 @@ export const configSchema = z
      * looser one; `off` keeps the shipped model.
      */
     PALMID_GALLERY_CALIBRATION: z.enum(['on', 'off']).default('on'),
+    /**
+     * The template coding this network compares (docs/deployment.md "Identification policy"): the
+     * scanners' sensor profiles must write it — `wide` (simulator and NIR profiles, the default) or
+     * `fine` (the visible-light print profiles grey-dark and colour). Templates of the other coding
+     * are refused with 400 `wrong_coding`; stored palms of the other coding are not searched.
+     */
+    PALMID_TEMPLATE_CODING: z.enum(['wide', 'fine']).default('wide'),
     PALMID_SIM: z.enum(['0', '1']).default('1'),
     PALMID_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** `pretty`: one readable line per event (default in development); `json`: one JSON object per line. */

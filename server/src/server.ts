@@ -70,11 +70,12 @@ export async function startServer(ctx: AppContext, opts: StartOptions = {}): Pro
   const address = await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
   const port = (app.server.address() as { port: number }).port;
   const fpir = ctx.config.PALMID_TARGET_FPIR;
+  const coding = ctx.config.PALMID_TEMPLATE_CODING;
   app.log.info(
-    { address, matchThreshold: ctx.config.PALMID_MATCH_THRESHOLD, targetFpir: fpir },
+    { address, matchThreshold: ctx.config.PALMID_MATCH_THRESHOLD, targetFpir: fpir, templateCoding: coding },
     `palmid listening on ${address} (palm match threshold ${ctx.config.PALMID_MATCH_THRESHOLD}, ` +
       `target FPIR ${fpir}: bar ${decisionBar(Math.max(1, ctx.gallery.size), fpir).toFixed(2)} decades ` +
-      `at ${ctx.gallery.size} palms)`,
+      `at ${ctx.gallery.size} palms, templates coded ${coding})`,
   );
   if (!hasServerNodeFlags()) {
     app.log.info(

@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../cli.ts';
 import { checkBounds, type MeasuredSet } from './bounds.ts';
 import { calibrate, formatReport } from './command.ts';
-import { DEFAULT_IMPOSTOR_MODEL, MATCH_THRESHOLD, SENSOR_PROFILES } from './committed.ts';
+import { IMPOSTOR_MODELS, MATCH_THRESHOLD, SENSOR_PROFILES } from './committed.ts';
+
+const DEFAULT_IMPOSTOR_MODEL = IMPOSTOR_MODELS.wide;
 import { type CalibrationSet, pairList, sensorList } from './common.ts';
 import { barDistance } from './decision.ts';
 import { QUALITY_SPECS } from './quality.ts';
@@ -65,7 +67,8 @@ describe('palm calibrate on a synthetic set', () => {
     expect(r.stage).toBe('decision');
     expect(r.sets[0]).toMatchObject({ dir: set, sensor: 'simulator', subjects: 6, images: 18 });
     const [p, dof] = r.constants;
-    expect(p!.constant).toBe('DEFAULT_IMPOSTOR_MODEL.p');
+    // the simulator codes `wide`: its committed model is that coding's
+    expect(p!.constant).toBe('IMPOSTOR_MODELS.wide.p');
     expect(p!.committed).toBe(DEFAULT_IMPOSTOR_MODEL.p);
     expect(dof!.committed).toBe(DEFAULT_IMPOSTOR_MODEL.dof);
     const fit = (r.details.fits as Array<{ tail: { p: number; dof: number }; impostor_pairs: number }>)[0]!;

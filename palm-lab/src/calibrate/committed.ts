@@ -11,5 +11,5 @@ export {
   type SensorName,
   sensorProfile,
 } from '@palmid/palm/capture/sensor-profiles';
-export { DEFAULT_IMPOSTOR_MODEL, DEFAULT_TARGET_FPIR, type ImpostorModel } from '@palmid/palm/decision';
+export { DEFAULT_TARGET_FPIR, IMPOSTOR_MODELS, type ImpostorModel } from '@palmid/palm/decision';
 export { MATCH_THRESHOLD, TARGET_FMR } from '@palmid/palm/threshold';

@@ -17,7 +17,7 @@ import { SENSOR_NAMES, type SensorName } from './committed.ts';
 
 /** One constant re-derived: the figure its procedure optimises, the value it gives, the value in the code. */
 export interface ConstantCheck {
-  /** the constant as the code names it, e.g. `DEFAULT_IMPOSTOR_MODEL.p` */
+  /** the constant as the code names it, e.g. `IMPOSTOR_MODELS.wide.p` */
   constant: string;
   /** the file that holds it */
   source: string;

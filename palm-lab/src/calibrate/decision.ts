@@ -1,6 +1,6 @@
 import { distanceForEvidence, evidenceBar } from '@palmid/palm/decision';
 import { fitImpostorModel, type ImpostorFit } from '@palmid/palm/impostor-fit';
-import { DEFAULT_IMPOSTOR_MODEL, DEFAULT_TARGET_FPIR, type ImpostorModel } from './committed.ts';
+import { DEFAULT_TARGET_FPIR, IMPOSTOR_MODELS, type ImpostorModel, sensorProfile } from './committed.ts';
 import {
   type CalibrateOptions,
   type CalibrationReport,
@@ -27,13 +27,15 @@ export function barDistance(model: ImpostorModel): number {
 }
 
 /**
- * `palm calibrate decision`: the binomial impostor model of the identification decision
- * (`DEFAULT_IMPOSTOR_MODEL`, shared/palm/src/decision.ts). The committed procedure: fit each
- * development set's impostor tail (`palm eval`'s `impostor_model.tail`: the (p, dof) whose log10
- * FMR matches the measured one from FMR 1e-2 down to what ≥ 10 pairs resolve, @palmid/palm/impostor-fit),
- * COEP without the cross pairs of its five look-alike identity pairs, and keep the heavier of the
+ * `palm calibrate decision`: the binomial impostor model of the identification decision for the
+ * sets' template coding (`IMPOSTOR_MODELS`, shared/palm/src/decision.ts; the sets' sensor profiles
+ * must share one coding). The committed procedure: fit each development set's impostor tail
+ * (`palm eval`'s `impostor_model.tail`: the (p, dof) whose log10 FMR matches the measured one from
+ * FMR 1e-2 down to what ≥ 10 pairs resolve, @palmid/palm/impostor-fit) and keep the heavier of the
  * fits (the one whose N = 1e6 bar lies at the smaller distance: less evidence per distance, so the
- * FPIR stays at or under the target on every set).
+ * FPIR stays at or under the target on every set). `wide` was fitted with COEP's five look-alike
+ * identity pairs' cross pairs left out; `fine` with COEP's eight re-captured persons merged
+ * (`--same`) and every other pair kept (docs/calibrate.md).
  */
 export async function calibrateDecision(
   sets: CalibrationSet[],
@@ -56,7 +58,13 @@ export async function calibrateDecision(
     (best, f) => (best === undefined || f.bar < best.bar ? f : best),
     undefined,
   );
-  const committed = DEFAULT_IMPOSTOR_MODEL;
+  const codings = [...new Set(sets.map((s) => sensorProfile(s.sensor).stages.code.coding))];
+  if (codings.length > 1)
+    throw new Error(
+      `the sets' sensor profiles code templates differently (${codings.join(', ')}): calibrate one coding at a time`,
+    );
+  const coding = codings[0] ?? 'wide';
+  const committed = IMPOSTOR_MODELS[coding];
   const rmsName = 'impostor-tail fit error (rms of log10 FMR, model against measured, decades)';
   const rms = heaviest ? heaviest.fit.tail_rms_decades.tail : null;
   const p = heaviest?.fit.tail.p ?? null;
@@ -71,7 +79,7 @@ export async function calibrateDecision(
     sets: summaries,
     constants: [
       {
-        constant: 'DEFAULT_IMPOSTOR_MODEL.p',
+        constant: `IMPOSTOR_MODELS.${coding}.p`,
         source: 'shared/palm/src/decision.ts',
         figure: { name: rmsName, value: rms },
         recomputed: p,
@@ -81,7 +89,7 @@ export async function calibrateDecision(
         ...(heaviest ? { note: `heavier fit: ${heaviest.set.dir}` } : { note: none }),
       },
       {
-        constant: 'DEFAULT_IMPOSTOR_MODEL.dof',
+        constant: `IMPOSTOR_MODELS.${coding}.dof`,
         source: 'shared/palm/src/decision.ts',
         figure: { name: rmsName, value: rms },
         recomputed: dof,

@@ -1,7 +1,13 @@
 import { AppError } from '@palmid/contracts/errors';
 import { ROI_MATCH_THRESHOLD, ROI_ROTATION_ANGLES } from '@palmid/palm/capture/roi-rotation';
-import { DEFAULT_SENSOR, type SensorName, sensorArg, sensorHelp } from '@palmid/palm/capture/sensor-profiles';
-import { DEFAULT_TARGET_FPIR, fmrAt, type ImpostorModel } from '@palmid/palm/decision';
+import {
+  DEFAULT_SENSOR,
+  type SensorName,
+  sensorArg,
+  sensorHelp,
+  sensorProfile,
+} from '@palmid/palm/capture/sensor-profiles';
+import { DEFAULT_TARGET_FPIR, fmrAt, type ImpostorModel, impostorModelFor } from '@palmid/palm/decision';
 import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
 import { Command, InvalidArgumentError } from 'commander';
 import { progressBar } from '../progress.ts';
@@ -159,7 +165,7 @@ export function evalCommand(): Command {
     )
     .option(
       '--impostor-model <p,dof>',
-      'open-set: read evidence with this impostor model instead of the shared DEFAULT_IMPOSTOR_MODEL (to try a refit)',
+      'open-set: read evidence with this impostor model instead of the shipped one of the profile's template coding (to try a refit)',
       modelArg,
     )
     .option(
@@ -224,6 +230,7 @@ export function evalCommand(): Command {
                     ...(o.impostorModel ? { model: o.impostorModel } : {}),
                   },
                   draws: o.draws,
+                  shipped: impostorModelFor(sensor ? sensorProfile(sensor).stages.code.coding : 'wide'),
                   ...(o.tailModel ? { truth: o.tailModel } : {}),
                   fusion: o.fusion === true,
                 },

@@ -2,7 +2,7 @@ import { AppError } from '@palmid/contracts/errors';
 import { seededRandom } from '@palmid/firmware-sim/rng';
 import type { CaptureHand } from '@palmid/palm/capture/pipeline';
 import { variantMatcher } from '@palmid/palm/capture/roi-rotation';
-import { DEFAULT_POLICY, type IdentificationPolicy, resolvePolicy } from '@palmid/palm/decision';
+import { DEFAULT_POLICY, type IdentificationPolicy, type ImpostorModel, resolvePolicy } from '@palmid/palm/decision';
 import { calibratedModel } from '@palmid/palm/gallery/calibrate';
 import { fitImpostorModel, type ImpostorFit } from '@palmid/palm/impostor-fit';
 import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/palm/match';
@@ -63,7 +63,7 @@ export interface OpenSetProtocol {
   /** the deployed model the decision reads evidence with */
   model: { p: number; dof: number };
   /**
-   * where it comes from: `shipped` (DEFAULT_IMPOSTOR_MODEL), `set fit` (the set's own tail fit,
+   * where it comes from: `shipped` (the coding's, `impostorModelFor`), `set fit` (the set's own tail fit,
    * stricter than the shipped one: what a calibrated gallery of such palms reads, PALMID_GALLERY_CALIBRATION)
    * or `given` (--impostor-model)
    */
@@ -151,6 +151,8 @@ export interface EvalOptions {
     fusion?: boolean;
     /** strangers beyond the set from this model instead of the set's tail fit (sensitivity) */
     truth?: { p: number; dof: number };
+    /** the shipped impostor model of the set's template coding (default DEFAULT_POLICY's, `wide`) */
+    shipped?: ImpostorModel;
   };
 }
 
@@ -354,7 +356,7 @@ export async function evaluate(
     // gallery of such palms (the shipped model, or the set's own tail fit where that is stricter)
     const given = o.policy?.model;
     const calibrated = calibratedModel(
-      DEFAULT_POLICY.model,
+      o.shipped ?? DEFAULT_POLICY.model,
       fit.tail,
       OPEN_SET_GALLERIES[OPEN_SET_GALLERIES.length - 1]!,
       o.policy?.targetFpir ?? DEFAULT_POLICY.targetFpir,

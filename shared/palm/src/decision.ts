@@ -20,6 +20,8 @@
  * decision on both hands), so each decision is taken at target / DECISION_POINTS (`decisionBar`).
  */
 
+import type { TemplateCoding } from './template.ts';
+
 export interface ImpostorModel {
   /** Mean impostor distance (the binomial's success probability). */
   p: number;
@@ -42,6 +44,24 @@ export interface ImpostorModel {
  * Re-derived by `npm run palm -- calibrate decision <casia-refiled> <coep-dir> …` (docs/calibrate.md).
  */
 export const DEFAULT_IMPOSTOR_MODEL: ImpostorModel = { p: 0.4304, dof: 411.1 };
+
+/**
+ * The impostor model of each template coding (template.ts `TemplateCoding`). `wide`:
+ * DEFAULT_IMPOSTOR_MODEL above, fitted on the development sets coded `wide`. `fine`: the same
+ * procedure on the same sets coded `fine` (σ 2.2 + 2.8, without the principal-line scale):
+ * CASIA 0051+ p 0.4450 / dof 721, COEP 055+ (eight re-captures merged, every impostor pair kept)
+ * p 0.4440 / dof 719; the heavier of the two at the million-palm bar. Re-derived by
+ * `npm run palm -- calibrate decision <casia-refiled> <coep-dir> …` (docs/calibrate.md).
+ */
+export const IMPOSTOR_MODELS: Readonly<Record<TemplateCoding, ImpostorModel>> = {
+  wide: DEFAULT_IMPOSTOR_MODEL,
+  fine: { p: 0.444, dof: 719 },
+};
+
+/** The shipped impostor model of a template coding. */
+export function impostorModelFor(coding: TemplateCoding = 'wide'): ImpostorModel {
+  return IMPOSTOR_MODELS[coding];
+}
 
 /**
  * Target false-positive identification rate of one identification flow, step-up included (env

@@ -13,7 +13,8 @@ import { crc32 } from '@palmid/contracts/wire/crc';
  * | 5      | 1    | liveness 0–100                                               |
  * | 6      | 1    | grid rows = columns (32)                                     |
  * | 7      | 1    | code planes (6)                                              |
- * | 8      | 4    | reserved, zero                                               |
+ * | 8      | 1    | coding: 0 wide (σ 2.8 + 5.0), 1 fine (σ 2.2 + 2.8)           |
+ * | 9      | 3    | reserved, zero                                               |
  * | 12     | 4    | CRC-32 of bytes 0–11 and 16–end                               |
  * | 16     | 768  | code planes: plane-major, one u32 per grid row, bit c = column c |
  * | 784    | 128  | reliability mask: one u32 per row; 1 = the code bits there are usable |
@@ -28,6 +29,14 @@ export const HEADER_BYTES = 16;
 export const TEMPLATE_BYTES = HEADER_BYTES + (CODE_PLANES + 1) * GRID * 4 + SIGNATURE_WORDS * 4;
 
 export type TemplateHand = 'left' | 'right' | 'unknown';
+
+/**
+ * Which Gabor scales the code planes hold (capture/gabor.ts `CODING_SCALES`): two templates
+ * compare only within one coding, and each coding has its own impostor model (decision.ts
+ * `IMPOSTOR_MODELS`). Templates written before the byte existed read as `wide` (it was reserved, zero).
+ */
+export type TemplateCoding = 'wide' | 'fine';
+export const TEMPLATE_CODINGS: readonly TemplateCoding[] = ['wide', 'fine'];
 const HAND_CODES: readonly TemplateHand[] = ['unknown', 'left', 'right'];
 
 export interface PalmTemplate {
@@ -35,6 +44,8 @@ export interface PalmTemplate {
   hand: TemplateHand;
   quality: number;
   liveness: number;
+  /** the scales the code planes hold; `wide` when absent */
+  coding?: TemplateCoding;
   /** CODE_PLANES × GRID words, plane-major. */
   code: Uint32Array;
   /** GRID words. */
@@ -68,6 +79,7 @@ export function encodeTemplate(t: PalmTemplate): Uint8Array {
   out[5] = clampPercent(t.liveness);
   out[6] = GRID;
   out[7] = CODE_PLANES;
+  out[8] = TEMPLATE_CODINGS.indexOf(t.coding ?? 'wide');
   let o = HEADER_BYTES;
   for (const w of t.code) {
     view.setUint32(o, w, true);
@@ -89,8 +101,12 @@ function templateCrc(bytes: Uint8Array): number {
   return crc32(bytes.subarray(HEADER_BYTES), crc32(bytes.subarray(0, 12)));
 }
 
-/** Validates and decodes; any malformed input throws AppError INVALID_REQUEST (field "template"). */
-export function decodeTemplate(bytes: unknown): PalmTemplate {
+/**
+ * Validates and decodes; any malformed input throws AppError INVALID_REQUEST (field "template").
+ * With `expected`, a template of another coding is refused too (reason `wrong_coding`): it cannot be
+ * compared with that coding's templates.
+ */
+export function decodeTemplate(bytes: unknown, expected?: TemplateCoding): PalmTemplate {
   if (!(bytes instanceof Uint8Array)) throw invalid('not_bytes', 'Template must be binary');
   if (bytes.length < HEADER_BYTES) throw invalid('truncated', 'Template is truncated');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -109,7 +125,15 @@ export function decodeTemplate(bytes: unknown): PalmTemplate {
   if (bytes[4]! > 100 || bytes[5]! > 100) throw invalid('bad_header', 'Template quality is out of range');
   if (bytes[6] !== GRID || bytes[7] !== CODE_PLANES)
     throw invalid('bad_header', 'Template geometry is invalid');
-  if (view.getUint32(8, true) !== 0) throw invalid('bad_header', 'Template reserved bytes are not zero');
+  const coding = TEMPLATE_CODINGS[bytes[8]!];
+  if (coding === undefined) throw invalid('bad_header', 'Template coding is unknown');
+  if (expected !== undefined && coding !== expected)
+    throw invalid(
+      'wrong_coding',
+      `Template is coded "${coding}"; this network compares "${expected}" templates (the scanner's sensor profile and the server's PALMID_TEMPLATE_CODING must agree)`,
+    );
+  if (bytes[9] !== 0 || bytes[10] !== 0 || bytes[11] !== 0)
+    throw invalid('bad_header', 'Template reserved bytes are not zero');
   if (view.getUint32(12, true) !== templateCrc(bytes)) throw invalid('bad_checksum', 'Template is corrupted');
   const words = new Uint32Array((TEMPLATE_BYTES - HEADER_BYTES) / 4);
   for (let i = 0; i < words.length; i++) words[i] = view.getUint32(HEADER_BYTES + i * 4, true);
@@ -119,7 +143,16 @@ export function decodeTemplate(bytes: unknown): PalmTemplate {
   let usable = 0;
   for (const w of mask) usable += popcount32(w);
   if (usable < (GRID * GRID) / 8) throw invalid('empty_mask', 'Template has too few reliable code bits');
-  return { version: TEMPLATE_VERSION, hand, quality: bytes[4]!, liveness: bytes[5]!, code, mask, signature };
+  return {
+    version: TEMPLATE_VERSION,
+    hand,
+    quality: bytes[4]!,
+    liveness: bytes[5]!,
+    coding,
+    code,
+    mask,
+    signature,
+  };
 }
 
 export function popcount32(x: number): number {

@@ -1,3 +1,5 @@
+import { AppError } from '@palmid/contracts/errors';
+import type { GalleryEntry } from '../matching/index.ts';
 import type { AppContext } from '../../context.ts';
 import { open } from '../../crypto/keyring.ts';
 import { userStore } from './store.ts';
@@ -7,10 +9,15 @@ import { userStore } from './store.ts';
  * enrolments, palm removals and erasures on other instances. Templates are decrypted only here.
  */
 
-/** Loads every enrolled palm into the in-memory gallery (at start-up). Templates are decrypted only here. */
+/**
+ * Loads every enrolled palm into the in-memory gallery (at start-up). Templates are decrypted only here.
+ * Palms of another template coding than the network's (PALMID_TEMPLATE_CODING changed after they were
+ * enrolled) cannot be compared: they are left out, counted in one warning.
+ */
 export async function loadGallery(ctx: AppContext): Promise<number> {
   const rows = await userStore(ctx.database.db).allSealedPalms();
   const keys = new Map<string, Buffer>();
+  let otherCoding = 0;
   for (const r of rows) {
     if (!r.wrapped_key) continue;
     let key = keys.get(r.user_id);
@@ -19,9 +26,26 @@ export async function loadGallery(ctx: AppContext): Promise<number> {
       keys.set(r.user_id, key);
     }
     const template = open(key, r.template_enc, `palm:${r.user_id}:${r.id}`);
-    ctx.gallery.add({ palmId: r.id, userId: r.user_id, hand: r.hand, template: new Uint8Array(template) });
+    if (addPalm(ctx, { palmId: r.id, userId: r.user_id, hand: r.hand, template: new Uint8Array(template) }))
+      otherCoding++;
   }
-  return rows.length;
+  if (otherCoding > 0)
+    process.emitWarning(
+      `${otherCoding} enrolled palm(s) are coded otherwise than PALMID_TEMPLATE_CODING=${ctx.config.PALMID_TEMPLATE_CODING} ` +
+        'and are not searched: re-enrol those users, or set the coding they were enrolled with (docs/deployment.md)',
+    );
+  return rows.length - otherCoding;
+}
+
+/** Adds one stored palm; true when it is of another template coding (left out), other errors thrown. */
+function addPalm(ctx: AppContext, entry: GalleryEntry): boolean {
+  try {
+    ctx.gallery.add(entry);
+    return false;
+  } catch (err) {
+    if (err instanceof AppError && err.details?.reason === 'wrong_coding') return true;
+    throw err;
+  }
 }
 
 /** Called after the erasing transaction commits. */
@@ -47,8 +71,9 @@ export async function loadUserPalms(ctx: AppContext, userId: string): Promise<nu
     }
   }
   ctx.gallery.removeUser(userId);
-  for (const e of entries) ctx.gallery.add(e);
-  return entries.length;
+  let added = 0;
+  for (const e of entries) if (!addPalm(ctx, e)) added++;
+  return added;
 }
 
 /**

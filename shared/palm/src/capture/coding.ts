@@ -1,5 +1,5 @@
-import { CODE_PLANES, GRID, SIGNATURE_WORDS } from '../template.ts';
-import { ORIENTATIONS, SCALES } from './gabor.ts';
+import { CODE_PLANES, GRID, SIGNATURE_WORDS, type TemplateCoding } from '../template.ts';
+import { CODING_SCALES, ORIENTATIONS } from './gabor.ts';
 
 /** 3-bit codes of the 6 orientations whose Hamming distance is the circular angular distance. */
 const ANGULAR_CODE = [0b000, 0b001, 0b011, 0b111, 0b110, 0b100] as const;
@@ -21,7 +21,8 @@ export interface PalmCode {
  * Multi-scale competitive code: at each grid point and scale, the orientation with the most
  * negative even-Gabor response (dark lines) wins; reliability is the winner's margin over the
  * runner-up, relative to the response energy, so fragile points (flat skin, crossings) are masked.
- * `responses` is SCALES × ORIENTATIONS planes of GRID² floats. `unusable` (GRID² flags, optional)
+ * `responses` is SCALES × ORIENTATIONS planes of GRID² floats, of which `coding` codes two
+ * (gabor.ts `CODING_SCALES`), the second giving the signature. `unusable` (GRID² flags, optional)
  * marks cells whose filters read outside the frame (an ROI square that overhangs it, hand-roi.ts
  * `roiOutsideCells`): they are never reliable, and the `keep` share is taken of the other cells.
  */
@@ -30,20 +31,23 @@ export function encodeResponses(
   offset = 0,
   keep = MASK_KEEP,
   unusable?: Uint8Array,
+  coding: TemplateCoding = 'wide',
 ): PalmCode {
   const cells = GRID * GRID;
   const code = new Uint32Array(CODE_PLANES * GRID);
   const mask = new Uint32Array(GRID);
-  const winners = new Uint8Array(SCALES.length * cells);
+  const scales = CODING_SCALES[coding];
+  const winners = new Uint8Array(scales.length * cells);
   const margin = new Float32Array(cells);
-  for (let s = 0; s < SCALES.length; s++) {
+  for (let s = 0; s < scales.length; s++) {
+    const plane = scales[s]!;
     for (let i = 0; i < cells; i++) {
       let best = Number.POSITIVE_INFINITY;
       let second = Number.POSITIVE_INFINITY;
       let arg = 0;
       let energy = 0;
       for (let o = 0; o < ORIENTATIONS; o++) {
-        const v = responses[offset + (s * ORIENTATIONS + o) * cells + i]!;
+        const v = responses[offset + (plane * ORIENTATIONS + o) * cells + i]!;
         energy += Math.abs(v);
         if (v < best) {
           second = best;
@@ -66,7 +70,7 @@ export function encodeResponses(
   const cut = n > 0 ? sorted[Math.min(n - 1, Math.floor((1 - keep) * n))]! : Number.POSITIVE_INFINITY;
   for (let i = 0; i < cells; i++)
     if (margin[i]! >= cut && !unusable?.[i]) mask[i >> 5] = mask[i >> 5]! | (1 << (i & 31));
-  return { code, mask, signature: signatureOf(winners.subarray(SCALES.length > 1 ? cells : 0), mask) };
+  return { code, mask, signature: signatureOf(winners.subarray(cells), mask) };
 }
 
 /**

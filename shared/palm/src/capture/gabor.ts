@@ -1,3 +1,5 @@
+import type { TemplateCoding } from '../template.ts';
+
 /**
  * The filter bank of the template extractor: even (real) Gabor filters in the form used by the
  * competitive code (Kong & Zhang 2004), zero-mean so that uniform illumination gives no response.
@@ -9,8 +11,25 @@ export interface GaborScale {
   sigma: number;
 }
 
-/** Two scales (σ in px of the 64 px working image): creases and principal lines / veins. */
-export const SCALES: readonly GaborScale[] = [{ sigma: 2.8 }, { sigma: 5.0 }];
+/**
+ * The feature model's scales (σ in px of the 64 px working image): creases, principal lines / veins,
+ * and fine creases. A template codes two of them, by its coding (`CODING_SCALES`); the focus
+ * measure (stages/quality.ts) reads the first two.
+ */
+export const SCALES: readonly GaborScale[] = [{ sigma: 2.8 }, { sigma: 5.0 }, { sigma: 2.2 }];
+
+/**
+ * The two scales (indices into SCALES) each template coding codes, the second giving the 1:N
+ * signature. `wide` (σ 2.8 and 5.0: creases and principal lines or veins) is the original code and
+ * the NIR profiles'; `fine` (σ 2.2 and 2.8: creases only) is the visible-light print profiles': on
+ * the development sets the principal-line scale made strangers' palms alike (the impostor tail of a
+ * 63-person set fitted at dof 222 with it, 719 without), and a million-palm bar is set by that tail
+ * (docs/palm-pipeline.md, "Template codings").
+ */
+export const CODING_SCALES = { wide: [0, 1], fine: [2, 0] } as const satisfies Record<
+  TemplateCoding,
+  readonly [number, number]
+>;
 export const KERNEL_SIZE = 31;
 
 const DELTA = 1.5; // half-amplitude bandwidth in octaves

@@ -7,7 +7,7 @@ const { onnx } = onnxProto;
 export const ROI_SIZE = 128;
 export const FEATURE_GRID = 32;
 export const FEATURE_CHANNELS = SCALES.length * ORIENTATIONS;
-export const MODEL_VERSION = 'palm-features-1';
+export const MODEL_VERSION = 'palm-features-2';
 /**
  * Window (px of the 64 × 64 working image) and floor of the local contrast normalisation; other
  * values only for studies (docs/palm-pipeline.md, "Matcher on real palm crops").

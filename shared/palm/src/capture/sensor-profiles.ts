@@ -180,6 +180,16 @@ const PEG_ROI: RoiProportions = { ...RING_ROI, circle: 1.2 };
 const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26, maskLevel: PEG_MASK_LEVEL };
 
 /**
+ * The template coding of the visible-light profiles measured on real palms (grey-dark on CASIA,
+ * colour on COEP): the fine creases' scales only (gabor.ts `CODING_SCALES`). At a million palms,
+ * N-scaled bar and equal FPIR, one capture against one template per palm: CASIA FNIR 12.0 → 5.5 %,
+ * COEP 15.4 → 6.3 %, each set's impostor tail fit dof 475 → 721 and 222 → 719 (docs/palm-pipeline.md,
+ * "Template codings"). The other profiles keep `wide`: no real captures of theirs to measure on, and
+ * NIR veins are the coarse scale's. A network decides on one coding (server PALMID_TEMPLATE_CODING).
+ */
+const PRINT_CODING = 'fine' as const;
+
+/**
  * Periodicity centre on real cameras: bona fide development captures reach 0.30 (CASIA, 99.5th
  * percentile) and 0.45 (COEP, 1600 × 1200 colour JPEG: demosaicing and block artefacts), so the
  * centre sits at 0.6, beyond both; the simulator keeps 0.4. On the simulator's attacks (30 each)
@@ -290,6 +300,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     stages: captureStages(OUTLINE_ROI, {
       quality: CAMERA_LIMITS,
       liveness: { cues: ['aperiodic'], centres: CAMERA_CENTRES },
+      coding: PRINT_CODING,
     }),
     validation: {
       status: 'development-data',
@@ -317,6 +328,7 @@ export const SENSOR_PROFILES: Record<SensorName, SensorProfile> = {
     stages: captureStages(COLOUR_ROI, {
       quality: CAMERA_LIMITS,
       liveness: { cues: ['aperiodic'], centres: CAMERA_CENTRES },
+      coding: PRINT_CODING,
     }),
     validation: {
       status: 'development-data',

@@ -1,10 +1,4 @@
-import {
-  DEFAULT_IMPOSTOR_MODEL,
-  decisionBar,
-  distanceForEvidence,
-  fmrAt,
-  type ImpostorModel,
-} from '../decision.ts';
+import { decisionBar, distanceForEvidence, fmrAt, type ImpostorModel, impostorModelFor } from '../decision.ts';
 import { fitImpostorModel, MIN_TAIL_PAIRS } from '../impostor-fit.ts';
 import type { CalibratableGallery, Gallery } from './types.ts';
 
@@ -12,7 +6,7 @@ import type { CalibratableGallery, Gallery } from './types.ts';
  * Gallery calibration (issue #24; docs/palm-pipeline.md "Identification at scale"): the impostor
  * model the decision reads evidence with is checked against the gallery's own palms.
  *
- * The shipped model (`DEFAULT_IMPOSTOR_MODEL`) is fitted on the development sets. A site's sensor,
+ * The shipped model (`impostorModelFor` the gallery's coding) is fitted on the development sets. A site's sensor,
  * light and population can make strangers resemble enrolled palms more often than those sets did
  * (the development sets' own tails differ by half a decade at FMR 1e-4, and COEP's look-alike
  * palms by more), and then the N-scaled bar would let more strangers through than the target. The
@@ -120,7 +114,7 @@ export function calibratedModel(
 }
 
 export interface CalibrateOptions {
-  /** the model shipped (default DEFAULT_IMPOSTOR_MODEL) */
+  /** the model shipped (default: the gallery's coding's, `impostorModelFor`) */
   shipped?: ImpostorModel;
   minUsers?: number;
   pairs?: number;
@@ -137,7 +131,7 @@ export async function calibrateGallery(
   gallery: CalibratableGallery,
   options: CalibrateOptions = {},
 ): Promise<GalleryCalibration> {
-  const shipped = options.shipped ?? DEFAULT_IMPOSTOR_MODEL;
+  const shipped = options.shipped ?? impostorModelFor(gallery.coding);
   const minUsers = options.minUsers ?? CALIBRATION_MIN_USERS;
   const want = Math.max(1, Math.floor(options.pairs ?? CALIBRATION_PAIRS));
   const pause = options.pause ?? (() => new Promise<void>((resolve) => setTimeout(resolve, 0)));

@@ -1,6 +1,6 @@
-import type { IdentificationPolicy, ImpostorModel } from '../decision.ts';
+import { type IdentificationPolicy, type ImpostorModel, impostorModelFor } from '../decision.ts';
 import { compareTemplates, PACKED_WORDS, packedDistance, packInto, probeMatcher } from '../match.ts';
-import { decodeTemplate, type PalmTemplate } from '../template.ts';
+import { decodeTemplate, type PalmTemplate, type TemplateCoding } from '../template.ts';
 import { MATCH_THRESHOLD } from '../threshold.ts';
 import { findDuplicateIn, identificationRule, identifyOne } from './identify.ts';
 import { MAX_DESCRIPTOR_DISTANCE, Stage1Store } from './stage1.ts';
@@ -20,10 +20,15 @@ import type {
 export interface MatcherOptions {
   /** Similarity at or above which two palms match (default: calibrated to FMR 1e-4). */
   threshold?: number;
+  /** The template coding compared (server PALMID_TEMPLATE_CODING); others are refused. Default `wide`. */
+  coding?: TemplateCoding;
 }
 
 export interface GalleryOptions extends MatcherOptions {
-  /** The identification policy (target FPIR, margin, step-up window, impostor model); default DEFAULT_POLICY. */
+  /**
+   * The identification policy (target FPIR, margin, step-up window, impostor model); default
+   * DEFAULT_POLICY with the coding's impostor model (`impostorModelFor`).
+   */
   policy?: Partial<IdentificationPolicy>;
   /**
    * Candidates kept by the first stage for exact matching (default `DEFAULT_CANDIDATES`). A gallery
@@ -38,9 +43,10 @@ export interface GalleryOptions extends MatcherOptions {
 
 export function createMatcher(options: MatcherOptions | number = {}): Matcher {
   const threshold = typeof options === 'number' ? options : (options.threshold ?? MATCH_THRESHOLD);
+  const coding = typeof options === 'number' ? 'wide' : (options.coding ?? 'wide');
   return {
     validate(template) {
-      decodeTemplate(template);
+      decodeTemplate(template, coding);
     },
     verify(a, b) {
       const score = compareTemplates(a, b);
@@ -66,6 +72,8 @@ export const DEFAULT_CANDIDATES = 4096;
  */
 export class MemoryGallery implements CalibratableGallery {
   readonly rule: IdentificationRule;
+  /** The template coding this gallery holds and compares (others are refused). */
+  readonly coding: TemplateCoding;
   private readonly top = new TopUsers();
   private readonly perHand = { left: 0, right: 0 };
   private readonly k: number;
@@ -81,9 +89,10 @@ export class MemoryGallery implements CalibratableGallery {
   private readonly byPalm = new Map<string, number>();
 
   constructor(options: GalleryOptions = {}) {
+    this.coding = options.coding ?? 'wide';
     this.rule = identificationRule({
       threshold: options.threshold ?? MATCH_THRESHOLD,
-      policy: options.policy,
+      policy: { model: impostorModelFor(this.coding), ...options.policy },
     });
     this.k = Math.max(1, options.candidates ?? DEFAULT_CANDIDATES);
     this.capacity = Math.max(16, options.capacity ?? 1024);
@@ -125,7 +134,7 @@ export class MemoryGallery implements CalibratableGallery {
   }
 
   add(entry: GalleryEntry): void {
-    const t = decodeTemplate(entry.template);
+    const t = decodeTemplate(entry.template, this.coding);
     if (this.byPalm.has(entry.palmId)) this.removeIndex(this.byPalm.get(entry.palmId)!);
     if (this.count === this.capacity) this.grow();
     const i = this.count++;
@@ -181,7 +190,7 @@ export class MemoryGallery implements CalibratableGallery {
     const set = this.byUser.get(userId);
     if (!set || set.size === 0) return null;
     const probe = new Uint32Array(PACKED_WORDS);
-    packInto(decodeTemplate(template), probe, 0);
+    packInto(decodeTemplate(template, this.coding), probe, 0);
     const match = probeMatcher(probe);
     const code = side === 'any' ? 0 : HAND_CODE[side];
     let best: number | null = null;
@@ -198,7 +207,7 @@ export class MemoryGallery implements CalibratableGallery {
    * side, and how many palms that side holds (the decision's gallery size).
    */
   search(template: Uint8Array, options: SearchOptions = {}): GallerySearch {
-    const t = decodeTemplate(template);
+    const t = decodeTemplate(template, this.coding);
     const side = options.side ?? (t.hand === 'unknown' ? 'any' : t.hand);
     if (this.count === 0) return { side, searched: 0, candidates: [] };
     const probe = new Uint32Array(PACKED_WORDS);

@@ -3,6 +3,7 @@
  * Templates are the versioned binary format of `@palmid/palm` (≤ 1 KB, with a header).
  */
 import type { IdentificationPolicy, ImpostorModel } from '../decision.ts';
+import type { TemplateCoding } from '../template.ts';
 
 export type Hand = 'left' | 'right';
 
@@ -96,6 +97,8 @@ export interface Gallery {
 
 /** A gallery that can be calibrated: its impostor pairs, and the model its decision reads. */
 export interface CalibratableGallery extends Gallery {
+  /** The template coding the gallery holds: its shipped impostor model is that coding's. */
+  readonly coding?: TemplateCoding;
   /** Users with at least one palm. */
   readonly users: number;
   /** `pairs` raw distances between palms of two different users of one hand, drawn with `random`. */

@@ -3,7 +3,7 @@
  * the competitive code, its mask and the 1:N signature, packed with the header into a template
  * (`runCode`).
  */
-import { encodeTemplate } from '../../template.ts';
+import { encodeTemplate, type TemplateCoding } from '../../template.ts';
 import { encodeResponses, MASK_KEEP } from '../coding.ts';
 import { sharedExtractor } from '../extractor.ts';
 
@@ -13,9 +13,14 @@ export interface CodeParams {
    * docs/lab/matcher.md, "Fragile-bit mask (`MASK_KEEP`) and the trusted-share rescaling"
    */
   maskKeep: number;
+  /**
+   * which scales the code holds (gabor.ts `CODING_SCALES`): `fine` on the visible-light print
+   * profiles measured on real palms, `wide` elsewhere — docs/palm-pipeline.md, "Template codings"
+   */
+  coding: TemplateCoding;
 }
 
-export const DEFAULT_CODE_PARAMS: CodeParams = { maskKeep: MASK_KEEP };
+export const DEFAULT_CODE_PARAMS: CodeParams = { maskKeep: MASK_KEEP, coding: 'wide' };
 
 /** The feature model's responses of one ROI crop (the shared ONNX session). */
 export async function extractResponses(roi: Float32Array): Promise<Float32Array> {
@@ -36,11 +41,12 @@ export interface CodeInput {
   liveness: number;
 }
 
-/** The encoded template (version 1). */
+/** The encoded template (version 1), in the profile's coding. */
 export function runCode(input: CodeInput, params: CodeParams = DEFAULT_CODE_PARAMS): Uint8Array {
-  const code = encodeResponses(input.responses, 0, params.maskKeep, input.outside ?? undefined);
+  const code = encodeResponses(input.responses, 0, params.maskKeep, input.outside ?? undefined, params.coding);
   return encodeTemplate({
     version: 1,
+    coding: params.coding,
     hand: input.hand,
     quality: input.quality,
     liveness: input.liveness,

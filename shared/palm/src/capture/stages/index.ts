@@ -19,6 +19,7 @@
  * (ROI) → the responses (code) → quality on them (blurred or moved) → liveness (liveness_failed) →
  * code.
  */
+import type { TemplateCoding } from '../../template.ts';
 import { PEG_VALLEYS } from '../hand-contour.ts';
 import { type CodeParams, DEFAULT_CODE_PARAMS } from './code.ts';
 import { DEFAULT_DETECT_PARAMS, type DetectParams } from './detect.ts';
@@ -65,15 +66,20 @@ export function geometryStages(
   };
 }
 
-/** Every stage's parameters for a sensor: its ROI proportions, hand polarity, quality limits and liveness cues. */
+/** Every stage's parameters for a sensor: its ROI proportions, hand polarity, quality limits, liveness cues and template coding. */
 export function captureStages(
   proportions: RoiProportions,
-  options: { darkHand?: boolean; quality?: QualityParams; liveness?: Partial<LivenessParams> } = {},
+  options: {
+    darkHand?: boolean;
+    quality?: QualityParams;
+    liveness?: Partial<LivenessParams>;
+    coding?: TemplateCoding;
+  } = {},
 ): CaptureStages {
   return {
     ...geometryStages(proportions, options.darkHand === true),
     quality: options.quality ?? DEFAULT_QUALITY_PARAMS,
     liveness: { ...DEFAULT_LIVENESS_PARAMS, ...options.liveness },
-    code: DEFAULT_CODE_PARAMS,
+    code: { ...DEFAULT_CODE_PARAMS, coding: options.coding ?? DEFAULT_CODE_PARAMS.coding },
   };
 }
