@@ -18,7 +18,7 @@ import { calibrateThreshold } from './threshold.ts';
 
 export const STAGES = {
   decision:
-    'the binomial impostor model of the 1:N decision (IMPOSTOR_MODELS p, dof of the sets' template coding) from impostor tails',
+    'the binomial impostor model of the 1:N decision (IMPOSTOR_MODELS p, dof of the sets’ template coding) from impostor tails',
   threshold:
     'the matcher threshold MATCH_THRESHOLD (ROI_MATCH_THRESHOLD with --roi --variants) at the target FMR',
   quality: 'the quality limits of the profile(s) against the bona fide tail of each measure',

@@ -165,7 +165,7 @@ export function evalCommand(): Command {
     )
     .option(
       '--impostor-model <p,dof>',
-      'open-set: read evidence with this impostor model instead of the shipped one of the profile's template coding (to try a refit)',
+      'open-set: read evidence with this impostor model instead of the shipped one of the profile’s template coding (to try a refit)',
       modelArg,
     )
     .option(
