@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { decodeTemplate, encodeTemplate, GRID } from '@palmid/palm/template';
+import { decodeTemplate, encodeTemplate, GRID, type TemplateCoding } from '@palmid/palm/template';
 
 /** A well-formed random palm template, base64 (independent random codes never match each other). */
-export function randomTemplate(): string {
+export function randomTemplate(coding: TemplateCoding = 'wide'): string {
   const words = (n: number) => new Uint32Array(randomBytes(n * 4).buffer);
   return Buffer.from(
     encodeTemplate({
       version: 1,
+      coding,
       hand: 'right',
       quality: 90,
       liveness: 95,

@@ -87,6 +87,31 @@ describe('palm template format v1', () => {
     expect(reasonOf(() => decodeTemplate('abc'))).toBe('not_bytes');
   });
 
+  it('carries its coding in byte 8: `wide` when absent (templates written before it), `fine`; refuses an unknown one', () => {
+    const base = {
+      version: 1,
+      hand: 'right' as const,
+      quality: 90,
+      liveness: 90,
+      code: new Uint32Array(CODE_PLANES * GRID),
+      mask: new Uint32Array(GRID).fill(0xffffffff),
+      signature: new Uint32Array(4),
+    };
+    const wide = encodeTemplate(base);
+    expect(wide[8]).toBe(0);
+    expect(decodeTemplate(wide).coding).toBe('wide');
+    const fine = encodeTemplate({ ...base, coding: 'fine' });
+    expect(fine[8]).toBe(1);
+    expect(decodeTemplate(fine).coding).toBe('fine');
+    expect(decodeTemplate(fine, 'fine').coding).toBe('fine');
+    // a network of one coding refuses the other, by name
+    expect(reasonOf(() => decodeTemplate(fine, 'wide'))).toBe('wrong_coding');
+    expect(reasonOf(() => decodeTemplate(wide, 'fine'))).toBe('wrong_coding');
+    const unknown = Uint8Array.from(fine);
+    unknown[8] = 2;
+    expect(reasonOf(() => decodeTemplate(unknown))).toBe('bad_header');
+  });
+
   it('never decodes random bytes', () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 0, maxLength: 1100 }), (bytes) => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { locateHand } from './hand-geometry.ts';
 import { cropPalm } from './hand-roi.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
+import { decodeTemplate } from '../template.ts';
 import { processCapture } from './pipeline.ts';
 import {
   isSensorName,
@@ -47,6 +48,9 @@ describe('sensor profiles', () => {
     for (const sensor of SENSOR_NAMES) {
       const r = await processCapture(sensor === 'grey-bright' ? negative : live, { sensor });
       expect(r.ok, `${sensor}: ${r.ok ? '' : r.reason}`).toBe(true);
+      // the template says which scales it codes: the print profiles measured on real palms code `fine`
+      const coding = r.ok ? decodeTemplate(r.template).coding : null;
+      expect(coding, sensor).toBe(sensor === 'grey-dark' || sensor === 'colour' ? 'fine' : 'wide');
     }
     expect(await processCapture(live, { sensor: 'grey-bright' })).toMatchObject({ ok: false });
     const print = await renderPalm({ ...spec, attack: 'print' });

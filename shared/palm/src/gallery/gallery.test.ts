@@ -2,6 +2,8 @@ import { AppError } from '@palmid/contracts/errors';
 import { renderRoi } from '@palmid/firmware-sim/synth/roi';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { extractRoiTemplate } from '../capture/roi-template.ts';
+import { IMPOSTOR_MODELS } from '../decision.ts';
+import { decodeTemplate, encodeTemplate } from '../template.ts';
 import { createExhaustiveGallery } from './exhaustive.ts';
 import { createGallery, createMatcher } from './gallery.ts';
 
@@ -69,6 +71,33 @@ describe('two-stage gallery', () => {
     }
     g.removeUser('nobody');
     expect(g.size).toBe(9);
+  });
+
+  it('holds one template coding: the other is refused by name, and the coding chooses the impostor model', () => {
+    const fine = createGallery(undefined, { coding: 'fine' });
+    expect(fine.coding).toBe('fine');
+    expect(fine.rule.policy.model).toEqual(IMPOSTOR_MODELS.fine);
+    expect(createGallery().rule.policy.model).toEqual(IMPOSTOR_MODELS.wide);
+    const wideTemplate = enrolled[0]!;
+    const reason = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        return (err as AppError).details.reason;
+      }
+      return undefined;
+    };
+    expect(reason(() => fine.add({ palmId: 'p', userId: 'u', hand: 'right', template: wideTemplate }))).toBe(
+      'wrong_coding',
+    );
+    expect(reason(() => fine.identify(wideTemplate))).toBe('wrong_coding');
+    expect(reason(() => createMatcher({ coding: 'fine' }).validate(wideTemplate))).toBe('wrong_coding');
+    expect(fine.size).toBe(0);
+    // a fine-coded template of the same palm is accepted and found
+    const t = decodeTemplate(wideTemplate);
+    const asFine = encodeTemplate({ ...t, coding: 'fine' });
+    fine.add({ palmId: 'p', userId: 'u', hand: 'right', template: asFine });
+    expect(fine.identify(asFine)?.userId).toBe('u');
   });
 
   it('rejects malformed templates on add and identify', () => {
