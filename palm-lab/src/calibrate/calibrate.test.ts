@@ -10,6 +10,7 @@ import { calibrate, formatReport } from './command.ts';
 import { IMPOSTOR_MODELS, MATCH_THRESHOLD, SENSOR_PROFILES } from './committed.ts';
 
 const DEFAULT_IMPOSTOR_MODEL = IMPOSTOR_MODELS.wide;
+
 import { type CalibrationSet, pairList, sensorList } from './common.ts';
 import { barDistance } from './decision.ts';
 import { QUALITY_SPECS } from './quality.ts';

@@ -2,7 +2,12 @@ import { AppError } from '@palmid/contracts/errors';
 import { seededRandom } from '@palmid/firmware-sim/rng';
 import type { CaptureHand } from '@palmid/palm/capture/pipeline';
 import { variantMatcher } from '@palmid/palm/capture/roi-rotation';
-import { DEFAULT_POLICY, type IdentificationPolicy, type ImpostorModel, resolvePolicy } from '@palmid/palm/decision';
+import {
+  DEFAULT_POLICY,
+  type IdentificationPolicy,
+  type ImpostorModel,
+  resolvePolicy,
+} from '@palmid/palm/decision';
 import { calibratedModel } from '@palmid/palm/gallery/calibrate';
 import { fitImpostorModel, type ImpostorFit } from '@palmid/palm/impostor-fit';
 import { PACKED_WORDS, packedDistance, packTemplate, probeMatcher } from '@palmid/palm/match';

@@ -1,5 +1,4 @@
 import { AppError } from '@palmid/contracts/errors';
-import type { GalleryEntry } from '../matching/index.ts';
 import type { AppContext } from '../../context.ts';
 import { open } from '../../crypto/keyring.ts';
 import { userStore } from './store.ts';
@@ -38,7 +37,7 @@ export async function loadGallery(ctx: AppContext): Promise<number> {
 }
 
 /** Adds one stored palm; true when it is of another template coding (left out), other errors thrown. */
-function addPalm(ctx: AppContext, entry: GalleryEntry): boolean {
+function addPalm(ctx: AppContext, entry: Parameters<AppContext['gallery']['add']>[0]): boolean {
   try {
     ctx.gallery.add(entry);
     return false;

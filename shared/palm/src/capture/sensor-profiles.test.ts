@@ -1,9 +1,9 @@
 import { renderPalm } from '@palmid/firmware-sim/synth/index';
 import { describe, expect, it } from 'vitest';
+import { decodeTemplate } from '../template.ts';
 import { locateHand } from './hand-geometry.ts';
 import { cropPalm } from './hand-roi.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
-import { decodeTemplate } from '../template.ts';
 import { processCapture } from './pipeline.ts';
 import {
   isSensorName,

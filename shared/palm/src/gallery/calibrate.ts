@@ -1,4 +1,10 @@
-import { decisionBar, distanceForEvidence, fmrAt, type ImpostorModel, impostorModelFor } from '../decision.ts';
+import {
+  decisionBar,
+  distanceForEvidence,
+  fmrAt,
+  type ImpostorModel,
+  impostorModelFor,
+} from '../decision.ts';
 import { fitImpostorModel, MIN_TAIL_PAIRS } from '../impostor-fit.ts';
 import type { CalibratableGallery, Gallery } from './types.ts';
 

@@ -43,7 +43,13 @@ export interface CodeInput {
 
 /** The encoded template (version 1), in the profile's coding. */
 export function runCode(input: CodeInput, params: CodeParams = DEFAULT_CODE_PARAMS): Uint8Array {
-  const code = encodeResponses(input.responses, 0, params.maskKeep, input.outside ?? undefined, params.coding);
+  const code = encodeResponses(
+    input.responses,
+    0,
+    params.maskKeep,
+    input.outside ?? undefined,
+    params.coding,
+  );
   return encodeTemplate({
     version: 1,
     coding: params.coding,
