@@ -26,7 +26,7 @@ import {
   packTemplate,
 } from '@palmid/palm/match';
 import { decodeTemplate, TEMPLATE_MAGIC } from '@palmid/palm/template';
-import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
+import { matchThresholdFor } from '@palmid/palm/threshold';
 import { verifyProofCommand } from '@palmid/server/cli/verify-proof';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import sharp from 'sharp';
@@ -240,7 +240,7 @@ export function buildCli(): Command {
     ])
     .action(async (a: string, b: string, o: { roi?: boolean; rotations: number[] }) => {
       let score: number;
-      let threshold = MATCH_THRESHOLD;
+      let threshold = matchThresholdFor('wide');
       const isTemplate = async (f: string) => {
         const bytes = await readFile(f).catch(() => null);
         return bytes !== null && bytes.length >= 2 && bytes.readUInt16LE(0) === TEMPLATE_MAGIC;
@@ -258,11 +258,20 @@ export function buildCli(): Command {
         for (let k = 1; k < va.length; k++) d = Math.min(d, packedDistance(pa, k * PACKED_WORDS, pb, 0));
         score = distanceToScore(d);
         threshold = ROI_MATCH_THRESHOLD;
-      } else
-        score = compareTemplates(
-          await templateFrom(a, o.roi ?? false),
-          await templateFrom(b, o.roi ?? false),
-        );
+      } else {
+        const ta = await templateFrom(a, o.roi ?? false);
+        const tb = await templateFrom(b, o.roi ?? false);
+        const ca = decodeTemplate(ta).coding ?? 'wide';
+        const cb = decodeTemplate(tb).coding ?? 'wide';
+        if (ca !== cb)
+          throw new AppError(
+            'INVALID_REQUEST',
+            `${a} is coded "${ca}" and ${b} "${cb}": templates of two codings cannot be compared`,
+            { field: 'template', reason: 'wrong_coding' },
+          );
+        threshold = matchThresholdFor(ca);
+        score = compareTemplates(ta, tb);
+      }
       console.log(
         JSON.stringify({
           score: Number(score.toFixed(4)),

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { DEFAULT_TARGET_FPIR } from '@palmid/palm/decision';
-import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
+import { matchThresholdFor } from '@palmid/palm/threshold';
 import { z } from 'zod';
 
 /**
@@ -80,19 +80,17 @@ export const configSchema = z
       .default(DEFAULT_TARGET_FPIR),
     /**
      * Per-comparison floor on the similarity of an identified palm and the matcher's 1:1 threshold
-     * (docs/palm-pipeline.md, "Threshold for FMR 1e-4 on whole frames"). The gallery-wide bar of
+     * (docs/palm-pipeline.md, "Threshold for FMR 1e-4 on whole frames"); default and least value: the
+     * calibrated one of PALMID_TEMPLATE_CODING (`matchThresholdFor`: 0.325 `wide`, 0.25 `fine`). The gallery-wide bar of
      * PALMID_TARGET_FPIR decides identification; this floor binds only where a site raises it for
      * its sensor (colour cameras with pegs: 0.41), never below the calibrated default. The
      * duplicate-enrolment check ignores it (`Gallery.findDuplicate`).
      */
     PALMID_MATCH_THRESHOLD: z.coerce
       .number()
-      .min(
-        MATCH_THRESHOLD,
-        `must be at least the calibrated default ${MATCH_THRESHOLD} (raise it, never lower it)`,
-      )
+      .min(0, 'must be a similarity between 0 and 0.95')
       .max(0.95, 'must be at most 0.95 (above it nearly every genuine palm is refused)')
-      .default(MATCH_THRESHOLD),
+      .optional(),
     /**
      * Gallery calibration (docs/deployment.md "Identification policy"): `on` checks the impostor
      * model the decision reads against the gallery's own different-user pairs once it holds 200
@@ -136,7 +134,8 @@ export const configSchema = z
   })
   .strict();
 
-export type Config = z.infer<typeof configSchema>;
+/** The configuration once loaded: the match threshold resolved for the template coding. */
+export type Config = z.infer<typeof configSchema> & { PALMID_MATCH_THRESHOLD: number };
 const KEYS = Object.keys(configSchema.shape) as (keyof Config)[];
 
 export class ConfigError extends Error {
@@ -184,12 +183,19 @@ export function loadConfig(
     const issue = result.error.issues[0]!;
     throw new ConfigError(String(issue.path[0] ?? 'config'), issue.message);
   }
+  const floor = matchThresholdFor(result.data.PALMID_TEMPLATE_CODING);
+  const threshold = result.data.PALMID_MATCH_THRESHOLD ?? floor;
+  if (threshold < floor)
+    throw new ConfigError(
+      'PALMID_MATCH_THRESHOLD',
+      `must be at least the calibrated default ${floor} of the ${result.data.PALMID_TEMPLATE_CODING} template coding (raise it, never lower it)`,
+    );
   for (const issuer of result.data.PALMID_OIDC_ISSUERS) {
     const refused =
       typeof issuer.jwks === 'string' ? jwksUrlRefusal(issuer.jwks, result.data.PALMID_ENV) : null;
     if (refused) throw new ConfigError('PALMID_OIDC_ISSUERS', `${issuer.issuer}: jwks ${refused}`);
   }
-  return result.data;
+  return { ...result.data, PALMID_MATCH_THRESHOLD: threshold };
 }
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);

@@ -8,7 +8,7 @@ import {
   sensorProfile,
 } from '@palmid/palm/capture/sensor-profiles';
 import { DEFAULT_TARGET_FPIR, fmrAt, type ImpostorModel, impostorModelFor } from '@palmid/palm/decision';
-import { MATCH_THRESHOLD } from '@palmid/palm/threshold';
+import { matchThresholdFor } from '@palmid/palm/threshold';
 import { Command, InvalidArgumentError } from 'commander';
 import { progressBar } from '../progress.ts';
 import { baselineDistance } from './baseline.ts';
@@ -220,7 +220,9 @@ export function evalCommand(): Command {
         extractPalm,
         {
           maxImpostorPairs: o.maxImpostors,
-          operatingThreshold: o.roi ? ROI_MATCH_THRESHOLD : MATCH_THRESHOLD,
+          operatingThreshold: o.roi
+            ? ROI_MATCH_THRESHOLD
+            : matchThresholdFor(sensor ? sensorProfile(sensor).stages.code.coding : 'wide'),
           sides: !o.roi,
           ...(o.openSet
             ? {

@@ -1,3 +1,5 @@
+import type { TemplateCoding } from './template.ts';
+
 /**
  * Decision threshold on the similarity score (1 − 2 × distance, the distance including the tile
  * search's smoothness penalty and its rescaling by the trusted share of the overlap), calibrated
@@ -8,3 +10,19 @@
  */
 export const MATCH_THRESHOLD = 0.325;
 export const TARGET_FMR = 1e-4;
+
+/**
+ * The per-comparison threshold of each template coding (template.ts `TemplateCoding`): `wide`
+ * MATCH_THRESHOLD above; `fine` 0.25 (distance 0.375), where the `fine` impostor model's FMR is
+ * TARGET_FMR (0.3748) and CASIA 0051+ coded `fine` measures FMR 1.0e-4 at 0.3763 (3.5 M impostor
+ * pairs; docs/palm-pipeline.md, "Template codings"). The server's PALMID_MATCH_THRESHOLD defaults
+ * to its coding's and may only be raised above it.
+ */
+export const MATCH_THRESHOLDS: Readonly<Record<TemplateCoding, number>> = {
+  wide: MATCH_THRESHOLD,
+  fine: 0.25,
+};
+
+export function matchThresholdFor(coding: TemplateCoding = 'wide'): number {
+  return MATCH_THRESHOLDS[coding];
+}

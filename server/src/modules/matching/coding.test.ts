@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IMPOSTOR_MODELS } from '@palmid/palm/decision';
+import { MATCH_THRESHOLDS } from '@palmid/palm/threshold';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { randomTemplate } from '../../../../test/support/templates.ts';
 import { attestPalms, seedVendor, vendorDevice } from '../../../dev/testing.ts';
@@ -24,6 +25,20 @@ describe('template coding of the network', () => {
     expect(loadConfig(env()).PALMID_TEMPLATE_CODING).toBe('wide');
     expect(loadConfig(env('fine')).PALMID_TEMPLATE_CODING).toBe('fine');
     expect(() => loadConfig(env('coarse'))).toThrow(/PALMID_TEMPLATE_CODING/);
+  });
+
+  it('takes the per-comparison threshold of its coding as default and floor', () => {
+    expect(loadConfig(env()).PALMID_MATCH_THRESHOLD).toBe(MATCH_THRESHOLDS.wide);
+    expect(loadConfig(env('fine')).PALMID_MATCH_THRESHOLD).toBe(MATCH_THRESHOLDS.fine);
+    expect(MATCH_THRESHOLDS.fine).toBeLessThan(MATCH_THRESHOLDS.wide);
+    // a value between the two floors is a raise under `fine`, a lowering under `wide`
+    const between = (MATCH_THRESHOLDS.fine + MATCH_THRESHOLDS.wide) / 2;
+    expect(
+      loadConfig({ ...env('fine'), PALMID_MATCH_THRESHOLD: String(between) }).PALMID_MATCH_THRESHOLD,
+    ).toBe(between);
+    expect(() => loadConfig({ ...env(), PALMID_MATCH_THRESHOLD: String(between) })).toThrow(
+      /PALMID_MATCH_THRESHOLD: must be at least the calibrated default 0.325 of the wide template coding/,
+    );
   });
 
   it('decides with its coding’s model, refuses the other coding over the vendor API, and leaves stored palms of the other coding out', async () => {
@@ -55,6 +70,7 @@ describe('template coding of the network', () => {
       warn.mockRestore();
       expect(fine.gallery.size).toBe(0);
       expect(fine.gallery.rule.policy.model).toEqual(IMPOSTOR_MODELS.fine);
+      expect(fine.gallery.rule.maxDistance).toBeCloseTo((1 - MATCH_THRESHOLDS.fine) / 2, 9);
       const app2 = await buildApp(fine);
       const refused = await enrol(app2, randomTemplate('wide'));
       expect(refused.statusCode).toBe(400);

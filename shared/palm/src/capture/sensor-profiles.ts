@@ -182,7 +182,7 @@ const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26, maskLevel: PE
 /**
  * The template coding of the visible-light profiles measured on real palms (grey-dark on CASIA,
  * colour on COEP): the fine creases' scales only (gabor.ts `CODING_SCALES`). At a million palms,
- * N-scaled bar and equal FPIR, one capture against one template per palm: CASIA FNIR 12.0 → 5.5 %,
+ * N-scaled bar and equal FPIR, one capture against one template per palm: CASIA FNIR 9.8 → 5.7 %,
  * COEP 15.4 → 6.3 %, each set's impostor tail fit dof 475 → 721 and 222 → 719 (docs/palm-pipeline.md,
  * "Template codings"). The other profiles keep `wide`: no real captures of theirs to measure on, and
  * NIR veins are the coarse scale's. A network decides on one coding (server PALMID_TEMPLATE_CODING).

@@ -1,7 +1,7 @@
 import { type IdentificationPolicy, type ImpostorModel, impostorModelFor } from '../decision.ts';
 import { compareTemplates, PACKED_WORDS, packedDistance, packInto, probeMatcher } from '../match.ts';
 import { decodeTemplate, type PalmTemplate, type TemplateCoding } from '../template.ts';
-import { MATCH_THRESHOLD } from '../threshold.ts';
+import { matchThresholdFor } from '../threshold.ts';
 import { findDuplicateIn, identificationRule, identifyOne } from './identify.ts';
 import { MAX_DESCRIPTOR_DISTANCE, Stage1Store } from './stage1.ts';
 import { TopUsers } from './top-users.ts';
@@ -18,7 +18,7 @@ import type {
 } from './types.ts';
 
 export interface MatcherOptions {
-  /** Similarity at or above which two palms match (default: calibrated to FMR 1e-4). */
+  /** Similarity at or above which two palms match (default: the coding's, calibrated to FMR 1e-4). */
   threshold?: number;
   /** The template coding compared (server PALMID_TEMPLATE_CODING); others are refused. Default `wide`. */
   coding?: TemplateCoding;
@@ -42,8 +42,8 @@ export interface GalleryOptions extends MatcherOptions {
 }
 
 export function createMatcher(options: MatcherOptions | number = {}): Matcher {
-  const threshold = typeof options === 'number' ? options : (options.threshold ?? MATCH_THRESHOLD);
   const coding = typeof options === 'number' ? 'wide' : (options.coding ?? 'wide');
+  const threshold = typeof options === 'number' ? options : (options.threshold ?? matchThresholdFor(coding));
   return {
     validate(template) {
       decodeTemplate(template, coding);
@@ -91,7 +91,7 @@ export class MemoryGallery implements CalibratableGallery {
   constructor(options: GalleryOptions = {}) {
     this.coding = options.coding ?? 'wide';
     this.rule = identificationRule({
-      threshold: options.threshold ?? MATCH_THRESHOLD,
+      threshold: options.threshold ?? matchThresholdFor(this.coding),
       policy: { model: impostorModelFor(this.coding), ...options.policy },
     });
     this.k = Math.max(1, options.candidates ?? DEFAULT_CANDIDATES);
