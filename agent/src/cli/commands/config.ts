@@ -20,6 +20,7 @@ export function sensorProfilesHelp(): string {
       `  ${n}: ${p.summary}`,
       `    validated: ${validationTag(p.validation)}: ${p.validation.evidence}`,
       `    liveness cues: ${p.stages.liveness.cues.join(', ')}`,
+      `    template coding: ${p.stages.code.coding} (the server's PALMID_TEMPLATE_CODING must match)`,
       `    detects: ${p.detects}`,
     );
   }
