@@ -48,14 +48,15 @@ export const DEFAULT_IMPOSTOR_MODEL: ImpostorModel = { p: 0.4304, dof: 411.1 };
 /**
  * The impostor model of each template coding (template.ts `TemplateCoding`). `wide`:
  * DEFAULT_IMPOSTOR_MODEL above, fitted on the development sets coded `wide`. `fine`: the same
- * procedure on the same sets coded `fine` (σ 2.2 + 2.8, without the principal-line scale):
- * CASIA 0051+ p 0.4450 / dof 721, COEP 055+ (eight re-captures merged, every impostor pair kept)
- * p 0.4440 / dof 719; the heavier of the two at the million-palm bar. Re-derived by
- * `npm run palm -- calibrate decision <casia-refiled> <coep-dir> …` (docs/calibrate.md).
+ * procedure on the same sets coded `fine` (σ 2.2 + 2.8, without the principal-line scale), every
+ * impostor pair kept: CASIA 0051+ p 0.445 / dof 721.4, COEP 055+ (eight re-captured persons merged)
+ * p 0.439 / dof 798.5; the heavier of the two at the million-palm bar (COEP's, by a hair: the bars lie
+ * at 0.32813 and 0.32816). Re-derived by `npm run palm -- calibrate decision <casia-refiled>
+ * <coep-dir> …` (docs/calibrate.md).
  */
 export const IMPOSTOR_MODELS: Readonly<Record<TemplateCoding, ImpostorModel>> = {
   wide: DEFAULT_IMPOSTOR_MODEL,
-  fine: { p: 0.444, dof: 719 },
+  fine: { p: 0.439, dof: 798.5 },
 };
 
 /** The shipped impostor model of a template coding. */

@@ -13,10 +13,10 @@ export const TARGET_FMR = 1e-4;
 
 /**
  * The per-comparison threshold of each template coding (template.ts `TemplateCoding`): `wide`
- * MATCH_THRESHOLD above; `fine` 0.25 (distance 0.375), where the `fine` impostor model's FMR is
- * TARGET_FMR (0.3748) and CASIA 0051+ coded `fine` measures FMR 1.0e-4 at 0.3763 (3.5 M impostor
- * pairs; docs/palm-pipeline.md, "Template codings"). The server's PALMID_MATCH_THRESHOLD defaults
- * to its coding's and may only be raised above it.
+ * MATCH_THRESHOLD above; `fine` 0.25 (distance 0.375), near where the `fine` impostor model puts FMR
+ * TARGET_FMR (0.3735, score 0.253): measured FMR 7.2e-5 / FNMR 1.44 % on CASIA 0051+ and 7.6e-5 /
+ * 0.72 % on COEP 055+ (eight merged) coded `fine` (docs/palm-pipeline.md, "Template codings"). The
+ * server's PALMID_MATCH_THRESHOLD defaults to its coding's and may only be raised above it.
  */
 export const MATCH_THRESHOLDS: Readonly<Record<TemplateCoding, number>> = {
   wide: MATCH_THRESHOLD,

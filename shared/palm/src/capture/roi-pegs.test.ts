@@ -7,6 +7,7 @@ import { bilinear } from './roi-input.ts';
 import {
   armDirection,
   meanShiftCentre,
+  PEG_FRAME_RADIUS,
   PEG_MASK_LEVEL,
   pegHandMask,
   pegPose,
@@ -234,6 +235,13 @@ describe('peg-held hand ROI (roi-pegs.ts)', () => {
     const same = pegRoi(m, w, h, 170, 120, (0.26 * h) / 1.2, 1.2, null);
     expect(byFrame).toEqual(same);
     expect(Math.hypot(byFrame!.cx - byRadius!.cx, byFrame!.cy - byRadius!.cy)).toBeLessThan(0.2 * r);
+    // frameRadiusWeight 0.5: the side follows the hand halfway, so a hand 19 % smaller in the frame
+    // (another board) gets a square 10 % smaller, and a weight of 0 is the device's scale alone
+    const half = pegRoi(m, w, h, 170, 120, r, 1.2, null, undefined, 0.26, 0.5);
+    expect(half!.side).toBeCloseTo(0.26 * h * Math.sqrt(r / (PEG_FRAME_RADIUS * h)), 9);
+    const smaller = pegRoi(m, w, h, 170, 120, 0.81 * r, 1.2, null, undefined, 0.26, 0.5);
+    expect(smaller!.side / half!.side).toBeCloseTo(0.9, 9);
+    expect(pegRoi(m, w, h, 170, 120, r, 1.2, null, undefined, 0.26, 0)).toEqual(byFrame);
   });
 
   it('keeps the fingers and the shadowed edge of a hand darker than the Otsu level (colour mask)', () => {
@@ -279,8 +287,12 @@ describe('peg-held hand ROI (roi-pegs.ts)', () => {
     const profile = SENSOR_PROFILES.colour.stages.roi.proportions;
     const g = locateHand(frame, profile);
     expect(g.roi).toBeDefined();
-    // a fixed-geometry sensor: the side is the profile's share of the frame, whatever the hand's size
-    expect(g.roi!.side).toBeCloseTo(profile.frameShare! * Math.min(frame.width, frame.height), 0);
+    // a fixed-geometry sensor: the side is the profile's share of the frame, blended halfway towards
+    // the hand's own scale (frameRadiusWeight)
+    const short = Math.min(frame.width, frame.height);
+    const expected =
+      profile.frameShare! * short * (g.radius / (PEG_FRAME_RADIUS * short)) ** profile.frameRadiusWeight!;
+    expect(g.roi!.side / expected).toBeCloseTo(1, 2);
     // fingers to the left on the COEP-like render; the ROI centre on the hand, near the palm's
     expect(angleDiff(g.roi!.up, Math.PI)).toBeLessThan(30 * DEG);
     const sx = Math.round((g.roi!.cx + 0.5) / g.scale - 0.5);

@@ -322,11 +322,20 @@ export function pegPose(
 }
 
 /**
+ * The development captures' median inscribed radius as a share of the frame's shorter side (COEP,
+ * sensor-profiles.ts `COLOUR_ROI`): the hand scale that `frameRadiusWeight` reads against.
+ */
+export const PEG_FRAME_RADIUS = 0.225;
+
+/**
  * The ROI square of a peg-held hand (work px): `sidePerRadius` × the inscribed radius around the
  * palm's centre of mass, turned to the hand's axis. With `frameShare` (a sensor of fixed
  * geometry) the side is that share of the frame's shorter side instead, and the centre's and the
  * axis's discs are scaled from it too (radius = side / `sidePerRadius`), not from the inscribed
- * circle. Null when the hand's direction is unknown.
+ * circle; `frameRadiusWeight` w then scales all three by (inscribed radius / PEG_FRAME_RADIUS of the
+ * shorter side)^w, a geometric blend of the device's scale (w = 0) and the hand's (w = 1): a second
+ * board or camera distance changes the first, the thumb's spread the second. Null when the hand's
+ * direction is unknown.
  */
 export function pegRoi(
   mask: Uint8Array,
@@ -339,10 +348,13 @@ export function pegRoi(
   valleysUp: number | null,
   distance?: Uint16Array,
   frameShare?: number,
+  frameRadiusWeight = 0,
 ): { cx: number; cy: number; side: number; up: number } | null {
   // on a fixed-geometry sensor every reach (centre, axis, side) is in the device's units: the
-  // radius the profile's side stands for
-  const r = frameShare ? (frameShare * Math.min(w, h)) / sidePerRadius : radius;
+  // radius the profile's side stands for, blended towards the hand's own by frameRadiusWeight
+  const short = Math.min(w, h);
+  const hand = radius > 0 ? (radius / (PEG_FRAME_RADIUS * short)) ** frameRadiusWeight : 1;
+  const r = frameShare ? ((frameShare * short) / sidePerRadius) * hand : radius;
   const pose = pegPose(mask, w, h, cx, cy, r, valleysUp, distance);
   return pose && { cx: pose.cx, cy: pose.cy, side: r * sidePerRadius, up: pose.up };
 }

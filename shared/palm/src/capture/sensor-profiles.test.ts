@@ -5,6 +5,7 @@ import { locateHand } from './hand-geometry.ts';
 import { cropPalm } from './hand-roi.ts';
 import { LIVENESS_THRESHOLD, livenessScore } from './liveness.ts';
 import { processCapture } from './pipeline.ts';
+import { PEG_FRAME_RADIUS } from './roi-pegs.ts';
 import {
   isSensorName,
   SENSOR_NAMES,
@@ -81,9 +82,10 @@ describe('sensor profiles', () => {
     expect(
       Math.abs(Math.atan2(Math.sin(g.roi!.up + Math.PI / 2), Math.cos(g.roi!.up + Math.PI / 2))),
     ).toBeLessThan(0.5);
-    // the colour camera's scale is the device's (a share of the frame); contact scanners keep the
-    // hand's inscribed radius
-    expect(g.roi!.side).toBeCloseTo(0.26 * Math.min(frame.width, frame.height), 6);
+    // the colour camera's scale is the device's (a share of the frame) blended halfway with the
+    // hand's; contact scanners keep the hand's inscribed radius
+    const short = Math.min(frame.width, frame.height);
+    expect(g.roi!.side / (0.26 * short * Math.sqrt(g.radius / (PEG_FRAME_RADIUS * short)))).toBeCloseTo(1, 2);
     expect(Math.hypot(g.roi!.cx - g.cx, g.roi!.cy - g.cy)).toBeLessThan(g.radius);
     const contact = locateHand(frame, SENSOR_PROFILES['contact-visible'].stages.roi.proportions);
     expect(contact.roi!.side).toBeCloseTo(1.2 * contact.radius, 6);

@@ -176,8 +176,21 @@ const PEG_ROI: RoiProportions = { ...RING_ROI, circle: 1.2 };
  * edge of dark-skinned palms off in some captures. COEP 67 persons: EER 0.25 → 0.03 %, FRR at FAR
  * 1e-4 4.0 → 2.0 % (docs/palm-pipeline.md, "Pegs ROI, third pass"); the contact profiles keep the
  * Otsu mask (a platen lit from below: no captures to measure it on).
+ *
+ * A second board (or camera distance) changes the device's scale: COEP's re-captured persons show
+ * their hands 8–22 % smaller. The side and reaches therefore follow the hand's inscribed radius
+ * halfway (`frameRadiusWeight` 0.5: the geometric mean of the device's scale and the hand's, as
+ * RING_ROI blends the valley spacing with the radius). COEP 055+, eight merged, `fine` coding,
+ * N = 1e6: FNIR one capture / with step-up 6.3 / 6.2 % → 4.1 / 2.7 %, the 32 re-captures 41 → 22 %
+ * / 40 → 18 %, EER 0.70 → 0.4 %; weights 0.4 / 0.6 / 1 give 3.6 / 3.1 / 4.4 % with step-up
+ * (docs/lab/identification.md, "Cross-board re-captures").
  */
-const COLOUR_ROI: RoiProportions = { ...PEG_ROI, frameShare: 0.26, maskLevel: PEG_MASK_LEVEL };
+const COLOUR_ROI: RoiProportions = {
+  ...PEG_ROI,
+  frameShare: 0.26,
+  frameRadiusWeight: 0.5,
+  maskLevel: PEG_MASK_LEVEL,
+};
 
 /**
  * The template coding of the visible-light profiles measured on real palms (grey-dark on CASIA,

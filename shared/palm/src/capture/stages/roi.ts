@@ -53,6 +53,11 @@ export interface RoiProportions {
    */
   frameShare?: number;
   /**
+   * with `frameShare`: the ROI's side and reaches follow the hand's inscribed radius by this power
+   * (0: the device's scale alone; roi-pegs.ts `pegRoi`)
+   */
+  frameRadiusWeight?: number;
+  /**
    * with `circle`: the hand mask of the pegs ROI is cut this share of the way from the
    * background's mean grey to the Otsu level (roi-pegs.ts `pegHandMask`) instead of at the Otsu
    * level; the side cues keep the Otsu mask
@@ -224,7 +229,19 @@ function onWork(
   // the Otsu mask's largest component, for the thumb web below
   const handComp = proportions.maskLevel === undefined ? pegComp : null;
   const roi = (pegComp &&
-    pegRoi(pegComp, w, h, cx, cy, radius, proportions.circle!, up, distance, proportions.frameShare)) || {
+    pegRoi(
+      pegComp,
+      w,
+      h,
+      cx,
+      cy,
+      radius,
+      proportions.circle!,
+      up,
+      distance,
+      proportions.frameShare,
+      proportions.frameRadiusWeight,
+    )) || {
     cx: mx - ux * side * proportions.centreBelow,
     cy: my - uy * side * proportions.centreBelow,
     side,
@@ -307,6 +324,7 @@ function pegsWithoutValleys(geometry: HandGeometry, params: RoiParams): HandGeom
     null,
     distance,
     proportions.frameShare,
+    proportions.frameRadiusWeight,
   );
   if (!roi) return geometry;
   geometry.up = roi.up;
