@@ -181,9 +181,9 @@ const PEG_ROI: RoiProportions = { ...RING_ROI, circle: 1.2 };
  * their hands 8–22 % smaller. The side and reaches therefore follow the hand's inscribed radius
  * halfway (`frameRadiusWeight` 0.5: the geometric mean of the device's scale and the hand's, as
  * RING_ROI blends the valley spacing with the radius). COEP 055+, eight merged, `fine` coding,
- * N = 1e6: FNIR one capture / with step-up 6.3 / 6.2 % → 4.1 / 2.7 %, the 32 re-captures 41 → 22 %
- * / 40 → 18 %, EER 0.70 → 0.4 %; weights 0.4 / 0.6 / 1 give 3.6 / 3.1 / 4.4 % with step-up
- * (docs/lab/identification.md, "Cross-board re-captures").
+ * N = 1e6: FNIR one capture / with step-up 6.3 / 6.2 % → 3.6 / 2.7 %, the 32 re-captures 41 → 19 %
+ * / 40 → 18 %, EER 0.70 → 0.36 %; weights 0.4 / 0.6 / 1 gave 3.6 / 3.1 / 4.4 % with step-up, so the
+ * target's margin (3 %) is thin (docs/lab/identification.md, "Cross-board re-captures").
  */
 const COLOUR_ROI: RoiProportions = {
   ...PEG_ROI,
