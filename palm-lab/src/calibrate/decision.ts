@@ -41,6 +41,13 @@ export async function calibrateDecision(
   sets: CalibrationSet[],
   o: CalibrateOptions,
 ): Promise<CalibrationReport> {
+  // one coding, refused before any set is coded and matched
+  const codings = [...new Set(sets.map((s) => sensorProfile(s.sensor).stages.code.coding))];
+  if (codings.length > 1)
+    throw new Error(
+      `the sets' sensor profiles code templates differently (${codings.join(', ')}): calibrate one coding at a time`,
+    );
+  const coding = codings[0] ?? 'wide';
   const fits: Array<{ set: CalibrationSet; fit: ImpostorFit; bar: number; excluded: number }> = [];
   const summaries: SetSummary[] = [];
   for (const set of sets) {
@@ -58,12 +65,6 @@ export async function calibrateDecision(
     (best, f) => (best === undefined || f.bar < best.bar ? f : best),
     undefined,
   );
-  const codings = [...new Set(sets.map((s) => sensorProfile(s.sensor).stages.code.coding))];
-  if (codings.length > 1)
-    throw new Error(
-      `the sets' sensor profiles code templates differently (${codings.join(', ')}): calibrate one coding at a time`,
-    );
-  const coding = codings[0] ?? 'wide';
   const committed = IMPOSTOR_MODELS[coding];
   const rmsName = 'impostor-tail fit error (rms of log10 FMR, model against measured, decades)';
   const rms = heaviest ? heaviest.fit.tail_rms_decades.tail : null;

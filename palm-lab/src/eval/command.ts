@@ -203,6 +203,8 @@ export function evalCommand(): Command {
       // whole frames: the profile given, else the one `palm synth` recorded for the set, else the default
       const recorded = o.roi || o.sensor ? undefined : await recordedSensor(dir);
       const sensor: SensorName | undefined = o.roi ? undefined : (o.sensor ?? recorded ?? DEFAULT_SENSOR);
+      // the template coding the sensor writes: its shipped impostor model and 1:1 threshold
+      const coding = sensor ? sensorProfile(sensor).stages.code.coding : 'wide';
       const extractPalm = o.cache
         ? cachedExtract(
             palmExtract({ ...o, sensor }),
@@ -220,9 +222,7 @@ export function evalCommand(): Command {
         extractPalm,
         {
           maxImpostorPairs: o.maxImpostors,
-          operatingThreshold: o.roi
-            ? ROI_MATCH_THRESHOLD
-            : matchThresholdFor(sensor ? sensorProfile(sensor).stages.code.coding : 'wide'),
+          operatingThreshold: o.roi ? ROI_MATCH_THRESHOLD : matchThresholdFor(coding),
           sides: !o.roi,
           ...(o.openSet
             ? {
@@ -232,7 +232,7 @@ export function evalCommand(): Command {
                     ...(o.impostorModel ? { model: o.impostorModel } : {}),
                   },
                   draws: o.draws,
-                  shipped: impostorModelFor(sensor ? sensorProfile(sensor).stages.code.coding : 'wide'),
+                  shipped: impostorModelFor(coding),
                   ...(o.tailModel ? { truth: o.tailModel } : {}),
                   fusion: o.fusion === true,
                 },

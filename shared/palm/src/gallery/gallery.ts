@@ -42,8 +42,9 @@ export interface GalleryOptions extends MatcherOptions {
 }
 
 export function createMatcher(options: MatcherOptions | number = {}): Matcher {
-  const coding = typeof options === 'number' ? 'wide' : (options.coding ?? 'wide');
-  const threshold = typeof options === 'number' ? options : (options.threshold ?? matchThresholdFor(coding));
+  const o = typeof options === 'number' ? { threshold: options } : options;
+  const coding = o.coding ?? 'wide';
+  const threshold = o.threshold ?? matchThresholdFor(coding);
   return {
     validate(template) {
       decodeTemplate(template, coding);
