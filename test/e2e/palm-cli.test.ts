@@ -1,8 +1,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeBmp8 } from '@palmid/palm/capture/image-write';
+import { MATCH_THRESHOLDS } from '@palmid/palm/threshold';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sideless } from '../support/sideless-hand.ts';
+import { randomTemplate } from '../support/templates.ts';
 import { cli, makeRoiSet, tempDir } from './harness.ts';
 
 /**
@@ -310,4 +312,31 @@ describe('npm run palm -- eval with captures of undecided hand side', () => {
     expect(simReport.failure_reasons).toMatchObject({ partial: 2 });
     expect(sim.stderr).toMatch(/sideless\/0\.bmp: partial; .*sideless\/1\.bmp: partial/);
   }, 300_000);
+});
+
+/** `npm run palm -- match <a> <b>` on template files: the threshold and the comparison are the templates' coding's. */
+describe('npm run palm -- match (template files of each coding)', () => {
+  const tmp = tempDir('palmid-palm-match-');
+  afterAll(() => tmp.remove());
+  const file = (name: string, coding: 'wide' | 'fine') => {
+    const path = join(tmp.dir, name);
+    writeFileSync(path, Buffer.from(randomTemplate(coding), 'base64'));
+    return path;
+  };
+
+  it("matches within a coding at that coding's threshold, and refuses to compare two codings", async () => {
+    const fine = file('fine.tpl', 'fine');
+    const same = await cli('palm-lab/src/cli.ts', ['match', fine, fine]);
+    expect(same.code, same.stderr).toBe(0);
+    expect(JSON.parse(same.stdout)).toEqual({ score: 1, match: true, threshold: MATCH_THRESHOLDS.fine });
+    const wide = file('wide.tpl', 'wide');
+    const other = await cli('palm-lab/src/cli.ts', ['match', wide, wide]);
+    expect(JSON.parse(other.stdout)).toMatchObject({ threshold: MATCH_THRESHOLDS.wide });
+    const mixed = await cli('palm-lab/src/cli.ts', ['match', wide, fine]);
+    expect(mixed.code).toBe(1);
+    expect(mixed.stdout).toBe('');
+    expect(mixed.stderr).toMatch(
+      /is coded "wide" and .* "fine": templates of two codings cannot be compared/,
+    );
+  }, 60_000);
 });

@@ -242,6 +242,12 @@ describe('palm calibrate, the command', () => {
     const sensors = await palm('calibrate', 'quality', set, set, set, '--sensor', 'grey-dark,colour');
     expect(sensors.code).toBe(2);
     expect(sensors.stderr).toMatch(/2 profiles for 3 folder/);
+    // two template codings (simulator `wide`, grey-dark `fine`) have two models: one at a time
+    const codings = await palm('calibrate', 'decision', set, set, '--sensor', 'simulator,grey-dark');
+    expect(codings.code).toBe(2);
+    expect(codings.stderr).toMatch(
+      /code templates differently \(wide, fine\): calibrate one coding at a time/,
+    );
     const unknown = await palm('calibrate', 'decision', set, '--exclude-pairs', 'x~y');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/x~y: no set holds both labels/);

@@ -1,5 +1,6 @@
 import { distanceForEvidence, evidenceBar } from '@palmid/palm/decision';
 import { fitImpostorModel, type ImpostorFit } from '@palmid/palm/impostor-fit';
+import { InvalidArgumentError } from 'commander';
 import { DEFAULT_TARGET_FPIR, IMPOSTOR_MODELS, type ImpostorModel, sensorProfile } from './committed.ts';
 import {
   type CalibrateOptions,
@@ -44,8 +45,8 @@ export async function calibrateDecision(
   // one coding, refused before any set is coded and matched
   const codings = [...new Set(sets.map((s) => sensorProfile(s.sensor).stages.code.coding))];
   if (codings.length > 1)
-    throw new Error(
-      `the sets' sensor profiles code templates differently (${codings.join(', ')}): calibrate one coding at a time`,
+    throw new InvalidArgumentError(
+      `decision: the sets' sensor profiles code templates differently (${codings.join(', ')}): calibrate one coding at a time`,
     );
   const coding = codings[0] ?? 'wide';
   const fits: Array<{ set: CalibrationSet; fit: ImpostorFit; bar: number; excluded: number }> = [];

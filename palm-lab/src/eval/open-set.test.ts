@@ -5,6 +5,7 @@ import {
   decisionBar,
   distanceForEvidence,
   fusedEvidence,
+  IMPOSTOR_MODELS,
   type ImpostorModel,
 } from '@palmid/palm/decision';
 import { fitImpostorModel } from '@palmid/palm/impostor-fit';
@@ -269,16 +270,17 @@ describe('palm eval open_set through evaluate()', () => {
     const subjectOfImage = files.map((f) => f.split('-').slice(0, 2).join('-'));
     const random = seededRandom(7);
     const jitter = files.map(() => files.map(() => random()));
+    const distance = (a: Uint32Array, ao: number, b: Uint32Array, bo: number) => {
+      const i = a[ao + 1]!;
+      const j = b[bo + 1]!;
+      const [x, y] = i < j ? [i, j] : [j, i];
+      return subjectOfImage[x] === subjectOfImage[y] ? 0.05 : 0.42 + 0.06 * jitter[x]![y]!;
+    };
     const { report } = await evaluate(
       { subjects },
       async (file) => ({ template: template(files.indexOf(file)) }),
       {
-        distance: (a, ao, b, bo) => {
-          const i = a[ao + 1]!;
-          const j = b[bo + 1]!;
-          const [x, y] = i < j ? [i, j] : [j, i];
-          return subjectOfImage[x] === subjectOfImage[y] ? 0.05 : 0.42 + 0.06 * jitter[x]![y]!;
-        },
+        distance,
         openSet: { draws: 4 },
       },
     );
@@ -297,5 +299,16 @@ describe('palm eval open_set through evaluate()', () => {
       expect(row.fpir).toBeGreaterThanOrEqual(0);
       expect(row.fpir).toBeLessThanOrEqual(1);
     }
+    // the set's tail is lighter than any shipped model: evidence is read with the shipped one, the
+    // `wide` coding's by default and the coding's given (`palm eval` passes the --sensor's)
+    expect(report.open_set_protocol).toMatchObject({ model_source: 'shipped', model: IMPOSTOR_MODELS.wide });
+    const fine = await evaluate({ subjects }, async (file) => ({ template: template(files.indexOf(file)) }), {
+      distance,
+      openSet: { draws: 4, shipped: IMPOSTOR_MODELS.fine },
+    });
+    expect(fine.report.open_set_protocol).toMatchObject({
+      model_source: 'shipped',
+      model: IMPOSTOR_MODELS.fine,
+    });
   });
 });
